@@ -1,0 +1,1 @@
+"""Catalog: tables, views and functions known to a session."""

@@ -1,0 +1,1 @@
+"""Planner: SQL text -> logical plan -> optimized plan -> physical dataflow."""

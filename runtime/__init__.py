@@ -1,0 +1,1 @@
+"""Runtime: executes a physical dataflow on Arrow record batches."""

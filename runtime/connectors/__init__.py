@@ -1,0 +1,1 @@
+"""Connectors: one module each, with its source, its sink and its option schema."""
