@@ -1,0 +1,564 @@
+"""Bind a parsed query (sqlglot AST) into a logical plan.
+
+Resolves tables, views and columns against the catalog, types every
+expression, recognises windowing TVFs and fuses ``GROUP BY window_start,
+window_end`` over them into a window aggregation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+from sqlglot import exp
+
+from catalog.catalog import Catalog
+from catalog.tables import TableDef, ViewDef
+from catalog.types import sql_type_name
+from planner import dialect, script
+from planner.expr_binder import AGGREGATES, ExprBinder, coerce, contains_aggregate
+from planner.expressions import ColumnRef, Expr, Literal, referenced_columns
+from planner.functions import common_type
+from planner.logical import (
+    WINDOW_COLUMNS,
+    AggCall,
+    Aggregate,
+    Filter,
+    LogicalNode,
+    Project,
+    Scan,
+    Union,
+    Values,
+    WatermarkAssign,
+    WindowAggregate,
+    WindowSpec,
+    WindowTVF,
+)
+from planner.scope import Scope, ScopeColumn, plan_error
+from sqlstream.errors import PlanError
+
+
+@dataclass
+class Relation:
+    node: LogicalNode
+    scope: Scope
+
+
+def _parse_expression(text: str) -> exp.Expression:
+    return script.parse_one(text)
+
+
+class QueryBinder:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.ctes: list[dict[str, exp.Expression]] = []
+
+    # ---------------------------------------------------------------- queries
+    def bind_query(self, node: exp.Expression) -> Relation:
+        with_ = node.args.get("with_") or node.args.get("with")
+        if with_ is not None:
+            frame = {cte.alias_or_name.lower(): cte.this for cte in with_.expressions}
+            self.ctes.append(frame)
+            try:
+                return self._bind_query_body(node)
+            finally:
+                self.ctes.pop()
+        return self._bind_query_body(node)
+
+    def _bind_query_body(self, node: exp.Expression) -> Relation:
+        if isinstance(node, exp.Subquery):
+            return self.bind_query(node.this)
+        if isinstance(node, exp.Union):
+            return self._bind_union(node)
+        if isinstance(node, exp.Select):
+            return self._bind_select(node)
+        if isinstance(node, exp.Values):
+            return self._bind_values(node)
+        if isinstance(node, exp.Intersect | exp.Except):
+            raise plan_error(f"{node.key.upper()} is not supported yet; use UNION ALL or a JOIN", node)
+        raise plan_error(f"unsupported query '{node.sql()[:60]}'", node)
+
+    def _bind_union(self, node: exp.Union) -> Relation:
+        left = self.bind_query(node.this)
+        right = self.bind_query(node.expression)
+        lt, rt = left.node.schema, right.node.schema
+        if len(lt) != len(rt):
+            raise plan_error(
+                f"UNION inputs have {len(lt)} and {len(rt)} columns; they must have the same number",
+                node,
+            )
+        children = []
+        targets = []
+        for a, b in zip(lt, rt, strict=True):
+            c = common_type(a.type, b.type)
+            if c is None:
+                raise plan_error(
+                    f"UNION column '{a.name}' has types {sql_type_name(a.type)} and {sql_type_name(b.type)}",
+                    node,
+                )
+            targets.append(c if not pa.types.is_null(c) else pa.string())
+        for rel in (left, right):
+            schema = rel.node.schema
+            if [f.type for f in schema] == targets:
+                children.append(rel.node)
+            else:
+                exprs: list[Expr] = [
+                    coerce(ColumnRef(i, f.name, f.type), t) for i, (f, t) in enumerate(zip(schema, targets, strict=True))
+                ]
+                children.append(Project(rel.node, exprs, lt.names, rel.node.rowtime))
+        flat: list[LogicalNode] = []
+        for c in children:
+            flat.extend(c.children if isinstance(c, Union) else [c])
+        out: LogicalNode = Union(flat)
+        if node.args.get("distinct"):
+            out = _distinct(out)
+        return Relation(out, Scope.of(out.schema))
+
+    def _bind_values(self, node: exp.Values) -> Relation:
+        rows = []
+        empty = Scope([])
+        for tup in node.expressions:
+            row = [ExprBinder(empty).bind(v) for v in tup.expressions]
+            for v, src in zip(row, tup.expressions, strict=True):
+                if not isinstance(v, Literal):
+                    raise plan_error("VALUES only takes constants", src)
+            rows.append(row)
+        width = len(rows[0])
+        if any(len(r) != width for r in rows):
+            raise plan_error("all VALUES rows must have the same number of columns", node)
+        types = []
+        for i in range(width):
+            t = rows[0][i].type
+            for r in rows[1:]:
+                c = common_type(t, r[i].type)
+                if c is None:
+                    raise plan_error(f"VALUES column {i + 1} mixes incompatible types", node)
+                t = c
+            types.append(pa.string() if pa.types.is_null(t) else t)
+        names = [f"EXPR${i}" for i in range(width)]
+        alias = node.args.get("alias")
+        if alias is not None and alias.columns:
+            names = [c.name for c in alias.columns]
+        arrays = [
+            pa.array([coerce(r[i], types[i]).value for r in rows], types[i]) for i in range(width)
+        ]
+        table = pa.Table.from_arrays(arrays, names=names)
+        return Relation(Values(table), Scope.of(table.schema, node.alias or None))
+
+    # ------------------------------------------------------------------ FROM
+    def _bind_from(self, node: exp.Expression) -> Relation:
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier | exp.Var | str):
+            return self._bind_table_ref(node)
+        if isinstance(node, exp.Subquery):
+            rel = self.bind_query(node.this)
+            alias = node.alias or None
+            if alias and node.args.get("alias") is not None and node.args["alias"].columns:
+                rel = _rename(rel, [c.name for c in node.args["alias"].columns], node)
+            return Relation(rel.node, rel.scope.requalified(alias) if alias else Scope.of(rel.node.schema))
+        if isinstance(node, dialect.WindowTVF):
+            return self._bind_window_tvf(node)
+        if isinstance(node, exp.Values):
+            return self._bind_values(node)
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Expression):
+            return self._bind_from(node.this)
+        raise plan_error(f"unsupported FROM item '{node.sql()[:60]}'", node)
+
+    def _bind_table_ref(self, node: exp.Table) -> Relation:
+        name = node.name
+        alias = node.alias or name
+        for frame in reversed(self.ctes):
+            if name.lower() in frame:
+                rel = self.bind_query(frame[name.lower()])
+                return Relation(rel.node, rel.scope.requalified(alias))
+        if node.args.get("version") is not None:
+            raise plan_error("FOR SYSTEM_TIME AS OF (temporal joins) is not supported yet", node)
+        obj = self.catalog.get(name)
+        if obj is None:
+            known = self.catalog.names()
+            hint = f" Known tables: {', '.join(known)}" if known else " No tables are defined yet."
+            raise plan_error(f"table or view '{name}' does not exist.{hint}", node, name)
+        if isinstance(obj, ViewDef):
+            rel = self.bind_query(script.parse_one(obj.query))
+            return Relation(rel.node, rel.scope.requalified(alias))
+        return self.table_relation(obj, alias)
+
+    def table_relation(self, table: TableDef, alias: str | None = None) -> Relation:
+        """Scan a table, derive its computed columns, and assign its watermark."""
+        from runtime.connectors.registry import get_connector
+
+        connector = get_connector(table.connector)
+        if connector.create_source is None:
+            raise PlanError(f"table '{table.name}' (connector '{table.connector}') can only be written to, not read")
+        physical = [c.name for c in table.physical_columns]
+        node: LogicalNode = Scan(table, physical)
+        if any(c.computed is not None for c in table.columns):
+            phys_scope = Scope.of(node.schema)
+            exprs: list[Expr] = []
+            for c in table.columns:
+                if c.computed is None:
+                    i = physical.index(c.name)
+                    exprs.append(ColumnRef(i, c.name, c.type))
+                else:
+                    exprs.append(ExprBinder(phys_scope).bind(_parse_expression(c.computed)))
+            node = Project(node, exprs, [c.name for c in table.columns])
+        if table.watermark is not None:
+            names = node.schema.names
+            lowered = [n.lower() for n in names]
+            wm_col = table.watermark.column.lower()
+            if wm_col not in lowered:
+                raise PlanError(f"table '{table.name}': WATERMARK column '{table.watermark.column}' is not a column")
+            index = lowered.index(wm_col)
+            ts_type = node.schema.field(index).type
+            if not (pa.types.is_timestamp(ts_type) and ts_type.unit == "ms"):
+                raise PlanError(
+                    f"table '{table.name}': the rowtime column '{names[index]}' must be TIMESTAMP(3) or "
+                    f"TIMESTAMP_LTZ(3), got {sql_type_name(ts_type)}"
+                )
+            wm_expr = ExprBinder(Scope.of(node.schema)).bind(_parse_expression(table.watermark.expression))
+            if not pa.types.is_timestamp(wm_expr.type):
+                raise PlanError(
+                    f"table '{table.name}': the WATERMARK expression must be a TIMESTAMP, got {sql_type_name(wm_expr.type)}"
+                )
+            node = WatermarkAssign(node, index, coerce(wm_expr, ts_type))
+        return Relation(node, Scope.of(node.schema, alias or table.name))
+
+    def _bind_window_tvf(self, tvf: dialect.WindowTVF) -> Relation:
+        node = tvf
+        inner = self._bind_from(tvf.table)
+        rowtime = inner.node.rowtime
+        time_ref = inner.scope.resolve(tvf.time_col)
+        if rowtime is None or time_ref.index != rowtime:
+            raise plan_error(
+                f"the time column '{tvf.time_col.name}' of {tvf.kind} must be a time attribute "
+                "(a column with a WATERMARK declared on its table)",
+                tvf.time_col,
+                tvf.time_col.name,
+            )
+        ms = [dialect.interval_ms(i) for i in tvf.expressions]
+        if tvf.offset is not None:
+            ms.append(dialect.interval_ms(tvf.offset))
+        kind = tvf.kind
+        expected = {"TUMBLE": (1, 2), "HOP": (2, 3), "CUMULATE": (2, 3), "SESSION": (1, 1)}[kind]
+        if not expected[0] <= len(ms) <= expected[1]:
+            raise plan_error(f"{kind} takes {expected[0]} interval argument(s), got {len(ms)}", node)
+        if any(v <= 0 for v in ms[: expected[0]]):
+            raise plan_error(f"{kind} window sizes must be positive", node)
+        partition = tuple(inner.scope.resolve(c).index for c in tvf.partition_by)
+        if partition and kind != "SESSION":
+            raise plan_error("PARTITION BY is only allowed in a SESSION window", node)
+        if kind == "TUMBLE":
+            spec = WindowSpec("TUMBLE", rowtime, size_ms=ms[0], offset_ms=ms[1] if len(ms) > 1 else 0)
+        elif kind == "HOP":
+            slide, size = ms[0], ms[1]
+            if size % slide != 0:
+                raise plan_error(f"HOP size ({size} ms) must be an integral multiple of the slide ({slide} ms)", node)
+            spec = WindowSpec("HOP", rowtime, size_ms=size, slide_ms=slide, offset_ms=ms[2] if len(ms) > 2 else 0)
+        elif kind == "CUMULATE":
+            step, size = ms[0], ms[1]
+            if size % step != 0:
+                raise plan_error(f"CUMULATE size ({size} ms) must be an integral multiple of the step ({step} ms)", node)
+            spec = WindowSpec("CUMULATE", rowtime, size_ms=size, step_ms=step, offset_ms=ms[2] if len(ms) > 2 else 0)
+        else:
+            spec = WindowSpec("SESSION", rowtime, gap_ms=ms[0], partition_keys=partition)
+        out = WindowTVF(inner.node, spec)
+        qualifier = tvf.alias or None
+        cols = list(inner.scope.columns) + [
+            ScopeColumn(qualifier or (inner.scope.columns[0].qualifier if inner.scope.columns else None), n, f.type)
+            for n, f in zip(WINDOW_COLUMNS, list(out.schema)[-3:], strict=True)
+        ]
+        scope = Scope(cols)
+        if qualifier:
+            scope = scope.requalified(qualifier)
+        return Relation(out, scope)
+
+    # ---------------------------------------------------------------- SELECT
+    def _bind_select(self, sel: exp.Select) -> Relation:
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        if sel.args.get("joins"):
+            raise plan_error("JOIN is not supported yet", sel.args["joins"][0])
+        if from_ is None:
+            rel = Relation(Values(pa.table({"dummy": pa.array([0], pa.int32())})), Scope([]))
+            rel = Relation(rel.node, Scope([ScopeColumn(None, "$dummy", pa.int32())]))
+        else:
+            rel = self._bind_from(from_.this)
+        where = sel.args.get("where")
+        if where is not None:
+            if contains_aggregate(where.this):
+                raise plan_error("aggregate functions are not allowed in WHERE; use HAVING", where.this)
+            pred = ExprBinder(rel.scope).bind(where.this)
+            _require_boolean(pred, where.this, "WHERE")
+            rel = Relation(Filter(rel.node, pred), rel.scope)
+        for clause in ("order", "limit", "offset"):
+            if sel.args.get(clause) is not None:
+                raise plan_error(
+                    f"{clause.upper()} BY is not supported on streaming queries yet; "
+                    "use a window TVF with ROW_NUMBER() for Top-N" if clause == "order"
+                    else f"{clause.upper()} is not supported on streaming queries yet",
+                    sel.args[clause],
+                )
+        group = sel.args.get("group")
+        having = sel.args.get("having")
+        items = sel.expressions
+        aggregating = (
+            group is not None
+            or having is not None
+            or any(contains_aggregate(i) for i in items)
+        )
+        if aggregating:
+            out = self._bind_aggregate(sel, rel, group, having, items)
+        else:
+            exprs, names = self._bind_items(items, rel.scope, ExprBinder(rel.scope))
+            rowtime = _rowtime_through(exprs, rel.node.rowtime)
+            out = Project(rel.node, exprs, names, rowtime)
+        if sel.args.get("distinct") is not None:
+            out = _distinct(out)
+        return Relation(out, Scope.of(out.schema))
+
+    def _bind_items(
+        self, items: list[exp.Expression], scope: Scope, binder: ExprBinder
+    ) -> tuple[list[Expr], list[str]]:
+        exprs: list[Expr] = []
+        names: list[str] = []
+        for item in items:
+            star_qualifier = _star(item)
+            if star_qualifier is not None:
+                matched = False
+                for i, c in enumerate(scope.columns):
+                    if c.name.startswith("$"):
+                        continue
+                    if star_qualifier == "" or (c.qualifier or "").lower() == star_qualifier.lower():
+                        exprs.append(ColumnRef(i, c.name, c.type))
+                        names.append(c.name)
+                        matched = True
+                if not matched:
+                    raise plan_error(f"'{item.sql()}' matches no columns", item)
+                continue
+            node = item.this if isinstance(item, exp.Alias) else item
+            bound = binder.bind(node)
+            if pa.types.is_null(bound.type):
+                bound = coerce(bound, pa.string())
+            exprs.append(bound)
+            names.append(_item_name(item, len(names)))
+        return exprs, names
+
+    def _bind_aggregate(
+        self,
+        sel: exp.Select,
+        rel: Relation,
+        group: exp.Group | None,
+        having: exp.Having | None,
+        items: list[exp.Expression],
+    ) -> LogicalNode:
+        key_nodes: list[exp.Expression] = []
+        if group is not None:
+            for k in ("grouping_sets", "cube", "rollup"):
+                if group.args.get(k):
+                    raise plan_error(f"{k.upper().replace('_', ' ')} is not supported yet", group)
+            key_nodes = list(group.expressions)
+        for k in key_nodes:
+            if contains_aggregate(k):
+                raise plan_error("aggregate functions are not allowed in GROUP BY", k)
+        agg_nodes: list[exp.Expression] = []
+        seen: set[str] = set()
+        for src in [*items, *([having.this] if having is not None else [])]:
+            for n in src.walk():
+                if isinstance(n, AGGREGATES) and n.sql() not in seen:
+                    for inner in n.this.walk() if n.this is not None else []:
+                        if isinstance(inner, AGGREGATES) and inner is not n:
+                            raise plan_error("aggregate functions cannot be nested", inner)
+                    seen.add(n.sql())
+                    agg_nodes.append(n)
+
+        windowed = self._window_grouping(rel, key_nodes)
+        if windowed is not None:
+            tvf, base, base_scope, roles = windowed
+            input_node, input_scope = base, base_scope
+        else:
+            input_node, input_scope = rel.node, rel.scope
+            roles = [None] * len(key_nodes)
+            if isinstance(_strip_filters(rel.node), WindowTVF) and _strip_filters(rel.node).window.kind == "SESSION":
+                raise plan_error(
+                    "a SESSION window must be aggregated with GROUP BY window_start, window_end",
+                    group or sel,
+                )
+
+        binder = ExprBinder(input_scope)
+        pre_exprs: list[Expr] = [ColumnRef(i, c.name, c.type) for i, c in enumerate(input_scope.columns)]
+        pre_names = [c.name for c in input_scope.columns]
+
+        def column_of(e: Expr) -> int:
+            if isinstance(e, ColumnRef):
+                return e.index
+            pre_exprs.append(e)
+            pre_names.append(f"$expr{len(pre_exprs)}")
+            return len(pre_exprs) - 1
+
+        key_cols: list[int | str] = []
+        key_names: list[str] = []
+        for node, role in zip(key_nodes, roles, strict=True):
+            if role is not None:
+                key_cols.append(role)
+            else:
+                key_cols.append(column_of(binder.bind(node)))
+            key_names.append(node.alias_or_name if isinstance(node, exp.Column) else f"$key{len(key_names)}")
+
+        aggs: list[AggCall] = []
+        for i, n in enumerate(agg_nodes):
+            aggs.append(self._agg_call(n, binder, column_of, f"$agg{i}"))
+
+        if len(pre_exprs) > len(input_scope.columns):
+            input_node = Project(input_node, pre_exprs, pre_names, input_node.rowtime)
+
+        if windowed is not None:
+            agg_node: LogicalNode = WindowAggregate(input_node, tvf.window, key_cols, key_names, aggs)
+        else:
+            agg_node = Aggregate(input_node, [int(k) for k in key_cols], aggs, key_names)
+
+        # expressions above the aggregate see group keys and aggregate results only
+        key_lookup = {n.sql(): i for i, n in enumerate(key_nodes)}
+        key_columns = {
+            n.name.lower(): i for i, n in enumerate(key_nodes) if isinstance(n, exp.Column)
+        }
+        agg_lookup = {n.sql(): len(key_nodes) + i for i, n in enumerate(agg_nodes)}
+        out_schema = agg_node.schema
+
+        def intercept(node: exp.Expression) -> Expr | None:
+            text = node.sql()
+            index = key_lookup.get(text)
+            if index is None:
+                index = agg_lookup.get(text)
+            if index is None and isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+                index = key_columns.get(node.name.lower())
+                if index is None:
+                    input_scope.resolve(node)  # unknown column: the resolver's error
+                    raise plan_error(
+                        f"column '{node.sql()}' must appear in GROUP BY or be used in an aggregate function",
+                        node,
+                        node.name,
+                    )
+            if index is None:
+                return None
+            f = out_schema.field(index)
+            return ColumnRef(index, f.name, f.type)
+
+        post = ExprBinder(Scope.of(out_schema), intercept)
+        out: LogicalNode = agg_node
+        if having is not None:
+            pred = post.bind(having.this)
+            _require_boolean(pred, having.this, "HAVING")
+            out = Filter(out, pred)
+        if any(_star(i) is not None for i in items):
+            raise plan_error("SELECT * cannot be used with GROUP BY; list the columns", sel)
+        exprs, names = self._bind_items(items, Scope.of(out_schema), post)
+        return Project(out, exprs, names, _rowtime_through(exprs, out.rowtime))
+
+    def _window_grouping(
+        self, rel: Relation, key_nodes: list[exp.Expression]
+    ) -> tuple[WindowTVF, LogicalNode, Scope, list[str | None]] | None:
+        """If this is GROUP BY window_start, window_end, ... over a window TVF: the fused pieces."""
+        filters: list[Expr] = []
+        node = rel.node
+        while isinstance(node, Filter):
+            filters.append(node.predicate)
+            node = node.input
+        if not isinstance(node, WindowTVF):
+            return None
+        width = len(node.input.schema)
+        roles: list[str | None] = []
+        for k in key_nodes:
+            role = None
+            if isinstance(k, exp.Column):
+                ref = rel.scope.resolve(k)
+                if ref.index >= width:
+                    role = WINDOW_COLUMNS[ref.index - width]
+            roles.append(role)
+        if not ({"window_start", "window_end"} <= {r for r in roles if r}):
+            return None
+        base = node.input
+        for pred in reversed(filters):
+            if any(i >= width for i in referenced_columns(pred)):
+                raise PlanError(
+                    "a WHERE condition on window_start/window_end/window_time before the window "
+                    "aggregation is not supported; filter after aggregating (HAVING) instead"
+                )
+            base = Filter(base, pred)
+        base_scope = Scope(rel.scope.columns[:width])
+        return node, base, base_scope, roles
+
+    def _agg_call(self, node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:
+        function = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}[type(node)]
+        arg_node = node.this
+        distinct = False
+        if isinstance(arg_node, exp.Distinct):
+            distinct = True
+            if len(arg_node.expressions) != 1:
+                raise plan_error(f"{function}(DISTINCT ...) takes exactly one argument", node)
+            arg_node = arg_node.expressions[0]
+        if function == "COUNT" and (arg_node is None or isinstance(arg_node, exp.Star)):
+            return AggCall("COUNT", None, False, pa.int64(), name)
+        if arg_node is None:
+            raise plan_error(f"{function} needs an argument", node)
+        arg = binder.bind(arg_node)
+        t = arg.type
+        if function == "COUNT":
+            out = pa.int64()
+        elif function in ("SUM", "AVG"):
+            if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+                raise plan_error(f"{function} needs a numeric argument, got {sql_type_name(t)}", node)
+            # Flink: SUM of integers is BIGINT here (safe from overflow); AVG keeps the input type
+            out = pa.int64() if (function == "SUM" and pa.types.is_integer(t)) else t
+        else:
+            out = t
+        return AggCall(function, column_of(arg), distinct, out, name)
+
+
+def _strip_filters(node: LogicalNode) -> LogicalNode:
+    while isinstance(node, Filter):
+        node = node.input
+    return node
+
+
+def _distinct(node: LogicalNode) -> LogicalNode:
+    schema = node.schema
+    agg = Aggregate(node, list(range(len(schema))), [], list(schema.names))
+    return agg
+
+
+def _rename(rel: Relation, names: list[str], node: exp.Expression) -> Relation:
+    schema = rel.node.schema
+    if len(names) != len(schema):
+        raise plan_error(f"alias lists {len(names)} columns but the query has {len(schema)}", node)
+    exprs: list[Expr] = [ColumnRef(i, f.name, f.type) for i, f in enumerate(schema)]
+    out = Project(rel.node, exprs, names, rel.node.rowtime)
+    return Relation(out, Scope.of(out.schema))
+
+
+def _star(item: exp.Expression) -> str | None:
+    """'' for '*', the qualifier for 't.*', None otherwise."""
+    if isinstance(item, exp.Star):
+        return ""
+    if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+        return item.table or ""
+    return None
+
+
+def _item_name(item: exp.Expression, position: int) -> str:
+    if isinstance(item, exp.Alias):
+        return item.alias
+    if isinstance(item, exp.Column):
+        return item.name
+    return f"EXPR${position}"
+
+
+def _require_boolean(pred: Expr, node: exp.Expression, clause: str) -> None:
+    if not (pa.types.is_boolean(pred.type) or pa.types.is_null(pred.type)):
+        raise plan_error(f"{clause} condition must be BOOLEAN, got {sql_type_name(pred.type)}", node)
+
+
+def _rowtime_through(exprs: list[Expr], rowtime: int | None) -> int | None:
+    if rowtime is None:
+        return None
+    for i, e in enumerate(exprs):
+        if isinstance(e, ColumnRef) and e.index == rowtime:
+            return i
+    return None

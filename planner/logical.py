@@ -1,0 +1,364 @@
+"""Logical plan: plain data classes, one per relational operator.
+
+Each node knows its output schema, which output column (if any) is the
+event-time attribute, and whether its output is an updating changelog
+(+I/-U/+U/-D) or append-only.  The optimizer rewrites these trees; the
+physical planner lowers them into a dataflow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from catalog.tables import TableDef
+from planner.expressions import Expr
+
+
+@dataclass
+class Scan:
+    """Read physical ``columns`` of ``table`` from its connector."""
+
+    table: TableDef
+    columns: list[str]
+
+    @property
+    def schema(self) -> pa.Schema:
+        full = self.table.physical_schema
+        return pa.schema([full.field(c) for c in self.columns])
+
+    @property
+    def rowtime(self) -> int | None:
+        return None  # the WatermarkAssign above the scan makes a column a time attribute
+
+    @property
+    def updating(self) -> bool:
+        return False
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return []
+
+
+@dataclass
+class WatermarkAssign:
+    """Declares column ``rowtime`` the event-time attribute with watermark ``delay`` expression."""
+
+    input: LogicalNode
+    rowtime_index: int
+    watermark: Expr  # evaluated per row over the input; the watermark is its running max
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.input.schema
+
+    @property
+    def rowtime(self) -> int | None:
+        return self.rowtime_index
+
+    @property
+    def updating(self) -> bool:
+        return self.input.updating
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+
+@dataclass
+class Project:
+    input: LogicalNode
+    exprs: list[Expr]
+    names: list[str]
+    rowtime_out: int | None = None  # output column that still is the time attribute
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema([pa.field(n, e.type) for n, e in zip(self.names, self.exprs, strict=True)])
+
+    @property
+    def rowtime(self) -> int | None:
+        return self.rowtime_out
+
+    @property
+    def updating(self) -> bool:
+        return self.input.updating
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+
+@dataclass
+class Filter:
+    input: LogicalNode
+    predicate: Expr
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.input.schema
+
+    @property
+    def rowtime(self) -> int | None:
+        return self.input.rowtime
+
+    @property
+    def updating(self) -> bool:
+        return self.input.updating
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+
+WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """A windowing TVF: TUMBLE(size), HOP(slide, size), CUMULATE(step, size), SESSION(gap)."""
+
+    kind: str  # TUMBLE | HOP | CUMULATE | SESSION
+    time_index: int  # the time attribute column of the TVF input
+    size_ms: int = 0
+    slide_ms: int = 0
+    step_ms: int = 0
+    gap_ms: int = 0
+    offset_ms: int = 0
+    partition_keys: tuple[int, ...] = ()  # SESSION ... PARTITION BY
+
+    def describe(self) -> str:
+        parts = {
+            "TUMBLE": f"size={self.size_ms}ms",
+            "HOP": f"slide={self.slide_ms}ms, size={self.size_ms}ms",
+            "CUMULATE": f"step={self.step_ms}ms, size={self.size_ms}ms",
+            "SESSION": f"gap={self.gap_ms}ms",
+        }[self.kind]
+        if self.offset_ms:
+            parts += f", offset={self.offset_ms}ms"
+        return f"{self.kind}(time=${self.time_index}, {parts})"
+
+
+@dataclass
+class WindowTVF:
+    """Input columns plus window_start, window_end, window_time (one row per window a row is in)."""
+
+    input: LogicalNode
+    window: WindowSpec
+
+    @property
+    def schema(self) -> pa.Schema:
+        ts = self.input.schema.field(self.window.time_index).type
+        extra = [pa.field("window_start", ts), pa.field("window_end", ts), pa.field("window_time", ts)]
+        return pa.schema(list(self.input.schema) + extra)
+
+    @property
+    def rowtime(self) -> int | None:
+        return len(self.input.schema) + 2  # window_time
+
+    @property
+    def updating(self) -> bool:
+        return self.input.updating
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+
+@dataclass(frozen=True)
+class AggCall:
+    function: str  # COUNT | SUM | MIN | MAX | AVG
+    arg: int | None  # input column; None for COUNT(*)
+    distinct: bool
+    type: pa.DataType
+    name: str
+
+    def describe(self) -> str:
+        inner = "*" if self.arg is None else f"{'DISTINCT ' if self.distinct else ''}${self.arg}"
+        return f"{self.function}({inner})"
+
+
+@dataclass
+class Aggregate:
+    """GROUP BY ``keys``: updating output (a changelog keyed by the group keys)."""
+
+    input: LogicalNode
+    keys: list[int]
+    aggs: list[AggCall]
+    key_names: list[str]
+
+    @property
+    def schema(self) -> pa.Schema:
+        in_schema = self.input.schema
+        fields = [pa.field(n, in_schema.field(k).type) for n, k in zip(self.key_names, self.keys, strict=True)]
+        return pa.schema(fields + [pa.field(a.name, a.type) for a in self.aggs])
+
+    @property
+    def rowtime(self) -> int | None:
+        return None
+
+    @property
+    def updating(self) -> bool:
+        return True
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+
+@dataclass
+class WindowAggregate:
+    """GROUP BY window_start, window_end, keys over a windowing TVF: append-only, fires on watermark.
+
+    ``outputs`` lists, in output order, what each grouping column is: a window
+    property ('window_start' | 'window_end' | 'window_time') or an input key column index.
+    """
+
+    input: LogicalNode
+    window: WindowSpec
+    outputs: list[str | int]
+    output_names: list[str]
+    aggs: list[AggCall]
+
+    @property
+    def key_indexes(self) -> list[int]:
+        return [o for o in self.outputs if isinstance(o, int)]
+
+    @property
+    def schema(self) -> pa.Schema:
+        in_schema = self.input.schema
+        ts = in_schema.field(self.window.time_index).type
+        fields = []
+        for name, o in zip(self.output_names, self.outputs, strict=True):
+            fields.append(pa.field(name, ts if isinstance(o, str) else in_schema.field(o).type))
+        return pa.schema(fields + [pa.field(a.name, a.type) for a in self.aggs])
+
+    @property
+    def rowtime(self) -> int | None:
+        for i, o in enumerate(self.outputs):
+            if o == "window_time":
+                return i
+        return None
+
+    @property
+    def updating(self) -> bool:
+        return False
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+
+@dataclass
+class Union:
+    """UNION ALL of inputs with identical column types."""
+
+    children: list[LogicalNode]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.children[0].schema
+
+    @property
+    def rowtime(self) -> int | None:
+        times = {c.rowtime for c in self.children}
+        return times.pop() if len(times) == 1 else None
+
+    @property
+    def updating(self) -> bool:
+        return any(c.updating for c in self.children)
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return self.children
+
+
+@dataclass
+class Values:
+    """Literal rows (INSERT INTO ... VALUES, SELECT without FROM)."""
+
+    table: pa.Table
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.table.schema
+
+    @property
+    def rowtime(self) -> int | None:
+        return None
+
+    @property
+    def updating(self) -> bool:
+        return False
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return []
+
+
+@dataclass
+class Sink:
+    """INSERT INTO ``table``; ``table`` None means collect the rows for the client (SELECT)."""
+
+    input: LogicalNode
+    table: TableDef | None
+    options: dict = field(default_factory=dict)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.input.schema
+
+    @property
+    def rowtime(self) -> int | None:
+        return None
+
+    @property
+    def updating(self) -> bool:
+        return self.input.updating
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+
+LogicalNode = Scan | WatermarkAssign | Project | Filter | WindowTVF | Aggregate | WindowAggregate | Union | Values | Sink
+
+
+def explain(node: LogicalNode, indent: int = 0) -> str:
+    """An indented text tree of a logical plan (EXPLAIN)."""
+    pad = "  " * indent
+    line = pad + _describe(node)
+    if node.updating and not isinstance(node, Sink):
+        line += "  [changelog]"
+    return "\n".join([line] + [explain(i, indent + 1) for i in node.inputs])
+
+
+def _describe(node: LogicalNode) -> str:
+    cols = lambda s: ", ".join(s.names)  # noqa: E731
+    if isinstance(node, Scan):
+        return f"Scan(table={node.table.name}, connector={node.table.connector}, columns=[{', '.join(node.columns)}])"
+    if isinstance(node, WatermarkAssign):
+        return f"WatermarkAssigner(rowtime={node.schema.names[node.rowtime_index]}, watermark={node.watermark})"
+    if isinstance(node, Project):
+        return "Project(" + ", ".join(f"{n}={e}" for n, e in zip(node.names, node.exprs, strict=True)) + ")"
+    if isinstance(node, Filter):
+        return f"Filter({node.predicate})"
+    if isinstance(node, WindowTVF):
+        return f"WindowTableFunction({node.window.describe()})"
+    if isinstance(node, Aggregate):
+        keys = ", ".join(f"${k}" for k in node.keys)
+        return f"GroupAggregate(keys=[{keys}], aggs=[{', '.join(a.describe() for a in node.aggs)}])"
+    if isinstance(node, WindowAggregate):
+        outs = ", ".join(o if isinstance(o, str) else f"${o}" for o in node.outputs)
+        return (
+            f"WindowAggregate({node.window.describe()}, groups=[{outs}], "
+            f"aggs=[{', '.join(a.describe() for a in node.aggs)}])"
+        )
+    if isinstance(node, Union):
+        return f"UnionAll(columns=[{cols(node.schema)}])"
+    if isinstance(node, Values):
+        return f"Values(rows={node.table.num_rows})"
+    if isinstance(node, Sink):
+        return f"Sink(table={node.table.name if node.table else '<client>'}, columns=[{cols(node.schema)}])"
+    raise TypeError(node)

@@ -1,0 +1,65 @@
+"""A task runs one operator: it turns arriving elements into operator calls.
+
+It tracks the watermark of each input and advances the operator's event
+time to their minimum (an ended input counts as +infinity), and calls
+end_input once every input has ended, after a final watermark.
+"""
+
+from __future__ import annotations
+
+from runtime.elements import MAX_WATERMARK, MIN_WATERMARK, Chunk, Element, EndOfInput, Watermark
+from runtime.operators.base import Operator, OperatorContext
+
+
+class Task:
+    def __init__(self, operator: Operator, num_inputs: int, ctx: OperatorContext) -> None:
+        self.operator = operator
+        self.ctx = ctx
+        self.input_watermarks = [MIN_WATERMARK] * num_inputs
+        self.ended = [False] * num_inputs
+        self.watermark = MIN_WATERMARK
+        operator.open(ctx)
+
+    def receive(self, element: Element, input_index: int) -> list[Element]:
+        if isinstance(element, Chunk):
+            self.ctx.metrics.records_in += element.num_rows
+            return self._emit(self.operator.process_batch(element, input_index))
+        if isinstance(element, Watermark):
+            if self.operator.generates_watermarks:
+                return []
+            if element.timestamp > self.input_watermarks[input_index]:
+                self.input_watermarks[input_index] = element.timestamp
+            return self._advance(min(self.input_watermarks))
+        if isinstance(element, EndOfInput):
+            self.ended[input_index] = True
+            self.input_watermarks[input_index] = MAX_WATERMARK
+            if not all(self.ended):
+                return self._advance(min(self.input_watermarks))
+            out = self._advance(MAX_WATERMARK)
+            out += self._emit(self.operator.end_input())
+            out.append(EndOfInput())
+            return out
+        raise TypeError(element)
+
+    def _advance(self, timestamp: int) -> list[Element]:
+        if timestamp <= self.watermark:
+            return []
+        self.watermark = timestamp
+        out = self._emit(self.operator.on_watermark(timestamp))
+        out.append(Watermark(timestamp))
+        return out
+
+    def _emit(self, elements: list) -> list[Element]:
+        out: list[Element] = []
+        for e in elements:
+            if isinstance(e, Chunk):
+                if e.num_rows:
+                    self.ctx.metrics.records_out += e.num_rows
+                    out.append(e)
+            elif isinstance(e, Watermark):
+                if e.timestamp > self.watermark:
+                    self.watermark = e.timestamp
+                    out.append(e)
+            else:
+                out.append(e)
+        return out
