@@ -1,0 +1,113 @@
+"""`sqlstream` command line: run or explain a SQL script.
+
+Errors the user can fix (SQL, options, data, files) are printed as one
+message with their location, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+
+from planner.script import Statement
+from runtime.elements import Chunk
+from sqlstream.errors import SqlStreamError
+from sqlstream.session import Session, StatementResult
+from sqlstream.tableau import TableauPrinter
+
+
+def _read_script(path: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise SqlStreamError(f"script '{path}' does not exist")
+    return p.read_text()
+
+
+class ScriptOutput:
+    """Prints statement results: messages, tables, and live rows of SELECTs."""
+
+    def __init__(self) -> None:
+        self.printer: TableauPrinter | None = None
+
+    def on_rows(self, chunk: Chunk, schema: pa.Schema) -> None:
+        if self.printer is None:
+            self.printer = TableauPrinter(schema, sys.stdout)
+        self.printer.write(chunk.batch, chunk.kinds)
+
+    def on_result(self, stmt: Statement, result: StatementResult) -> None:
+        if self.printer is not None:
+            self.printer.finish()
+            self.printer = None
+        elif result.kind == "TABLE" and result.table is not None:
+            printer = TableauPrinter(result.table.schema, sys.stdout, changelog=False)
+            printer.write(result.table, None)
+            printer.finish()
+        elif result.kind == "OK" and result.message:
+            print(result.message)
+        if result.job is not None:
+            late = result.job.late_records_dropped
+            note = f"; {late} late record{'s' if late != 1 else ''} dropped" if late else ""
+            print(f"[INFO] Job finished{note}.", file=sys.stderr)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    sql = _read_script(args.script)
+    session = Session()
+    out = ScriptOutput()
+    session.execute_script(sql, on_rows=out.on_rows, on_result=out.on_result)
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from sqlglot import exp
+
+    from planner import dialect, planner
+    from planner.script import parse_script
+
+    sql = _read_script(args.script)
+    session = Session()
+    for stmt in parse_script(sql):
+        node = stmt.node
+        if isinstance(node, exp.Insert | dialect.StatementSet | exp.Query):
+            print(planner.explain_text(session._roots(node)))
+            print()
+        elif isinstance(node, dialect.Explain):
+            print(session.execute_statement(node).message)
+        else:
+            session.execute_statement(node)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sqlstream", description="Streaming SQL engine (Flink SQL dialect)")
+    sub = parser.add_subparsers(dest="command")
+    run = sub.add_parser("run", help="run a SQL script (DDL, then INSERT INTO / SELECT statements)")
+    run.add_argument("script")
+    run.set_defaults(func=cmd_run)
+    explain = sub.add_parser("explain", help="print the logical and physical plans of a script's queries")
+    explain.add_argument("script")
+    explain.set_defaults(func=cmd_explain)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return args.func(args)
+    except SqlStreamError as e:
+        print(f"[ERROR] {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\n[INFO] Cancelled.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
