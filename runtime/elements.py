@@ -35,6 +35,7 @@ MIN_WATERMARK = -(2**63)
 class Chunk:
     batch: pa.RecordBatch
     kinds: pa.Array | None = None  # int8 RowKind per row; None means all +I
+    split: str | None = None  # the source split it was read from (per-split watermarks)
 
     @property
     def num_rows(self) -> int:

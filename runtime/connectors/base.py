@@ -116,9 +116,14 @@ class SourceReader(ABC):
     def finished(self) -> bool:
         """True once a bounded source has returned its last batch."""
 
+    @property
+    def current_split(self) -> str | None:
+        """The split (file, partition) the last batch came from, for per-split watermarks."""
+        return None
+
     @abstractmethod
     def snapshot_position(self) -> Any:
-        """The read position, JSON-serializable; replay resumes exactly after the last batch returned."""
+        """The read position (picklable); replay resumes exactly after the last batch returned."""
 
     @abstractmethod
     def restore_position(self, position: Any) -> None:
@@ -144,7 +149,7 @@ class SinkWriter(ABC):
         """Write rows; ``kinds`` holds a RowKind per row for updating streams, else None."""
 
     def prepare_commit(self, checkpoint_id: int) -> Any:
-        """Flush and stage what was written since the last call; return a JSON-serializable committable."""
+        """Flush and stage what was written since the last call; return a picklable committable."""
         return None
 
     def commit(self, committables: list[Any]) -> None:  # noqa: B027 - optional hook
