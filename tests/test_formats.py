@@ -1,0 +1,363 @@
+"""Formats: round trips, projection, per-message use, and malformed-record handling."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from catalog.types import parse_type
+from runtime.formats import create_format
+from sqlstream.errors import ConnectorError, DataError
+
+UTC = dt.UTC
+
+SCHEMA = pa.schema(
+    [
+        ("id", parse_type("INT")),
+        ("name", parse_type("STRING")),
+        ("price", parse_type("DOUBLE")),
+        ("ts", parse_type("TIMESTAMP(3)")),
+        ("amount", parse_type("DECIMAL(10, 2)")),
+        ("ok", parse_type("BOOLEAN")),
+        ("ltz", parse_type("TIMESTAMP_LTZ(3)")),
+        ("day", parse_type("DATE")),
+        ("small", parse_type("TINYINT")),
+        ("us", parse_type("TIMESTAMP(6)")),
+    ]
+)
+
+
+def sample_batch() -> pa.RecordBatch:
+    rows = [
+        {
+            "id": 1, "name": "plain", "price": 1.5, "ts": dt.datetime(2024, 1, 1, 0, 0, 5),
+            "amount": Decimal("12.30"), "ok": True, "ltz": dt.datetime(2024, 1, 1, 8, tzinfo=UTC),
+            "day": dt.date(2024, 1, 2), "small": -3, "us": dt.datetime(2024, 1, 1, 0, 0, 5, 123456),
+        },
+        {
+            "id": None, "name": None, "price": None, "ts": None, "amount": None, "ok": None,
+            "ltz": None, "day": None, "small": None, "us": None,
+        },
+        {
+            "id": 3, "name": "", "price": -0.25, "ts": dt.datetime(2024, 2, 29, 23, 59, 59, 999000),
+            "amount": Decimal("-0.05"), "ok": False, "ltz": dt.datetime(1970, 1, 1, tzinfo=UTC),
+            "day": dt.date(1999, 12, 31), "small": 127, "us": None,
+        },
+        {
+            "id": 4, "name": 'quote " comma , newline \n tab \t back \\ end', "price": 1e300,
+            "ts": None, "amount": Decimal("99999999.99"), "ok": None, "ltz": None, "day": None,
+            "small": None, "us": None,
+        },
+        {
+            "id": 5, "name": "  spaced  ", "price": 0.1, "ts": None, "amount": None, "ok": True,
+            "ltz": None, "day": None, "small": 0, "us": None,
+        },
+    ]
+    return pa.RecordBatch.from_pylist(rows, schema=SCHEMA)
+
+
+def write_read(tmp_path: Path, fmt: str, batch: pa.RecordBatch, options: dict | None = None,
+               columns: list[str] | None = None) -> tuple[Path, pa.Table]:
+    f = create_format(fmt, batch.schema, options or {}, None, "t")
+    path = tmp_path / f"data.{f.extension}"
+    w = f.open_writer(str(path), batch.schema)
+    w.write(batch.slice(0, 2))
+    w.write(batch.slice(2))
+    w.close()
+    reader = create_format(fmt, batch.schema, options or {}, columns, "t")
+    return path, pa.Table.from_batches(list(reader.read_file(str(path))), schema=reader.output_schema)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "options"),
+    [
+        ("csv", {}),
+        ("csv", {"csv.field-delimiter": "\\t", "csv.quote-character": "'"}),
+        ("csv", {"csv.null-literal": "NULL", "csv.field-delimiter": "|"}),
+        ("json", {}),
+        ("json", {"json.timestamp-format.standard": "iso-8601"}),
+        ("parquet", {}),
+    ],
+)
+def test_round_trip(tmp_path: Path, fmt: str, options: dict) -> None:
+    batch = sample_batch()
+    _, table = write_read(tmp_path, fmt, batch, options)
+    assert table.equals(pa.Table.from_batches([batch]))
+
+
+def test_csv_text_layout(tmp_path: Path) -> None:
+    f = create_format("csv", SCHEMA, {}, None, "t")
+    lines = f.encode(sample_batch()).decode().split("\n")
+    assert lines[0] == (
+        "1,plain,1.5,2024-01-01 00:00:05.000,12.30,true,2024-01-01 08:00:00.000Z,2024-01-02,-3,"
+        "2024-01-01 00:00:05.123456"
+    )
+    assert lines[1] == ",,,,,,,,,"  # NULLs are empty fields
+    assert lines[2].startswith('3,"",')  # an empty string is quoted, unlike NULL
+
+
+def test_json_text_layout() -> None:
+    f = create_format("json", SCHEMA, {}, ["id", "name", "ts"], "t")
+    batch = sample_batch().select(["id", "name", "ts"])
+    assert f.encode_messages(batch)[0] == b'{"id":1,"name":"plain","ts":"2024-01-01 00:00:05.000"}'
+    iso = create_format("json", SCHEMA, {"json.timestamp-format.standard": "iso-8601"}, None, "t")
+    assert b'"ts":"2024-01-01T00:00:05.000"' in iso.encode_messages(sample_batch())[0]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_projection(tmp_path: Path, fmt: str) -> None:
+    batch = sample_batch()
+    _, table = write_read(tmp_path, fmt, batch, columns=["ts", "id"])
+    assert table.schema.names == ["ts", "id"]
+    assert table.column("id").to_pylist() == [1, None, 3, 4, 5]
+    assert table.column("ts").to_pylist()[0] == dt.datetime(2024, 1, 1, 0, 0, 5)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_projection_of_no_columns_keeps_row_count(tmp_path: Path, fmt: str) -> None:
+    _, table = write_read(tmp_path, fmt, sample_batch(), columns=[])
+    assert table.num_columns == 0 and table.num_rows == 5
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_messages_round_trip(fmt: str) -> None:
+    f = create_format(fmt, SCHEMA, {}, None, "t")
+    batch = sample_batch()
+    messages = f.encode_messages(batch)
+    assert len(messages) == batch.num_rows and all(isinstance(m, bytes) for m in messages)
+    decoded = f.decode_messages(messages, lambda i: f"partition 0 offset {i}")
+    assert decoded.equals(batch)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_messages_skip_blank_and_name_the_bad_one(fmt: str) -> None:
+    schema = pa.schema([("a", pa.int64()), ("b", pa.string())])
+    good = b"1,x" if fmt == "csv" else b'{"a": 1, "b": "x"}'
+    bad = b"oops,y" if fmt == "csv" else b'{"a": "oops", "b": "y"}'
+    f = create_format(fmt, schema, {}, None, "t")
+    assert f.decode_messages([good, b"", good], lambda i: f"offset {i}").num_rows == 2
+    with pytest.raises(DataError, match="offset 12"):
+        f.decode_messages([good, bad], lambda i: f"offset {i + 11}")
+    lenient = create_format(fmt, schema, {"format.ignore-parse-errors": True}, None, "t")
+    out = lenient.decode_messages([good, bad, good], lambda i: f"offset {i}")
+    assert out.column("a").to_pylist() == [1, 1] and lenient.parse_errors == 1
+
+
+def test_csv_message_with_two_records_is_an_error() -> None:
+    f = create_format("csv", pa.schema([("a", pa.int64())]), {}, None, "t")
+    with pytest.raises(DataError, match="offset 1: expected one record per message, got 2"):
+        f.decode_messages([b"1", b"2\n3"], lambda i: f"offset {i}")
+
+
+# -- CSV errors ------------------------------------------------------------
+
+CSV_SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string()), ("price", pa.float64()),
+                        ("ts", parse_type("TIMESTAMP(3)"))])
+
+
+def csv_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "x.csv"
+    path.write_text(text)
+    return str(path)
+
+
+def read_all(fmt: str, path: str, options: dict | None = None, schema: pa.Schema = CSV_SCHEMA,
+             columns: list[str] | None = None) -> tuple[pa.Table, int]:
+    f = create_format(fmt, schema, options or {}, columns, "t")
+    table = pa.Table.from_batches(list(f.read_file(path)), schema=f.output_schema)
+    return table, f.parse_errors
+
+
+GOOD = "1,a,1.5,2024-01-01 00:00:01.000\n"
+
+
+def test_csv_wrong_field_count(tmp_path: Path) -> None:
+    path = csv_file(tmp_path, GOOD * 2 + "3,c\n" + GOOD)
+    with pytest.raises(DataError) as e:
+        read_all("csv", path)
+    assert str(e.value) == f"malformed CSV record in {path} line 3: expected 4 fields, got 2"
+
+
+def test_csv_bad_number(tmp_path: Path) -> None:
+    path = csv_file(tmp_path, GOOD * 6 + "7,g,abc,2024-01-01 00:00:01\n" + GOOD)
+    with pytest.raises(DataError) as e:
+        read_all("csv", path)
+    assert str(e.value) == (
+        f"malformed CSV record in {path} line 7: column 'price': cannot parse 'abc' as DOUBLE"
+    )
+
+
+def test_csv_error_line_counts_header_comments_blank_lines_and_multiline_values(tmp_path: Path) -> None:
+    text = 'id,name,price,ts\n# comment\n' + GOOD + '\n2,"two\nlines",2.5,\n' + "3,c,x1,\n"
+    path = csv_file(tmp_path, text)
+    with pytest.raises(DataError, match=r"x.csv line 7: column 'price': cannot parse 'x1' as DOUBLE"):
+        read_all("csv", path, {"csv.header": True, "csv.allow-comments": True})
+
+
+def test_csv_first_error_wins(tmp_path: Path) -> None:
+    path = csv_file(tmp_path, GOOD + "2,b,bad,\n3,c\n")
+    with pytest.raises(DataError, match="line 2: column 'price'"):
+        read_all("csv", path)
+    path = csv_file(tmp_path, GOOD + "3,c\n2,b,bad,\n")
+    with pytest.raises(DataError, match="line 2: expected 4 fields, got 2"):
+        read_all("csv", path)
+
+
+def test_csv_ignore_parse_errors_drops_exactly_the_bad_rows(tmp_path: Path) -> None:
+    path = csv_file(tmp_path, "1,a,1.5,\n2,b\n3,c,abc,\n4,d,4.5,not a time\n5,e,5.5,\n")
+    for options in ({"csv.ignore-parse-errors": True}, {"format.ignore-parse-errors": True}):
+        table, errors = read_all("csv", path, options)
+        assert table.column("id").to_pylist() == [1, 5]
+        assert errors == 3
+
+
+def test_csv_ignore_parse_errors_in_a_large_file(tmp_path: Path) -> None:
+    bad = {17, 4095, 19998}
+    lines = [f"{i},n{i},{'oops' if i in bad else i * 0.5},\n" for i in range(20000)]
+    path = csv_file(tmp_path, "".join(lines))
+    table, errors = read_all("csv", path, {"csv.ignore-parse-errors": True})
+    assert errors == 3
+    assert table.column("id").to_pylist() == [i for i in range(20000) if i not in bad]
+    with pytest.raises(DataError, match="line 18: column 'price': cannot parse 'oops'"):
+        read_all("csv", path)
+
+
+def test_csv_lenient_values(tmp_path: Path) -> None:
+    path = csv_file(tmp_path, " 1 ,a, 2.5 ,2024-01-01T00:00:01.5\n2,,,2024-01-01 00:00\n")
+    table, _ = read_all("csv", path)
+    assert table.to_pylist() == [
+        {"id": 1, "name": "a", "price": 2.5, "ts": dt.datetime(2024, 1, 1, 0, 0, 1, 500000)},
+        {"id": 2, "name": None, "price": None, "ts": dt.datetime(2024, 1, 1)},
+    ]
+
+
+def test_csv_null_literal(tmp_path: Path) -> None:
+    path = csv_file(tmp_path, 'NULL,NULL,,\n1,"NULL",,\n2,,NULL,\n')
+    table, _ = read_all("csv", path, {"csv.null-literal": "NULL"})
+    assert table.column("id").to_pylist() == [None, 1, 2]
+    assert table.column("name").to_pylist() == [None, "NULL", ""]
+    assert table.column("price").to_pylist() == [None, None, None]
+
+
+def test_csv_bad_delimiter_option() -> None:
+    with pytest.raises(ConnectorError, match="csv.field-delimiter' must be a single character"):
+        create_format("csv", CSV_SCHEMA, {"csv.field-delimiter": ";;"}, None, "t")
+
+
+def test_csv_rejects_array_columns() -> None:
+    with pytest.raises(ConnectorError, match="format 'csv' does not support column 'a' of type ARRAY<INT>"):
+        create_format("csv", pa.schema([("a", parse_type("ARRAY<INT>"))]), {}, None, "t")
+
+
+# -- JSON errors -----------------------------------------------------------
+
+
+def json_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "f.jsonl"
+    path.write_text(text)
+    return str(path)
+
+
+JGOOD = '{"id": 1, "name": "a", "price": 1.5, "ts": "2024-01-01 00:00:01.000"}\n'
+
+
+def test_json_syntax_error(tmp_path: Path) -> None:
+    path = json_file(tmp_path, JGOOD * 4 + '{"id": 5 "name": "e"}\n' + JGOOD)
+    with pytest.raises(DataError) as e:
+        read_all("json", path)
+    assert str(e.value).startswith(f"malformed JSON record in {path} line 5: Expecting ',' delimiter")
+
+
+def test_json_bad_value_and_not_an_object(tmp_path: Path) -> None:
+    path = json_file(tmp_path, JGOOD + '{"id": 2, "price": "abc"}\n')
+    with pytest.raises(DataError, match=r"f.jsonl line 2: field 'price': cannot parse 'abc' as DOUBLE"):
+        read_all("json", path)
+    path = json_file(tmp_path, JGOOD + "[1, 2]\n")
+    with pytest.raises(DataError, match="line 2: expected a JSON object, got an array"):
+        read_all("json", path)
+
+
+def test_json_empty_lines_are_skipped_and_counted(tmp_path: Path) -> None:
+    path = json_file(tmp_path, "\n" + JGOOD + "   \n\n" + '{"id": "x"}\n')
+    with pytest.raises(DataError, match="line 5: field 'id': cannot parse 'x' as INT"):
+        read_all("json", path)
+    table, _ = read_all("json", json_file(tmp_path, "\n" + JGOOD + "\n\n" + JGOOD))
+    assert table.num_rows == 2
+
+
+def test_json_ignore_parse_errors(tmp_path: Path) -> None:
+    text = JGOOD + "{broken\n" + '{"id": "zz"}\n' + "7\n" + '{"id": 9}\n'
+    path = json_file(tmp_path, text)
+    for options in ({"json.ignore-parse-errors": True}, {"format.ignore-parse-errors": True}):
+        table, errors = read_all("json", path, options)
+        assert table.column("id").to_pylist() == [1, 9]
+        assert errors == 3
+
+
+def test_json_ignore_parse_errors_in_a_large_file(tmp_path: Path) -> None:
+    bad = {3, 5000, 9999}
+    lines = ["{oops\n" if i in bad else f'{{"id": {i}, "price": {i}.5}}\n' for i in range(10000)]
+    path = json_file(tmp_path, "".join(lines))
+    table, errors = read_all("json", path, {"json.ignore-parse-errors": True})
+    assert errors == 3
+    assert table.column("id").to_pylist() == [i for i in range(10000) if i not in bad]
+
+
+def test_json_missing_fields(tmp_path: Path) -> None:
+    path = json_file(tmp_path, '{"id": 1, "extra": true}\n{"id": 2, "name": null, "price": 2, "ts": null}\n')
+    table, _ = read_all("json", path)
+    assert table.column("name").to_pylist() == [None, None]
+    with pytest.raises(DataError, match="line 1: field 'name' is missing"):
+        read_all("json", path, {"json.fail-on-missing-field": True})
+    table, errors = read_all("json", path, {"json.fail-on-missing-field": True, "json.ignore-parse-errors": True})
+    assert table.column("id").to_pylist() == [2] and errors == 1
+
+
+def test_json_lenient_values_and_both_timestamp_forms(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", parse_type("TIMESTAMP(3)")),
+                        ("ltz", parse_type("TIMESTAMP_LTZ(3)"))])
+    text = (
+        '{"id": "7", "name": 12, "ts": "2024-01-01 00:00:01.250", "ltz": "2024-01-01T02:00:00+02:00"}\n'
+        '{"id": 8, "name": {"k": [1]}, "ts": "2024-01-01T00:00:02Z", "ltz": "2024-01-01 00:00:00"}\n'
+    )
+    table, _ = read_all("json", json_file(tmp_path, text), schema=schema)
+    assert table.to_pylist() == [
+        {"id": 7, "name": "12", "ts": dt.datetime(2024, 1, 1, 0, 0, 1, 250000),
+         "ltz": dt.datetime(2024, 1, 1, tzinfo=UTC)},
+        {"id": 8, "name": '{"k":[1]}', "ts": dt.datetime(2024, 1, 1, 0, 0, 2),
+         "ltz": dt.datetime(2024, 1, 1, tzinfo=UTC)},
+    ]
+
+
+def test_json_arrays(tmp_path: Path) -> None:
+    schema = pa.schema([("tags", parse_type("ARRAY<STRING>")), ("when", parse_type("ARRAY<TIMESTAMP(3)>"))])
+    batch = pa.RecordBatch.from_pylist(
+        [{"tags": ["a", None, 'q"'], "when": [dt.datetime(2024, 1, 1)]}, {"tags": None, "when": []}],
+        schema=schema,
+    )
+    _, table = write_read(tmp_path, "json", batch)
+    assert table.equals(pa.Table.from_batches([batch]))
+
+
+def test_parquet_missing_column_and_type_cast(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), path)
+    table, _ = read_all("parquet", str(path), schema=pa.schema([("id", pa.int32())]))
+    assert table.column("id").type == pa.int32() and table.column("id").to_pylist() == [1, 2]
+    with pytest.raises(DataError, match="has no column 'name'"):
+        read_all("parquet", str(path), schema=pa.schema([("id", pa.int32()), ("name", pa.string())]))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_skip_rows(tmp_path: Path, fmt: str) -> None:
+    batch = sample_batch()
+    path, full = write_read(tmp_path, fmt, batch)
+    f = create_format(fmt, SCHEMA, {}, None, "t")
+    rest = pa.Table.from_batches(list(f.read_file(str(path), skip_rows=3)), schema=SCHEMA)
+    assert rest.equals(full.slice(3))
