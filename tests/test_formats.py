@@ -180,6 +180,9 @@ def test_csv_wrong_field_count(tmp_path: Path) -> None:
     with pytest.raises(DataError) as e:
         read_all("csv", path)
     assert str(e.value) == f"malformed CSV record in {path} line 3: expected 4 fields, got 2"
+    path = csv_file(tmp_path, "1\n2\n")
+    with pytest.raises(DataError, match="line 1: expected 4 fields, got 1"):
+        read_all("csv", path)
 
 
 def test_csv_bad_number(tmp_path: Path) -> None:
@@ -331,6 +334,14 @@ def test_json_lenient_values_and_both_timestamp_forms(tmp_path: Path) -> None:
         {"id": 8, "name": '{"k":[1]}', "ts": dt.datetime(2024, 1, 1, 0, 0, 2),
          "ltz": dt.datetime(2024, 1, 1, tzinfo=UTC)},
     ]
+
+
+def test_json_column_of_another_json_type_is_converted_vectorized(tmp_path: Path) -> None:
+    lines = "".join(f'{{"id": "{i}", "name": {i}, "price": "{i}.5"}}\n' for i in range(3000))
+    table, errors = read_all("json", json_file(tmp_path, lines))
+    assert table.column("id").to_pylist() == list(range(3000))
+    assert table.column("name").to_pylist()[:2] == ["0", "1"]
+    assert table.column("price").to_pylist()[1] == 1.5 and errors == 0
 
 
 def test_json_arrays(tmp_path: Path) -> None:

@@ -103,7 +103,8 @@ class CsvFormat(TextFormat):
     def _parse_options(self, invalid: list[tuple[int | None, int, int]]) -> pacsv.ParseOptions:
         def on_invalid(row: Any) -> str:
             # Only called for rows with a wrong field count (the error path).
-            self.parse_errors += self.ignore_errors
+            if self.ignore_errors:
+                self.parse_errors += 1
             invalid.append((row.number, row.expected_columns, row.actual_columns))
             return "skip"
 
@@ -155,6 +156,8 @@ class CsvFormat(TextFormat):
             rows = n - len(bad)
             if rows:
                 yield make_batch(arrays, self.output_schema, rows)
+        if invalid and not self.ignore_errors:  # a last block of nothing but invalid rows
+            self._raise_first(invalid, {}, records, skip, locate)
         self._records_seen = records + len(invalid)
 
     def _raise_first(

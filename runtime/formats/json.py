@@ -58,6 +58,7 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 _BLOCK_SIZE = 4 << 20
+_TYPE_CHANGED = re.compile(r"Column\(/([^)/]*)\) changed from")
 _LINE_BY_LINE = 32  # line ranges at most this long are decoded with Python's json module
 
 
@@ -101,9 +102,9 @@ class JsonFormat(TextFormat):
         self._reader_schema = pa.schema(
             [pa.field(f.name, _reader_type(f.type)) for f in self.output_schema]
         )
-        self._parse_options = pajson.ParseOptions(
-            explicit_schema=self._reader_schema, unexpected_field_behavior="ignore"
-        )
+        # Columns Arrow must infer (their JSON type differs from the column's), learned while reading.
+        self._relaxed: set[str] = set()
+        self._parse_options_by_relaxed: dict[frozenset[str], pajson.ParseOptions] = {}
         self._key_patterns = [
             '"' + re.escape(pyjson.dumps(c)[1:-1]) + r'"\s*:' for c in self.columns
         ]
@@ -165,27 +166,53 @@ class JsonFormat(TextFormat):
         yield from self._bisect(lines, numbers, locate)
 
     def _fast(self, data: bytes) -> pa.RecordBatch | None:
-        """Arrow's decoding of whole lines, or None if Arrow rejects any of them."""
-        try:
-            table = pajson.read_json(
-                pa.BufferReader(data),
-                read_options=pajson.ReadOptions(use_threads=False, block_size=len(data) + 1),
-                parse_options=self._parse_options,
-            )
-        except CONVERSION_ERRORS:
-            return None
+        """Arrow's decoding of whole lines, or None if Arrow rejects any of them.
+
+        A column whose JSON values are all of another type than the column's
+        (numbers for a STRING column, numeric strings for an INT column) is
+        "relaxed": Arrow infers its type and a vectorized cast converts it,
+        as Flink converts such values one by one.
+        """
+        while True:
+            try:
+                table = pajson.read_json(
+                    pa.BufferReader(data),
+                    read_options=pajson.ReadOptions(use_threads=False, block_size=len(data) + 1),
+                    parse_options=self._options_relaxing(frozenset(self._relaxed)),
+                )
+                break
+            except CONVERSION_ERRORS as e:
+                m = _TYPE_CHANGED.search(str(e))
+                if m is None or m.group(1) not in self.columns or m.group(1) in self._relaxed:
+                    return None
+                self._relaxed.add(m.group(1))
         table = table.combine_chunks()
         arrays = []
         for f in self.output_schema:
+            if f.name not in table.column_names:  # relaxed and absent from every line
+                arrays.append(pa.nulls(table.num_rows, f.type))
+                continue
             col = table.column(f.name)
             arr = col.chunk(0) if col.num_chunks else pa.array([], col.type)
-            if _has_text_typed(f.type):
-                try:
+            try:
+                if f.name in self._relaxed:
+                    arr = _convert_relaxed(arr, f.type)
+                elif _has_text_typed(f.type):
                     arr = _convert_nested(arr, f.type)
-                except CONVERSION_ERRORS:
-                    return None
+            except CONVERSION_ERRORS:
+                return None
             arrays.append(arr)
         return make_batch(arrays, self.output_schema, table.num_rows)
+
+    def _options_relaxing(self, relaxed: frozenset[str]) -> pajson.ParseOptions:
+        options = self._parse_options_by_relaxed.get(relaxed)
+        if options is None:
+            schema = pa.schema([f for f in self._reader_schema if f.name not in relaxed])
+            options = pajson.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="infer" if relaxed else "ignore"
+            )
+            self._parse_options_by_relaxed[relaxed] = options
+        return options
 
     def _missing_rows(self, lines: pa.Array) -> list[int]:
         """Rows whose line has no key for some projected column (a regex per column)."""
@@ -303,6 +330,19 @@ class JsonFormat(TextFormat):
             named = pc.replace_substring(pc.replace_substring(text, "nan", "NaN"), "inf", "Infinity")
             return pc.if_else(finite, text, pc.binary_join_element_wise('"', named, '"', ""))
         return _json_string(value_text(arr, self.iso_timestamps))
+
+
+def _convert_relaxed(arr: pa.Array, t: pa.DataType) -> pa.Array:
+    """An inferred column to the column's type: text is parsed, scalars become text or are cast."""
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        return convert_text(arr, t)
+    if pa.types.is_null(arr.type):
+        return pa.nulls(len(arr), t)
+    scalar = pa.types.is_boolean(arr.type) or pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)
+    if scalar and (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+                   or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+        return pc.cast(arr, t)
+    raise pa.ArrowInvalid(f"cannot read JSON values of type {arr.type} as {t}")
 
 
 def _convert_nested(arr: pa.Array, t: pa.DataType) -> pa.Array:
