@@ -11,7 +11,6 @@ from typing import Any
 
 import pyarrow as pa
 
-
 _INFIX = {"+", "-", "*", "/", "%", "=", "<>", "<", "<=", ">", ">=", "AND", "OR"}
 
 

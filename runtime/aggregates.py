@@ -55,6 +55,10 @@ class AggFunction:
     def result(self, acc: list[Any]) -> Any:
         raise NotImplementedError
 
+    def copy(self, acc: list[Any]) -> list[Any]:
+        """A copy to change: state values are immutable once stored."""
+        return list(acc)
+
     def arg(self, batch: pa.RecordBatch) -> pa.Array:
         assert self.call.arg is not None
         return batch.column(self.call.arg)
@@ -154,6 +158,9 @@ class CountDistinct(AggFunction):
 
     def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
         acc[0] |= other[0]
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [set(acc[0])]
 
     def result(self, acc: list[Any]) -> Any:
         return len(acc[0])

@@ -12,27 +12,28 @@ from runtime.operators.base import Operator, OperatorContext
 
 
 class Task:
-    def __init__(self, operator: Operator, num_inputs: int, ctx: OperatorContext) -> None:
+    def __init__(self, operator: Operator, num_channels: int, ctx: OperatorContext) -> None:
+        """``num_channels``: upstream channels (inputs x upstream subtasks) this task hears from."""
         self.operator = operator
         self.ctx = ctx
-        self.input_watermarks = [MIN_WATERMARK] * num_inputs
-        self.ended = [False] * num_inputs
+        self.input_watermarks = [MIN_WATERMARK] * num_channels
+        self.ended = [False] * num_channels
         self.watermark = MIN_WATERMARK
         operator.open(ctx)
 
-    def receive(self, element: Element, input_index: int) -> list[Element]:
+    def receive(self, element: Element, channel: int = 0, input_index: int = 0) -> list[Element]:
         if isinstance(element, Chunk):
             self.ctx.metrics.records_in += element.num_rows
             return self._emit(self.operator.process_batch(element, input_index))
         if isinstance(element, Watermark):
             if self.operator.generates_watermarks:
                 return []
-            if element.timestamp > self.input_watermarks[input_index]:
-                self.input_watermarks[input_index] = element.timestamp
+            if element.timestamp > self.input_watermarks[channel]:
+                self.input_watermarks[channel] = element.timestamp
             return self._advance(min(self.input_watermarks))
         if isinstance(element, EndOfInput):
-            self.ended[input_index] = True
-            self.input_watermarks[input_index] = MAX_WATERMARK
+            self.ended[channel] = True
+            self.input_watermarks[channel] = MAX_WATERMARK
             if not all(self.ended):
                 return self._advance(min(self.input_watermarks))
             out = self._advance(MAX_WATERMARK)

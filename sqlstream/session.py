@@ -20,7 +20,7 @@ from planner.binder import QueryBinder
 from planner.logical import Sink
 from planner.script import Statement, parse_script
 from runtime.elements import Chunk
-from runtime.executor import JobResult, LocalExecutor
+from runtime.executor import JobConfig, JobExecutor, JobResult
 from sqlstream.errors import PlanError, SqlError
 
 RowConsumer = Callable[[Chunk, pa.Schema], None]
@@ -38,6 +38,10 @@ class StatementResult:
 class Session:
     catalog: Catalog = field(default_factory=Catalog)
     config: dict[str, str] = field(default_factory=dict)
+    # the next job resumes from this checkpoint/savepoint (sqlstream run --restore)
+    restore_from: str | None = None
+    allow_non_restored_state: bool = False
+    current_executor: JobExecutor | None = None
 
     # ---------------------------------------------------------------- entry points
     def execute_script(self, sql: str, on_rows: RowConsumer | None = None,
@@ -106,8 +110,8 @@ class Session:
                 collected.append(chunk.batch)
                 kinds.append(chunk.kinds_or_inserts())
 
-        batch_size = int(self.config.get("table.exec.batch-size", "8192"))
-        executor = LocalExecutor(flow, collect, batch_size=batch_size)
+        executor = JobExecutor(flow, JobConfig.from_settings(self.config), collect,
+                               restore=self.restore_from, allow_non_restored_state=self.allow_non_restored_state)
         self.current_executor = executor
         try:
             job = executor.run()

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.elements import Chunk, Watermark
+from runtime.hashing import DEFAULT_MAX_PARALLELISM
+from runtime.state.base import StateBackend
 
 Output = list[Chunk | Watermark]
 
@@ -24,12 +26,24 @@ class OperatorContext:
     subtask_index: int = 0
     parallelism: int = 1
     metrics: Metrics = field(default_factory=Metrics)
+    max_parallelism: int = DEFAULT_MAX_PARALLELISM
+    # keyed operators keep their state here (hashmap or rocksdb); None for stateless ones
+    state: StateBackend | None = None
+    config: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def keyed_state(self) -> StateBackend:
+        if self.state is None:
+            raise RuntimeError(f"{self.name} keeps keyed state but was given no state backend")
+        return self.state
 
 
 class Operator:
     """A stream operator.  All methods return the elements to emit downstream, in order."""
 
     name = "Operator"
+    # True for operators that keep keyed state (the runtime gives them a state backend)
+    keyed = False
     # True for operators that create event time (watermark assigners): the task then
     # forwards the watermarks they return instead of the ones arriving on their input.
     generates_watermarks = False
@@ -48,11 +62,15 @@ class Operator:
         """All inputs ended (after the final watermark); flush what is left."""
         return []
 
-    def snapshot_state(self) -> Any:
+    def snapshot_state(self, checkpoint_id: int) -> Any:
+        """Operator (non-keyed) state at a barrier; keyed state is snapshotted by the backend."""
         return None
 
     def restore_state(self, state: Any) -> None:  # noqa: B027 - stateless default
-        """Reinstate the state returned by snapshot_state."""
+        """Reinstate the state returned by snapshot_state (keyed state is already restored)."""
+
+    def notify_checkpoint_complete(self, checkpoint_id: int, final: bool = False) -> None:  # noqa: B027
+        """Checkpoint ``checkpoint_id`` is complete everywhere (sinks commit here); ``final``: the job ended."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources."""

@@ -9,22 +9,23 @@ batch).  Input -U/-D rows retract (sign -1), so aggregates can be stacked.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from planner.logical import AggCall
 from runtime import aggregates
+from runtime.connectors.base import parse_duration_ms
 from runtime.elements import Chunk, RowKind
-from runtime.operators.base import Operator, Output
+from runtime.operators.base import Operator, OperatorContext, Output
+from runtime.operators.keyed import fresh_or_copy, key_group_column
 
 _RETRACT_KINDS = pa.array([RowKind.UPDATE_BEFORE, RowKind.DELETE], pa.int8())
 
 
 class GroupAggOperator(Operator):
     name = "GroupAggregate"
+    keyed = True
 
     def __init__(self, keys: list[int], aggs: list[AggCall], schema: pa.Schema, retracting: bool) -> None:
         self.keys = keys
@@ -34,8 +35,13 @@ class GroupAggOperator(Operator):
         self.row_count = aggregates.make(AggCall("COUNT", None, False, pa.int64(), "$count"), retracting)
         self.pre_aggregate = aggregates.PreAggregator([self.row_count, *self.functions])
         self.schema = schema
-        # key -> [row count accumulator, accumulators..., last emitted row or None]
-        self.state: dict[tuple, list[Any]] = {}
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        # key -> (row count accumulator, accumulators, last emitted row or None); TTL as configured
+        ttl = ctx.config.get("table.exec.state.ttl")
+        ttl_ms = parse_duration_ms(ttl) if ttl and ttl not in ("0", "0 ms") else None
+        self.groups = ctx.keyed_state.state("groups", ttl_ms)
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
         batch = chunk.batch
@@ -46,29 +52,30 @@ class GroupAggOperator(Operator):
             else:
                 retract = pc.is_in(chunk.kinds, value_set=_RETRACT_KINDS)
                 sign = pc.if_else(retract, -1, 1).cast(pa.int64())
-        key_cols = [batch.column(k) for k in self.keys]
+        kg = key_group_column(batch, self.keys, self.ctx.max_parallelism)
+        key_cols = [kg] + [batch.column(k) for k in self.keys]
         key_lists, partials = self.pre_aggregate(key_cols, batch, sign)
         n_groups = len(key_lists[0])
         before: list[tuple] = []
         after: list[tuple] = []
         kinds_out: list[int] = []
+        all_functions = [self.row_count, *self.functions]
         for g in range(n_groups):
-            key = tuple(col[g] for col in key_lists) if self.keys else ()
-            entry = self.state.get(key)
-            if entry is None:
-                entry = [self.row_count.create(), *[fn.create() for fn in self.functions], None]
-            self.row_count.merge(entry[0], partials[0][g])
-            for fi, fn in enumerate(self.functions):
-                fn.merge(entry[fi + 1], partials[fi + 1][g])
-            previous = entry[-1]
-            if self.row_count.result(entry[0]) <= 0:
+            group = key_lists[0][g]
+            key = tuple(col[g] for col in key_lists[1:])
+            stored = self.groups.get(group, key)
+            accs = fresh_or_copy(all_functions, None if stored is None else stored[0])
+            previous = None if stored is None else stored[1]
+            for fi, fn in enumerate(all_functions):
+                fn.merge(accs[fi], partials[fi][g])
+            if self.row_count.result(accs[0]) <= 0:
                 if previous is not None:
                     before.append(previous)
                     kinds_out.append(RowKind.DELETE)
-                self.state.pop(key, None)
+                self.groups.delete(group, key)
                 continue
-            row = key + tuple(fn.result(entry[fi + 1]) for fi, fn in enumerate(self.functions))
-            self.state[key] = entry
+            row = key + tuple(fn.result(accs[fi + 1]) for fi, fn in enumerate(self.functions))
+            self.groups.put(group, key, (accs, row))
             if previous is None:
                 after.append(row)
                 kinds_out.append(RowKind.INSERT)
@@ -77,7 +84,6 @@ class GroupAggOperator(Operator):
                 kinds_out.append(RowKind.UPDATE_BEFORE)
                 after.append(row)
                 kinds_out.append(RowKind.UPDATE_AFTER)
-            entry[-1] = row
         if not kinds_out:
             return []
         # interleave: each -U/-D precedes its +U in emission order
@@ -93,9 +99,3 @@ class GroupAggOperator(Operator):
         columns = [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(self.schema)]
         out = pa.RecordBatch.from_arrays(columns, schema=self.schema)
         return [Chunk(out, pa.array(kinds_out, pa.int8()))]
-
-    def snapshot_state(self) -> Any:
-        return {"state": self.state}
-
-    def restore_state(self, state: Any) -> None:
-        self.state = state["state"]

@@ -19,12 +19,14 @@ import pyarrow.compute as pc
 from planner.logical import AggCall, WindowSpec
 from runtime import aggregates
 from runtime.elements import MIN_WATERMARK, Chunk
-from runtime.operators.base import Operator, Output
+from runtime.operators.base import Operator, OperatorContext, Output
+from runtime.operators.keyed import key_group_column
 from runtime.operators.window_agg import WindowOutput, event_times
 
 
 class SessionWindowAggOperator(Operator):
     name = "SessionWindowAggregate"
+    keyed = True
 
     def __init__(self, window: WindowSpec, outputs: list[str | int], aggs: list[AggCall],
                  schema: pa.Schema) -> None:
@@ -40,10 +42,13 @@ class SessionWindowAggOperator(Operator):
         self.functions = [aggregates.make(a) for a in aggs]
         self.pre_aggregate = aggregates.PreAggregator(self.functions)
         self.output = WindowOutput(outputs, schema, self.functions)
-        # partition key -> list of [start, end, accumulators]
-        self.sessions: dict[tuple, list[list[Any]]] = {}
-        self.timers: list[tuple[int, tuple]] = []  # (end, key), lazily invalidated
+        self.timers: list[tuple[int, int, tuple]] = []  # (end, key group, key), lazily invalidated
         self.watermark = MIN_WATERMARK
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        # partition key -> tuple of (start, end, accumulators) sessions, each immutable once stored
+        self.sessions = ctx.keyed_state.state("sessions")
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
         batch = chunk.batch
@@ -74,16 +79,17 @@ class SessionWindowAggOperator(Operator):
         session_id = pa.array(np.cumsum(new_session) - 1)
         keys = [session_id, pa.array(ts)]
         groups, partials = self._pre_aggregate_sessions(batch, keys)
-        for g, (key, (start, last, rows)) in enumerate(groups):
-            self._merge(key, start, last, rows, [partials[fi][g] for fi in range(len(self.functions))])
+        for g, (group, key, (start, last, rows)) in enumerate(groups):
+            self._merge(group, key, start, last, rows, [partials[fi][g] for fi in range(len(self.functions))])
         return []
 
     def _pre_aggregate_sessions(
         self, batch: pa.RecordBatch, keys: list[pa.Array]
-    ) -> tuple[list[tuple[tuple, tuple[int, int, int]]], list[list[list[Any]]]]:
-        """Per batch-session: (partition key, (first ts, last ts, rows)), and the partials."""
+    ) -> tuple[list[tuple[int, tuple, tuple[int, int, int]]], list[list[list[Any]]]]:
+        """Per batch-session: (key group, partition key, (first ts, last ts, rows)), and the partials."""
         session_id, ts = keys
-        key_cols = [session_id] + [batch.column(k) for k in self.partition]
+        kg = key_group_column(batch, self.partition, self.ctx.max_parallelism)
+        key_cols = [session_id, kg] + [batch.column(k) for k in self.partition]
         key_lists, partials = self.pre_aggregate(key_cols, batch, None)
         bounds = pa.table({"s": session_id, "t": ts}).group_by("s", use_threads=False).aggregate(
             [("t", "min"), ("t", "max"), ("t", "count")]
@@ -97,60 +103,61 @@ class SessionWindowAggOperator(Operator):
         }
         out = []
         for g, sid in enumerate(key_lists[0]):
-            part = tuple(col[g] for col in key_lists[1:])
-            out.append((part, spans[sid]))
+            part = tuple(col[g] for col in key_lists[2:])
+            out.append((key_lists[1][g], part, spans[sid]))
         return out, partials
 
-    def _merge(self, key: tuple, start: int, last: int, rows: int, partial: list[list[Any]]) -> None:
+    def _merge(self, group: int, key: tuple, start: int, last: int, rows: int, partial: list[list[Any]]) -> None:
         end = last + self.gap
         accs = [fn.create() for fn in self.functions]
         for fi, fn in enumerate(self.functions):
             fn.merge(accs[fi], partial[fi])
-        sessions = self.sessions.setdefault(key, [])
         keep = []
-        for s in sessions:
+        merged = False
+        for s in self.sessions.get(group, key) or ():
             if s[0] < end and start < s[1]:
                 start, end = min(start, s[0]), max(end, s[1])
+                merged = True
                 for fi, fn in enumerate(self.functions):
                     fn.merge_acc(accs[fi], s[2][fi])
             else:
                 keep.append(s)
-        if end - 1 <= self.watermark:
-            # the merged session is already complete: the rows are late (Flink drops them)
+        if end - 1 <= self.watermark and not merged:
+            # a session that would already be complete: the rows are late (Flink drops them)
             self.ctx.metrics.late_records_dropped += rows
             return
-        keep.append([start, end, accs])
-        self.sessions[key] = keep
-        heapq.heappush(self.timers, (end, key))
+        keep.append((start, end, accs))
+        self.sessions.put(group, key, tuple(keep))
+        heapq.heappush(self.timers, (end, group, key))
 
     def on_watermark(self, timestamp: int) -> Output:
         self.watermark = timestamp
         fired = []
         while self.timers and self.timers[0][0] - 1 <= timestamp:
-            end, key = heapq.heappop(self.timers)
-            sessions = self.sessions.get(key)
+            end, group, key = heapq.heappop(self.timers)
+            sessions = self.sessions.get(group, key)
             if not sessions:
                 continue
             remaining = []
             for s in sessions:
-                if s[1] == end:
+                if s[1] - 1 <= timestamp:
                     fired.append((s[0], s[1], tuple(key[p] for p in self.key_positions), s[2]))
                 else:
                     remaining.append(s)
             if remaining:
-                self.sessions[key] = remaining
+                self.sessions.put(group, key, tuple(remaining))
             else:
-                del self.sessions[key]
+                self.sessions.delete(group, key)
         if not fired:
             return []
         fired.sort(key=lambda r: (r[1], r[0]))
         return [Chunk(self.output.build(fired))]
 
-    def snapshot_state(self) -> Any:
-        return {"watermark": self.watermark, "sessions": self.sessions}
+    def snapshot_state(self, checkpoint_id: int) -> Any:
+        return {"watermark": self.watermark}
 
     def restore_state(self, state: Any) -> None:
-        self.watermark = state["watermark"]
-        self.sessions = state["sessions"]
-        self.timers = [(s[1], k) for k, ss in self.sessions.items() for s in ss]
+        if state is not None:
+            self.watermark = state["watermark"]
+        self.timers = [(s[1], group, key) for group, key, ss in self.sessions.items() for s in ss]
         heapq.heapify(self.timers)

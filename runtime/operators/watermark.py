@@ -38,7 +38,7 @@ class WatermarkAssigner(Operator):
                 out.append(Watermark(self.current))
         return out
 
-    def snapshot_state(self) -> Any:
+    def snapshot_state(self, checkpoint_id: int) -> Any:
         return {"current": self.current}
 
     def restore_state(self, state: Any) -> None:

@@ -2,8 +2,10 @@
 
 process_batch assigns rows to windows, drops late rows (those whose earliest
 window already fired), pre-aggregates per (window, key) in Arrow and merges
-the partials into per-window accumulators.  on_watermark emits every window
-whose end - 1 <= watermark, once, as append-only rows.
+the partials into per-window accumulators in keyed state.  on_watermark
+emits every window whose end - 1 <= watermark, once, as append-only rows.
+Timers (window end -> keys) are an in-memory index rebuilt from the keyed
+state on restore, so they need no snapshot of their own.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import pyarrow.compute as pc
 from planner.logical import AggCall, WindowSpec
 from runtime import aggregates
 from runtime.elements import MIN_WATERMARK, Chunk
-from runtime.operators.base import Operator, Output
+from runtime.operators.base import Operator, OperatorContext, Output
+from runtime.operators.keyed import fresh_or_copy, key_group_column
 from runtime.windows import assign, first_window_end
 
 
@@ -60,6 +63,7 @@ class WindowOutput:
 
 class WindowAggOperator(Operator):
     name = "WindowAggregate"
+    keyed = True
 
     def __init__(self, window: WindowSpec, outputs: list[str | int],
                  aggs: list[AggCall], schema: pa.Schema) -> None:
@@ -68,19 +72,22 @@ class WindowAggOperator(Operator):
         self.functions = [aggregates.make(a) for a in aggs]
         self.pre_aggregate = aggregates.PreAggregator(self.functions)
         self.output = WindowOutput(outputs, schema, self.functions)
-        # window end -> {(start, *keys): accumulators}; ends also kept in a heap for firing order
-        self.windows: dict[int, dict[tuple, list[list[Any]]]] = {}
+        self.timers: dict[int, set[tuple[int, tuple]]] = {}  # window end -> {(key group, state key)}
         self.ends: list[int] = []
         self.watermark = MIN_WATERMARK
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        # state key: (window end, window start, *group keys) -> accumulators
+        self.windows = ctx.keyed_state.state("windows")
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
         batch = chunk.batch
         ts_arrow = event_times(batch, self.window.time_index)
         if ts_arrow.null_count:
             valid = pc.is_valid(ts_arrow)
-            self.ctx.metrics.extra["null_rowtime_dropped"] = (
-                self.ctx.metrics.extra.get("null_rowtime_dropped", 0) + ts_arrow.null_count
-            )
+            extra = self.ctx.metrics.extra
+            extra["null_rowtime_dropped"] = extra.get("null_rowtime_dropped", 0) + ts_arrow.null_count
             batch, ts_arrow = batch.filter(valid), ts_arrow.filter(valid)
         ts = ts_arrow.to_numpy(zero_copy_only=False)
         if self.watermark != MIN_WATERMARK:
@@ -88,47 +95,61 @@ class WindowAggOperator(Operator):
             late = int(len(ts) - np.count_nonzero(on_time))
             if late:
                 self.ctx.metrics.late_records_dropped += late
-                mask = pa.array(on_time)
-                batch, ts = batch.filter(mask), ts[on_time]
+                batch, ts = batch.filter(pa.array(on_time)), ts[on_time]
         if batch.num_rows == 0:
             return []
         rows, starts, ends = assign(self.window, ts)
-        take = pa.array(rows)
-        expanded = batch.take(take) if len(rows) != batch.num_rows else batch
-        keys = [pa.array(ends), pa.array(starts)] + [expanded.column(k) for k in self.key_indexes]
+        expanded = batch.take(pa.array(rows)) if len(rows) != batch.num_rows else batch
+        kg = key_group_column(expanded, self.key_indexes, self.ctx.max_parallelism)
+        keys = [pa.array(ends), pa.array(starts), kg] + [expanded.column(k) for k in self.key_indexes]
         key_lists, partials = self.pre_aggregate(keys, expanded, None)
-        end_list, start_list = key_lists[0], key_lists[1]
-        other = key_lists[2:]
-        windows = self.windows
+        end_list, start_list, kg_list = key_lists[0], key_lists[1], key_lists[2]
+        other = key_lists[3:]
+        windows, functions = self.windows, self.functions
         for g in range(len(end_list)):
             end = end_list[g]
-            bucket = windows.get(end)
-            if bucket is None:
-                bucket = windows[end] = {}
-                heapq.heappush(self.ends, end)
-            key = (start_list[g], *(col[g] for col in other))
-            accs = bucket.get(key)
-            if accs is None:
-                accs = bucket[key] = [fn.create() for fn in self.functions]
-            for fi, fn in enumerate(self.functions):
+            skey = (end, start_list[g], *(col[g] for col in other))
+            group = kg_list[g]
+            accs = fresh_or_copy(functions, windows.get(group, skey))
+            for fi, fn in enumerate(functions):
                 fn.merge(accs[fi], partials[fi][g])
+            windows.put(group, skey, accs)
+            self._add_timer(end, group, skey)
         return []
+
+    def _add_timer(self, end: int, group: int, skey: tuple) -> None:
+        bucket = self.timers.get(end)
+        if bucket is None:
+            bucket = self.timers[end] = set()
+            heapq.heappush(self.ends, end)
+        bucket.add((group, skey))
 
     def on_watermark(self, timestamp: int) -> Output:
         self.watermark = timestamp
         fired: list[tuple[int, int, tuple, list[list[Any]]]] = []
         while self.ends and self.ends[0] - 1 <= timestamp:
             end = heapq.heappop(self.ends)
-            for key, accs in self.windows.pop(end).items():
-                fired.append((key[0], end, key[1:], accs))
+            for group, skey in sorted(self.timers.pop(end), key=_sort_key):
+                accs = self.windows.get(group, skey)
+                if accs is None:
+                    continue  # expired by state TTL
+                self.windows.delete(group, skey)
+                fired.append((skey[1], end, skey[2:], accs))
         if not fired:
             return []
         return [Chunk(self.output.build(fired))]
 
-    def snapshot_state(self) -> Any:
-        return {"watermark": self.watermark, "windows": self.windows}
+    def snapshot_state(self, checkpoint_id: int) -> Any:
+        return {"watermark": self.watermark}
 
     def restore_state(self, state: Any) -> None:
-        self.watermark = state["watermark"]
-        self.windows = state["windows"]
-        self.ends = sorted(self.windows)
+        if state is not None:
+            self.watermark = state["watermark"]
+        for group, skey, _ in self.windows.items():
+            self._add_timer(skey[0], group, skey)
+
+
+def _sort_key(item: tuple[int, tuple]) -> tuple:
+    """Deterministic firing order within one window end (start, then keys as text)."""
+    group, skey = item
+    return (skey[1], tuple(str(k) for k in skey[2:]))

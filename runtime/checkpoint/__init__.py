@@ -1,0 +1,1 @@
+"""Checkpoints: storage layout and the coordinator of asynchronous barrier snapshots."""

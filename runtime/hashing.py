@@ -1,0 +1,109 @@
+"""Vectorized, process-independent hashing of key columns into key groups.
+
+Keyed exchanges route a row to subtask ``key_group * parallelism //
+max_parallelism`` (Flink's formula), so state can later be redistributed by
+key group when the parallelism changes.  Hashes must be equal across
+processes and runs (no Python ``hash``), and computed per column with numpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+DEFAULT_MAX_PARALLELISM = 128
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_NULL_HASH = np.uint64(0x5BD1E9955BD1E995)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finalizer: spreads every input bit over the output."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * _M1
+        x = (x ^ (x >> np.uint64(27))) * _M2
+        return x ^ (x >> np.uint64(31))
+
+
+def _string_hash(arr: pa.Array) -> np.ndarray:
+    """Per-string polynomial hash over the UTF-8 bytes, with one reduceat over the data buffer."""
+    arr = arr.cast(pa.large_string()) if not pa.types.is_large_string(arr.type) else arr
+    n = len(arr)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset: arr.offset + n + 1]
+    data_buf = arr.buffers()[2]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    start, end = offsets[0], offsets[-1]
+    data = data[start:end].astype(np.uint64)
+    lengths = np.diff(offsets)
+    out = lengths.astype(np.uint64) * _GOLDEN
+    if len(data):
+        # weight each byte by a position-dependent odd multiplier, then sum per string
+        pos = np.arange(len(data), dtype=np.int64) - np.repeat(offsets[:-1] - start, lengths)
+        with np.errstate(over="ignore"):
+            weights = _mix(pos.astype(np.uint64) + _GOLDEN) | np.uint64(1)
+            weighted = data * weights
+        nonempty = lengths > 0
+        starts = (offsets[:-1] - start)[nonempty]
+        sums = np.add.reduceat(weighted, starts) if len(starts) else np.zeros(0, np.uint64)
+        with np.errstate(over="ignore"):
+            out[nonempty] += sums
+    return out
+
+
+def hash_array(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    t = arr.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        h = _string_hash(arr)
+    elif pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        h = _string_hash(arr.view(pa.large_string()) if pa.types.is_large_binary(t) else arr.cast(pa.large_binary()).view(pa.large_string()))
+    elif pa.types.is_boolean(t):
+        h = pc.fill_null(arr, False).cast(pa.uint64()).to_numpy(zero_copy_only=False)
+    elif pa.types.is_floating(t):
+        vals = pc.fill_null(arr.cast(pa.float64()), 0.0).to_numpy(zero_copy_only=False)
+        vals = np.where(vals == 0.0, 0.0, vals)  # -0.0 and 0.0 are the same key
+        h = vals.view(np.uint64)
+    elif pa.types.is_decimal(t):
+        h = _string_hash(arr.cast(pa.string()))
+    else:
+        # integers, timestamps, dates: their int64 value
+        h = pc.fill_null(arr.cast(pa.int64()), 0).to_numpy(zero_copy_only=False).view(np.uint64)
+    with np.errstate(over="ignore"):
+        h = _mix(h.astype(np.uint64, copy=False) + _GOLDEN)
+    if arr.null_count:
+        h = np.where(arr.is_null().to_numpy(zero_copy_only=False), _NULL_HASH, h)
+    return h
+
+
+def hash_columns(columns: list[pa.Array]) -> np.ndarray:
+    """One 64-bit hash per row over the given key columns."""
+    if not columns:
+        raise ValueError("hash_columns needs at least one column")
+    h = hash_array(columns[0])
+    for c in columns[1:]:
+        with np.errstate(over="ignore"):
+            h = _mix(h * np.uint64(31) + hash_array(c))
+    return h
+
+
+def key_groups(columns: list[pa.Array], max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> np.ndarray:
+    """The key group (0 .. max_parallelism-1) of each row; rows of an empty key list go to group 0."""
+    if not columns:
+        return np.zeros(0, dtype=np.int64)
+    return (hash_columns(columns) % np.uint64(max_parallelism)).astype(np.int64)
+
+
+def subtask_for_key_groups(groups: np.ndarray, parallelism: int, max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> np.ndarray:
+    return groups * parallelism // max_parallelism
+
+
+def key_group_range(subtask: int, parallelism: int, max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> range:
+    """The key groups a subtask owns: the inverse of subtask_for_key_groups."""
+    start = (subtask * max_parallelism + parallelism - 1) // parallelism
+    end = ((subtask + 1) * max_parallelism + parallelism - 1) // parallelism
+    return range(start, end)

@@ -1,0 +1,136 @@
+"""Keyed state: what an operator keeps per key, partitioned by key group.
+
+Every entry lives in a key group, so a snapshot can be split by key group
+and restored into a different parallelism.  Values are treated as
+immutable once put (operators copy before they change one), which lets the
+heap backend freeze a snapshot by copying dictionaries, not values, and
+serialize it asynchronously while processing goes on.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from sqlstream.errors import SqlStreamError
+
+# writes a frozen snapshot under a directory and returns a small, picklable handle
+SnapshotWriter = Callable[[Path], Any]
+
+
+class SnapshotFormatError(SqlStreamError):
+    """A snapshot was written by a backend that cannot be read by this one."""
+
+
+class KeyedState(ABC):
+    """One named state: (key group, key) -> value, with optional time-to-live."""
+
+    def __init__(self, name: str, ttl_ms: int | None) -> None:
+        self.name = name
+        self.ttl_ms = ttl_ms
+
+    @abstractmethod
+    def _get(self, kg: int, key: tuple) -> Any | None: ...
+
+    @abstractmethod
+    def _put(self, kg: int, key: tuple, value: Any) -> None: ...
+
+    @abstractmethod
+    def delete(self, kg: int, key: tuple) -> None: ...
+
+    @abstractmethod
+    def _items(self) -> Iterator[tuple[int, tuple, Any]]: ...
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    # TTL wraps values as (value, last access ms); Flink's state TTL is processing time
+    def get(self, kg: int, key: tuple) -> Any | None:
+        stored = self._get(kg, key)
+        if stored is None or self.ttl_ms is None:
+            return stored
+        value, touched = stored
+        if now_ms() - touched > self.ttl_ms:
+            self.delete(kg, key)
+            return None
+        return value
+
+    def put(self, kg: int, key: tuple, value: Any) -> None:
+        self._put(kg, key, value if self.ttl_ms is None else (value, now_ms()))
+
+    def items(self) -> Iterator[tuple[int, tuple, Any]]:
+        if self.ttl_ms is None:
+            yield from self._items()
+            return
+        cutoff = now_ms() - self.ttl_ms
+        for kg, key, (value, touched) in list(self._items()):
+            if touched < cutoff:
+                self.delete(kg, key)
+            else:
+                yield kg, key, value
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def write_canonical(path: Path, entries: dict[str, dict[tuple[int, tuple], Any]]) -> dict[str, Any]:
+    """The backend-independent snapshot format: {state name: {(key group, key): stored value}}."""
+    with path.open("wb") as f:
+        pickle.dump(entries, f, protocol=pickle.HIGHEST_PROTOCOL)
+    return {"format": "canonical", "file": str(path)}
+
+
+def read_canonical(handle: dict[str, Any]) -> Iterator[tuple[str, int, tuple, Any]]:
+    with open(handle["file"], "rb") as f:
+        entries = pickle.load(f)
+    for name, data in entries.items():
+        for (kg, key), value in data.items():
+            yield name, kg, key, value
+
+
+class StateBackend(ABC):
+    """The keyed state of one operator subtask."""
+
+    name = "abstract"
+
+    def __init__(self, key_groups: range, local_dir: Path | None = None) -> None:
+        self.key_groups = key_groups
+        self.local_dir = local_dir
+        self.states: dict[str, KeyedState] = {}
+
+    def state(self, name: str, ttl_ms: int | None = None) -> KeyedState:
+        st = self.states.get(name)
+        if st is None:
+            st = self.states[name] = self._create(name, ttl_ms)
+        return st
+
+    @abstractmethod
+    def _create(self, name: str, ttl_ms: int | None) -> KeyedState: ...
+
+    @abstractmethod
+    def snapshot(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
+        """Freeze the current state (synchronous, cheap); the returned writer persists it later.
+
+        ``canonical`` (savepoints) writes the backend-independent format that
+        every backend can restore; otherwise the backend may use its own.
+        """
+
+    @abstractmethod
+    def restore(self, handles: list[Any]) -> None:
+        """Load entries of this subtask's key groups from the handles of one or more old subtasks."""
+
+    def _restore_canonical(self, handle: Any) -> None:
+        for name, kg, key, value in read_canonical(handle):
+            if kg in self.key_groups:
+                self.state(name)._put(kg, key, value)
+
+    def num_entries(self) -> int:
+        return sum(len(s) for s in self.states.values())
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release files and memory."""
