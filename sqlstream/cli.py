@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ import pyarrow as pa
 from planner.script import Statement
 from runtime.elements import Chunk
 from sqlstream.errors import SqlStreamError
+from sqlstream.jobs import RegisteredJob, list_jobs, request_savepoint
 from sqlstream.session import Session, StatementResult
 from sqlstream.tableau import TableauPrinter
 
@@ -55,9 +57,38 @@ class ScriptOutput:
 
 def cmd_run(args: argparse.Namespace) -> int:
     sql = _read_script(args.script)
-    session = Session()
+    session = Session(restore_from=args.restore, allow_non_restored_state=args.allow_non_restored_state)
     out = ScriptOutput()
-    session.execute_script(sql, on_rows=out.on_rows, on_result=out.on_result)
+    job = RegisteredJob(str(Path(args.script).resolve()))
+    print(f"[INFO] Job id: {job.id}", file=sys.stderr)
+
+    def take_savepoint(directory: Path, stop: bool) -> Path:
+        executor = session.current_executor
+        if executor is None:
+            raise SqlStreamError("no job is running yet")
+        target = directory / f"savepoint-{time.strftime('%Y%m%d-%H%M%S')}-{job.id}"
+        path = executor.savepoint(target).result(timeout=120)
+        if stop:
+            executor.cancel()
+        return path
+
+    job.install_savepoint_handler(take_savepoint)
+    try:
+        session.execute_script(sql, on_rows=out.on_rows, on_result=out.on_result)
+    finally:
+        job.close()
+    return 0
+
+
+def cmd_savepoint(args: argparse.Namespace) -> int:
+    path = request_savepoint(args.job, Path(args.dir), args.stop)
+    print(f"[INFO] Savepoint completed: {path}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    for j in list_jobs():
+        print(f"{j['id']}  pid={j['pid']}  {j['script']}")
     return 0
 
 
@@ -86,7 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run a SQL script (DDL, then INSERT INTO / SELECT statements)")
     run.add_argument("script")
+    run.add_argument("--restore", metavar="PATH", help="resume from a checkpoint or savepoint (or the newest under a checkpoint root)")
+    run.add_argument("--allow-non-restored-state", action="store_true",
+                     help="start even if some state in the checkpoint maps to no operator")
     run.set_defaults(func=cmd_run)
+    savepoint = sub.add_parser("savepoint", help="take a savepoint of a running job")
+    savepoint.add_argument("job", help="job id (printed by `sqlstream run`, listed by `sqlstream list`)")
+    savepoint.add_argument("dir", help="directory to write the savepoint under")
+    savepoint.add_argument("--stop", action="store_true", help="stop the job after the savepoint")
+    savepoint.set_defaults(func=cmd_savepoint)
+    listing = sub.add_parser("list", help="list running jobs")
+    listing.set_defaults(func=cmd_list)
     explain = sub.add_parser("explain", help="print the logical and physical plans of a script's queries")
     explain.add_argument("script")
     explain.set_defaults(func=cmd_explain)
