@@ -1,0 +1,307 @@
+"""Keyed state backends: the same contract on 'hashmap' and 'rocksdb', plus RocksDB's own promises.
+
+Snapshots, rescaling and savepoints are what make state survive failures
+and parallelism changes, so each is checked by restoring into a fresh
+backend, never by looking at files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.state import BACKENDS, create_backend
+from runtime.state.base import SnapshotFormatError, StateBackend
+
+MAX_PARALLELISM = 128
+
+
+@pytest.fixture
+def backends(tmp_path: Path):
+    """Makes backends under tmp_path and closes them all after the test."""
+    made: list[StateBackend] = []
+
+    def make(kind: str, key_groups: range = range(MAX_PARALLELISM)) -> StateBackend:
+        backend = create_backend(kind, key_groups, tmp_path / "local")
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        backend.close()
+
+
+def checkpoint(backend: StateBackend, root: Path, checkpoint_id: int, canonical: bool = False) -> Any:
+    """Snapshot and write at once, as a checkpoint coordinator would.
+
+    Each subtask gets its own directory directly under the checkpoint root, so the
+    rocksdb backend's shared SST folder (``<directory>/../shared``) is one per root.
+    """
+    directory = root / f"chk-{checkpoint_id}-kg-{backend.key_groups.start}-{backend.key_groups.stop}"
+    directory.mkdir(parents=True, exist_ok=True)
+    return backend.snapshot(checkpoint_id, canonical)(directory)
+
+
+def contents(backend: StateBackend, name: str = "s") -> dict[tuple[int, tuple], Any]:
+    return {(kg, key): value for kg, key, value in backend.state(name).items()}
+
+
+KEYS: list[tuple] = [
+    (1,),
+    ("a", 2),
+    (1.5, None),
+    (True, "x"),
+    (dt.datetime(2024, 5, 1, 12, 30), Decimal("10.25")),
+    (("nested", 1), (2.0, None)),
+    (dt.date(2024, 1, 1), -7),
+]
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_put_get_delete_items_len(kind: str, backends) -> None:
+    backend = backends(kind)
+    st = backend.state("s")
+    for i, key in enumerate(KEYS):
+        st.put(i * 17 % MAX_PARALLELISM, key, {"n": i, "tags": [key]})
+    assert len(st) == len(KEYS)
+    for i, key in enumerate(KEYS):
+        assert st.get(i * 17 % MAX_PARALLELISM, key) == {"n": i, "tags": [key]}
+    assert st.get(0, ("missing",)) is None
+    assert st.get(1, KEYS[0]) is None  # same key, other key group: another entry
+
+    st.put(0, KEYS[0], "overwritten")
+    assert st.get(0, KEYS[0]) == "overwritten"
+    assert len(st) == len(KEYS)  # overwriting is not a new entry
+    st.delete(0, KEYS[0])
+    st.delete(0, KEYS[0])  # deleting twice, or a key never put, changes nothing
+    st.delete(5, ("never",))
+    assert st.get(0, KEYS[0]) is None
+    assert len(st) == len(KEYS) - 1
+
+    expected = {(i * 17 % MAX_PARALLELISM, key): {"n": i, "tags": [key]} for i, key in enumerate(KEYS)}
+    del expected[(0, KEYS[0])]
+    assert contents(backend) == expected
+
+    other = backend.state("other")
+    other.put(3, ("a", 2), 1)
+    assert len(other) == 1 and len(st) == len(KEYS) - 1  # named states do not share entries
+    assert backend.num_entries() == len(KEYS)
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_equal_keys_built_differently_are_one_entry(kind: str, backends) -> None:
+    # the same string object twice vs two equal strings: pickle's memo would encode these differently
+    word = "shared-word"
+    copy = "".join(["shared-", "word"])
+    assert copy is not word
+    st = backends(kind).state("s")
+    st.put(7, (word, word), 1)
+    st.put(7, (word, copy), 2)
+    assert len(st) == 1
+    assert st.get(7, (copy, copy)) == 2
+
+
+def test_rocksdb_items_are_in_key_group_order(backends) -> None:
+    st = backends("rocksdb").state("s")
+    for kg in (90, 3, 127, 0, 64, 3):
+        st.put(kg, (f"k{kg}",), kg)
+    st.put(3, ("another",), 3)
+    assert [kg for kg, _, _ in st.items()] == [0, 3, 3, 64, 90, 127]
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_snapshot_is_isolated_from_later_changes(kind: str, backends, tmp_path: Path) -> None:
+    backend = backends(kind)
+    st = backend.state("s")
+    for i in range(1000):
+        st.put(i % MAX_PARALLELISM, (i,), f"v{i}")
+    writer = backend.snapshot(1)
+
+    # the writer runs on another thread while processing goes on, as in an asynchronous checkpoint
+    directory = tmp_path / "chk" / "chk-1-op"
+    directory.mkdir(parents=True)
+    result: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: result.update(handle=writer(directory)))
+    thread.start()
+    for i in range(0, 1000, 2):
+        st.put(i % MAX_PARALLELISM, (i,), "changed")
+    for i in range(1, 1000, 4):
+        st.delete(i % MAX_PARALLELISM, (i,))
+    for i in range(1000, 1500):
+        st.put(i % MAX_PARALLELISM, (i,), "new")
+    thread.join()
+
+    expected = {(i % MAX_PARALLELISM, (i,)): f"v{i}" for i in range(1000)}
+    for register_first in (False, True):  # restoring must leave the checkpoint usable for the next restore
+        restored = backends(kind)
+        if register_first:  # an operator may register its states before the restore
+            early = restored.state("s")
+            restored.state("extra")
+        restored.restore([result["handle"]])
+        assert contents(restored) == expected
+        assert len(restored.state("s")) == 1000
+        restored.state("s").put(0, (0,), "after restore")
+        if register_first:
+            assert restored.state("s") is early and early.get(0, (0,)) == "after restore"
+            restored.state("extra").put(2, ("y",), 2)
+            assert restored.state("extra").get(2, ("y",)) == 2
+    assert st.get(0, (0,)) == "changed"  # and the running backend is untouched by the restores
+    assert len(st) == 1000 - 250 + 500
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_restore_across_key_group_ranges(kind: str, backends, tmp_path: Path) -> None:
+    halves = [range(0, 64), range(64, 128)]
+    expected: dict[tuple[int, tuple], Any] = {}
+    expected_counts: dict[tuple[int, tuple], Any] = {}
+    handles = []
+    for half in halves:
+        old = backends(kind, half)
+        for i in range(2000):
+            kg = half.start + i % len(half)
+            old.state("s").put(kg, (f"user-{i}", i), [i, kg])
+            expected[(kg, (f"user-{i}", i))] = [i, kg]
+            if i % 3 == 0:
+                old.state("counts").put(kg, (i,), i)
+                expected_counts[(kg, (i,))] = i
+        handles.append(checkpoint(old, tmp_path / "chk", 1))
+
+    whole = backends(kind, range(0, 128))
+    whole.restore(handles)
+    assert contents(whole) == expected
+    assert contents(whole, "counts") == expected_counts
+    assert len(whole.state("s")) == len(expected)
+
+    quarters = [range(q * 32, (q + 1) * 32) for q in range(4)]
+    seen = 0
+    for quarter in quarters:
+        part = backends(kind, quarter)
+        part.restore(handles)
+        mine = {k: v for k, v in expected.items() if k[0] in quarter}
+        assert contents(part) == mine
+        assert len(part.state("s")) == len(mine)
+        assert contents(part, "counts") == {k: v for k, v in expected_counts.items() if k[0] in quarter}
+        seen += len(mine)
+    assert seen == len(expected)
+
+    # scaling back in: the four quarters' checkpoints restore into one backend again
+    quarter_handles = []
+    for q, quarter in enumerate(quarters):
+        part = backends(kind, quarter)
+        part.restore(handles)
+        quarter_handles.append(checkpoint(part, tmp_path / "chk", 2 + q))
+    merged = backends(kind, range(0, 128))
+    merged.restore(quarter_handles)
+    assert contents(merged) == expected
+
+
+@pytest.mark.parametrize(("source", "target"), [("hashmap", "rocksdb"), ("rocksdb", "hashmap")])
+def test_canonical_savepoint_switches_backend(source: str, target: str, backends, tmp_path: Path) -> None:
+    old = backends(source)
+    expected = {}
+    for i, key in enumerate(KEYS * 50):
+        kg, full_key = i % MAX_PARALLELISM, (*key, i)
+        old.state("s").put(kg, full_key, (i, str(key)))
+        expected[(kg, full_key)] = (i, str(key))
+    old.state("ttl", ttl_ms=60_000).put(5, ("k",), "fresh")
+    savepoint = checkpoint(old, tmp_path / "savepoints", 1, canonical=True)
+    assert savepoint["format"] == "canonical"
+
+    new = backends(target)
+    new.restore([savepoint])
+    assert contents(new) == expected
+    assert len(new.state("s")) == len(expected)
+
+    # a savepoint also rescales: the upper half of the key groups only
+    upper = backends(target, range(64, 128))
+    upper.restore([savepoint])
+    assert contents(upper) == {k: v for k, v in expected.items() if k[0] >= 64}
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_ttl_expiry(kind: str, backends) -> None:
+    backend = backends(kind)
+    st = backend.state("s", ttl_ms=50)
+    st.put(1, ("old",), "a")
+    st.put(2, ("old2",), "b")
+    time.sleep(0.12)
+    st.put(3, ("fresh",), "c")
+    assert st.get(1, ("old",)) is None
+    assert list(st.items()) == [(3, ("fresh",), "c")]
+    assert st.get(3, ("fresh",)) == "c"
+    assert len(st) == 1  # expired entries are removed once seen
+
+
+def test_rocksdb_checkpoints_are_incremental(backends, tmp_path: Path) -> None:
+    backend = backends("rocksdb")
+    st = backend.state("s")
+    for i in range(50_000):
+        st.put(i % MAX_PARALLELISM, (i,), f"value-{i}" * 10)
+    first = checkpoint(backend, tmp_path / "chk", 1)
+    for i in range(50_000, 50_100):
+        st.put(i % MAX_PARALLELISM, (i,), f"value-{i}" * 10)
+    second = checkpoint(backend, tmp_path / "chk", 2)
+
+    assert first["format"] == "rocksdb" and first["key_groups"] == (0, 128)
+    assert set(first["shared_files"]) <= set(second["shared_files"])  # the second reuses the first's SSTs
+    assert second["bytes_copied"] * 20 < first["bytes_copied"], (first["bytes_copied"], second["bytes_copied"])
+
+    restored = backends("rocksdb")
+    restored.restore([second])
+    assert len(restored.state("s")) == 50_100
+    assert restored.state("s").get(50_099 % MAX_PARALLELISM, (50_099,)) == "value-50099" * 10
+    older = backends("rocksdb")
+    older.restore([first])  # the first checkpoint still restores after the second shared its files
+    assert len(older.state("s")) == 50_000
+    assert older.state("s").get(50_099 % MAX_PARALLELISM, (50_099,)) is None
+
+
+def _rss_mb() -> int:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
+
+
+def test_rocksdb_holds_a_large_state(backends) -> None:
+    backend = backends("rocksdb")
+    st = backend.state("big")
+    n = 300_000
+    rng = random.Random(11)
+    before = _rss_mb()
+    for i in range(n):
+        st.put(i % MAX_PARALLELISM, (i, "k"), rng.randbytes(1000))  # incompressible: ~300 MB on disk
+    # the entries live on disk, not in Python: memory grows by RocksDB's buffers, not by the data
+    assert _rss_mb() - before < 200
+    assert len(st) == n
+    rng = random.Random(11)
+    values = [rng.randbytes(1000) for _ in range(3)]
+    for i in range(3):
+        assert st.get(i % MAX_PARALLELISM, (i, "k")) == values[i]
+    for i in range(0, n, 3):
+        st.delete(i % MAX_PARALLELISM, (i, "k"))
+    assert len(st) == n - n // 3
+    assert sum(1 for _ in st.items()) == n - n // 3
+
+
+def test_rocksdb_checkpoint_into_hashmap_needs_a_savepoint(backends, tmp_path: Path) -> None:
+    old = backends("rocksdb")
+    old.state("s").put(1, (1,), 1)
+    handle = checkpoint(old, tmp_path / "chk", 1)
+    with pytest.raises(SnapshotFormatError, match="savepoint"):
+        backends("hashmap").restore([handle])
+    with pytest.raises(SnapshotFormatError, match="savepoint"):
+        backends("rocksdb").restore([{"format": "mystery"}])
+
+
+def test_rocksdb_close_deletes_local_files(tmp_path: Path) -> None:
+    backend = create_backend("rocksdb", range(MAX_PARALLELISM), tmp_path / "local")
+    backend.state("s").put(1, (1,), 1)
+    assert any((tmp_path / "local").iterdir())
+    backend.close()
+    assert not any((tmp_path / "local").iterdir())
