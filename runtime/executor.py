@@ -339,6 +339,8 @@ class JobExecutor:
             state = None
             if operator.keyed:
                 state = create_backend(config.backend, key_group_range(index, p, config.max_parallelism))
+                if config.checkpoint_dir is not None:
+                    state.shared_dir = config.checkpoint_dir / "shared"
                 handles = [old["keyed"][uid] for old in all_old if old.get("keyed", {}).get(uid)]
                 if handles:
                     state.restore(handles)

@@ -102,11 +102,15 @@ class StateBackend(ABC):
         self.key_groups = key_groups
         self.local_dir = local_dir
         self.states: dict[str, KeyedState] = {}
+        # where incremental snapshots keep files shared between checkpoints (the checkpoint root's)
+        self.shared_dir: Path | None = None
 
     def state(self, name: str, ttl_ms: int | None = None) -> KeyedState:
         st = self.states.get(name)
         if st is None:
             st = self.states[name] = self._create(name, ttl_ms)
+        else:
+            st.ttl_ms = ttl_ms  # a state restored before its operator declared it gets its TTL now
         return st
 
     @abstractmethod

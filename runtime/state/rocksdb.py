@@ -13,8 +13,8 @@ hard-links the live files into a staging checkpoint; the writer later copies
 SST files (immutable, uniquely named within one db) into a folder shared by
 all checkpoints of this backend and copies only the small files (MANIFEST,
 CURRENT, OPTIONS, WAL) into the checkpoint's own directory.  The shared
-folder is ``<directory>/../shared/<backend id>``, so the coordinator must give
-each subtask its own directory directly under the checkpoint root.  Every
+folder is ``<shared_dir>/<backend id>``: the runtime points ``shared_dir`` at
+the checkpoint root's ``shared/`` (without it, ``<directory>/../shared``).  Every
 backend instance has a fresh id: a restored db numbers new SSTs like the db it
 came from (which may still be running), so sharing a folder with it could mix
 two different files under one name; the first checkpoint after a restore is
@@ -213,7 +213,7 @@ class RocksDBStateBackend(StateBackend):
         checkpoint_id: int,
     ) -> dict[str, Any]:
         """Copy SSTs not yet in the shared folder, and all small files into ``directory``."""
-        shared = directory.parent / "shared" / self.backend_id
+        shared = (self.shared_dir or directory.parent / "shared") / self.backend_id
         shared.mkdir(parents=True, exist_ok=True)
         copied = 0
         shared_files: list[str] = []
