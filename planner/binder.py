@@ -35,6 +35,7 @@ from planner.logical import (
     WindowTVF,
 )
 from planner.scope import Scope, ScopeColumn, plan_error
+from runtime.connectors.base import parse_duration_ms
 from sqlstream.errors import PlanError
 
 
@@ -219,7 +220,8 @@ class QueryBinder:
                 raise PlanError(
                     f"table '{table.name}': the WATERMARK expression must be a TIMESTAMP, got {sql_type_name(wm_expr.type)}"
                 )
-            node = WatermarkAssign(node, index, coerce(wm_expr, ts_type))
+            idle = table.options.get("scan.watermark.idle-timeout")
+            node = WatermarkAssign(node, index, coerce(wm_expr, ts_type), parse_duration_ms(idle) if idle else None)
         return Relation(node, Scope.of(node.schema, alias or table.name))
 
     def _bind_window_tvf(self, tvf: dialect.WindowTVF) -> Relation:

@@ -48,6 +48,7 @@ class WatermarkAssign:
     input: LogicalNode
     rowtime_index: int
     watermark: Expr  # evaluated per row over the input; the watermark is its running max
+    idle_timeout_ms: int | None = None  # splits quiet for longer do not hold event time back
 
     @property
     def schema(self) -> pa.Schema:

@@ -101,7 +101,7 @@ def _rewrite(node: LogicalNode) -> LogicalNode:
         inner = _rewrite(node.input)
         return _push_filter(fold(node.predicate), inner)
     if isinstance(node, WatermarkAssign):
-        return WatermarkAssign(_rewrite(node.input), node.rowtime_index, fold(node.watermark))
+        return WatermarkAssign(_rewrite(node.input), node.rowtime_index, fold(node.watermark), node.idle_timeout_ms)
     if isinstance(node, WindowTVF):
         return WindowTVF(_rewrite(node.input), node.window)
     if isinstance(node, Aggregate):
@@ -166,7 +166,9 @@ def prune(node: LogicalNode, required: set[int]) -> tuple[LogicalNode, dict[int,
     if isinstance(node, WatermarkAssign):
         needed = set(required) | referenced_columns(node.watermark) | {node.rowtime_index}
         child, mapping = prune(node.input, needed)
-        return WatermarkAssign(child, mapping[node.rowtime_index], remap_columns(node.watermark, mapping)), mapping
+        return WatermarkAssign(
+            child, mapping[node.rowtime_index], remap_columns(node.watermark, mapping), node.idle_timeout_ms
+        ), mapping
     if isinstance(node, WindowTVF):
         width = len(node.input.schema)
         needed = {i for i in required if i < width} | {node.window.time_index} | set(node.window.partition_keys)

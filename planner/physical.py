@@ -129,9 +129,9 @@ class Lowering:
                             source=SourceSpec(None, node.table.column_names, values=node.table))
         if isinstance(node, WatermarkAssign):
             up = self.lower(node.input)
-            wm = node.watermark
+            wm, idle = node.watermark, node.idle_timeout_ms
             return self.add("WatermarkAssigner", f"rowtime={schema.names[node.rowtime_index]}, watermark={wm}",
-                            schema, [Exchange(up)], make_operator=lambda: WatermarkAssigner(wm))
+                            schema, [Exchange(up)], make_operator=lambda: WatermarkAssigner(wm, idle))
         if isinstance(node, Project | Filter):
             predicate = None
             exprs = names = None
