@@ -251,3 +251,7 @@ register("LOWER", _returns(pa.string(), is_string, "STRING"), pc.utf8_lower, 1)
 register("SUBSTRING", _returns(pa.string()), _substring, 2, 3, aliases=("SUBSTR",))
 register("CHAR_LENGTH", _returns(pa.int32(), is_string, "STRING"), lambda s: pc.cast(pc.utf8_length(s), pa.int32()), 1, aliases=("CHARACTER_LENGTH",))
 register("COALESCE", _common, _coalesce, 1, None, coerce_args=True)
+
+# The Flink built-in function library registers itself into REGISTRY; imported
+# last because those modules import the helpers above.
+from planner import functions_math, functions_string, functions_time  # noqa: E402, F401
