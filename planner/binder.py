@@ -19,11 +19,13 @@ from planner import dialect, script
 from planner.expr_binder import AGGREGATES, ExprBinder, coerce, contains_aggregate
 from planner.expressions import ColumnRef, Expr, Literal, referenced_columns
 from planner.functions import common_type
+from planner.joins import conjoin
 from planner.logical import (
     WINDOW_COLUMNS,
     AggCall,
     Aggregate,
     Filter,
+    Join,
     LogicalNode,
     Project,
     Scan,
@@ -171,8 +173,6 @@ class QueryBinder:
             if name.lower() in frame:
                 rel = self.bind_query(frame[name.lower()])
                 return Relation(rel.node, rel.scope.requalified(alias))
-        if node.args.get("version") is not None:
-            raise plan_error("FOR SYSTEM_TIME AS OF (temporal joins) is not supported yet", node)
         obj = self.catalog.get(name)
         if obj is None:
             known = self.catalog.names()
@@ -273,16 +273,47 @@ class QueryBinder:
             scope = scope.requalified(qualifier)
         return Relation(out, scope)
 
+    def _bind_join(self, left: Relation, join: exp.Join) -> Relation:
+        side = (join.args.get("side") or "").upper()
+        kind = (join.args.get("kind") or "").upper()
+        if join.args.get("method") or kind in ("SEMI", "ANTI") or join.args.get("natural"):
+            raise plan_error(f"{join.sql(dialect=dialect.Flink).split(' ')[0]} joins are not supported", join)
+        if isinstance(join.this, exp.Table) and join.this.args.get("version") is not None:
+            return self._bind_temporal_join(left, join, side)
+        right = self._bind_from(join.this)
+        scope = Scope(left.scope.columns + right.scope.columns)
+        width = len(left.node.schema)
+        condition: Expr | None = None
+        on, using = join.args.get("on"), join.args.get("using")
+        if on is not None:
+            condition = ExprBinder(scope).bind(on)
+            _require_boolean(condition, on, "JOIN ON")
+        elif using:
+            parts = []
+            for ident in using:
+                lref = left.scope.resolve(exp.column(ident.name))
+                rref = right.scope.resolve(exp.column(ident.name))
+                parts.append(ExprBinder(scope)._call(
+                    "=", [lref, ColumnRef(width + rref.index, rref.name, rref.type)], join))
+            condition = conjoin(parts)
+        elif side:
+            raise plan_error(f"{side} JOIN needs an ON condition", join)
+        node = Join(left.node, right.node, side or "INNER", condition)
+        return Relation(node, scope)
+
+    def _bind_temporal_join(self, left: Relation, join: exp.Join, side: str) -> Relation:
+        raise plan_error("FOR SYSTEM_TIME AS OF (temporal and lookup joins) is not supported yet", join)
+
     # ---------------------------------------------------------------- SELECT
     def _bind_select(self, sel: exp.Select) -> Relation:
         from_ = sel.args.get("from_") or sel.args.get("from")
-        if sel.args.get("joins"):
-            raise plan_error("JOIN is not supported yet", sel.args["joins"][0])
         if from_ is None:
             rel = Relation(Values(pa.table({"dummy": pa.array([0], pa.int32())})), Scope([]))
             rel = Relation(rel.node, Scope([ScopeColumn(None, "$dummy", pa.int32())]))
         else:
             rel = self._bind_from(from_.this)
+            for join in sel.args.get("joins") or []:
+                rel = self._bind_join(rel, join)
         where = sel.args.get("where")
         if where is not None:
             if contains_aggregate(where.this):

@@ -251,6 +251,51 @@ class WindowAggregate:
         return [self.input]
 
 
+JOIN_KINDS = ("INNER", "LEFT", "RIGHT", "FULL")
+
+
+@dataclass
+class Join:
+    """left JOIN right ON condition; the condition reads left columns then right columns.
+
+    How it runs (equi keys, an interval on the time attributes, a window
+    join) is decided when lowering, from the condition (planner.joins).
+    """
+
+    left: LogicalNode
+    right: LogicalNode
+    kind: str  # INNER | LEFT | RIGHT | FULL
+    condition: Expr | None
+
+    @property
+    def schema(self) -> pa.Schema:
+        fields = list(self.left.schema) + list(self.right.schema)
+        return pa.schema([pa.field(f.name, f.type) for f in fields])
+
+    @property
+    def rowtime(self) -> int | None:
+        from planner.joins import analyze
+
+        spec = analyze(self)
+        if spec.interval is not None or spec.window is not None:
+            # time-bounded joins keep the left input's event time (Flink keeps both)
+            return self.left.rowtime
+        return None
+
+    @property
+    def updating(self) -> bool:
+        from planner.joins import analyze
+
+        spec = analyze(self)
+        if spec.interval is not None or spec.window is not None:
+            return False  # outer rows are emitted once, when the bound has passed
+        return self.left.updating or self.right.updating or self.kind != "INNER"
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.left, self.right]
+
+
 @dataclass
 class Union:
     """UNION ALL of inputs with identical column types."""
@@ -323,7 +368,7 @@ class Sink:
         return [self.input]
 
 
-LogicalNode = Scan | WatermarkAssign | Project | Filter | WindowTVF | Aggregate | WindowAggregate | Union | Values | Sink
+LogicalNode = Scan | WatermarkAssign | Project | Filter | WindowTVF | Aggregate | WindowAggregate | Join | Union | Values | Sink
 
 
 def explain(node: LogicalNode, indent: int = 0) -> str:
@@ -356,6 +401,10 @@ def _describe(node: LogicalNode) -> str:
             f"WindowAggregate({node.window.describe()}, groups=[{outs}], "
             f"aggs=[{', '.join(a.describe() for a in node.aggs)}])"
         )
+    if isinstance(node, Join):
+        from planner.joins import analyze
+
+        return f"Join({node.kind}, {analyze(node).describe()})"
     if isinstance(node, Union):
         return f"UnionAll(columns=[{cols(node.schema)}])"
     if isinstance(node, Values):

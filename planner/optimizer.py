@@ -19,10 +19,12 @@ from planner.expressions import (
     remap_columns,
     substitute,
 )
+from planner.joins import conjoin, conjuncts, side_of
 from planner.logical import (
     AggCall,
     Aggregate,
     Filter,
+    Join,
     LogicalNode,
     Project,
     Scan,
@@ -110,6 +112,12 @@ def _rewrite(node: LogicalNode) -> LogicalNode:
         return WindowAggregate(_rewrite(node.input), node.window, node.outputs, node.output_names, node.aggs)
     if isinstance(node, Union):
         return Union([_rewrite(c) for c in node.children])
+    if isinstance(node, Join):
+        return _push_into_join(
+            Join(_rewrite(node.left), _rewrite(node.right), node.kind,
+                 None if node.condition is None else fold(node.condition)),
+            [],
+        )
     if isinstance(node, Sink):
         return Sink(_rewrite(node.input), node.table, node.options)
     return node
@@ -125,9 +133,53 @@ def _push_filter(pred: Expr, node: LogicalNode) -> LogicalNode:
         return Project(_push_filter(inner_pred, node.input), node.exprs, node.names, node.rowtime_out)
     if isinstance(node, Union):
         return Union([_push_filter(pred, c) for c in node.children])
+    if isinstance(node, Join):
+        return _push_into_join(node, conjuncts(pred))
     if isinstance(node, WindowTVF) and all(i < len(node.input.schema) for i in referenced_columns(pred)):
         return WindowTVF(_push_filter(pred, node.input), node.window)
     return Filter(node, pred)
+
+
+def _push_into_join(join: Join, where: list[Expr]) -> LogicalNode:
+    """Move WHERE conjuncts (and ON conjuncts of one side) into the join or below it.
+
+    A conjunct may go below a join only on a side whose rows are not padded
+    with NULLs: the left of a LEFT join, either side of an INNER join.
+    """
+    width = len(join.left.schema)
+    left_ok = join.kind in ("INNER", "LEFT")
+    right_ok = join.kind in ("INNER", "RIGHT")
+    to_left: list[Expr] = []
+    to_right: list[Expr] = []
+    stay_above: list[Expr] = []
+    on = conjuncts(join.condition)
+    keep_on: list[Expr] = []
+    for c in where:
+        side = side_of(c, width)
+        if side == "left" and left_ok:
+            to_left.append(c)
+        elif side == "right" and right_ok:
+            to_right.append(c)
+        elif join.kind == "INNER" and side in ("both", "none"):
+            keep_on.append(c)
+        else:
+            stay_above.append(c)
+    for c in on:
+        side = side_of(c, width)
+        # in ON, a condition on the side whose rows are matched (not preserved) filters that input
+        if side == "left" and join.kind in ("INNER", "RIGHT"):
+            to_left.append(c)
+        elif side == "right" and join.kind in ("INNER", "LEFT"):
+            to_right.append(c)
+        else:
+            keep_on.append(c)
+    left = _push_filter(conjoin(to_left), join.left) if to_left else join.left
+    shift = {i: i - width for i in range(width, width + len(join.right.schema))}
+    right = _push_filter(conjoin([remap_columns(c, shift) for c in to_right]), join.right) if to_right else join.right
+    out: LogicalNode = Join(left, right, join.kind, conjoin(keep_on))
+    if stay_above:
+        out = Filter(out, conjoin(stay_above))
+    return out
 
 
 # ------------------------------------------------------------ projection pruning
@@ -192,10 +244,25 @@ def prune(node: LogicalNode, required: set[int]) -> tuple[LogicalNode, dict[int,
         child, mapping = prune(node.input, needed)
         identity = {i: i for i in range(len(node.schema))}
         return Aggregate(child, [mapping[k] for k in node.keys], [_remap_agg(a, mapping) for a in node.aggs], node.key_names), identity
+    if isinstance(node, Join):
+        width = len(node.left.schema)
+        needed = set(required) | (referenced_columns(node.condition) if node.condition is not None else set())
+        left, lmap = prune(node.left, {i for i in needed if i < width} | _time_columns(node.left))
+        right, rmap = prune(node.right, {i - width for i in needed if i >= width} | _time_columns(node.right))
+        new_width = len(left.schema)
+        mapping = dict(lmap)
+        mapping.update({width + old: new_width + new for old, new in rmap.items()})
+        condition = None if node.condition is None else remap_columns(node.condition, mapping)
+        return Join(left, right, node.kind, condition), mapping
     if isinstance(node, Union):
         children = [prune(c, set(range(len(c.schema))))[0] for c in node.children]
         return Union(children), {i: i for i in range(len(node.schema))}
     raise TypeError(node)
+
+
+def _time_columns(node: LogicalNode) -> set[int]:
+    """A join input keeps its time attribute: the join's output event time may need it."""
+    return set() if node.rowtime is None else {node.rowtime}
 
 
 def _remap_window(w: WindowSpec, mapping: dict[int, int]) -> WindowSpec:

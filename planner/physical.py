@@ -18,6 +18,7 @@ from catalog.tables import TableDef
 from planner.logical import (
     Aggregate,
     Filter,
+    Join,
     LogicalNode,
     Project,
     Scan,
@@ -174,6 +175,8 @@ class Lowering:
             keys, aggs, retracting = node.keys, node.aggs, node.input.updating
             return self.add("GroupAggregate", node_detail(node), schema, [Exchange(up, "hash", tuple(keys))],
                             make_operator=lambda: GroupAggOperator(keys, aggs, schema, retracting))
+        if isinstance(node, Join):
+            return self._lower_join(node)
         if isinstance(node, Union):
             ups = [self.lower(c) for c in node.children]
             return self.add("Union", f"inputs={len(ups)}", schema, [Exchange(u) for u in ups],
@@ -190,6 +193,30 @@ class Lowering:
             conn = f" [{node.table.connector}]" if node.table else ""
             return self.add("Sink", f"{name}{conn}", schema, [Exchange(up)], sink=spec)
         raise TypeError(node)
+
+
+    def _lower_join(self, node: Join) -> int:
+        from planner.joins import analyze
+        from runtime.operators.interval_join import IntervalJoinOperator
+        from runtime.operators.join import RegularJoinOperator
+        from runtime.operators.window_join import WindowJoinOperator
+
+        spec = analyze(node)
+        left, right = self.lower(node.left), self.lower(node.right)
+        ls, rs, schema = node.left.schema, node.right.schema, node.schema
+        lk, rk, residual, kind = spec.left_keys, spec.right_keys, spec.residual, spec.kind
+        inputs = [Exchange(left, "hash", lk), Exchange(right, "hash", rk)]
+        detail = f"{kind}, {spec.describe()}"
+        if spec.window is not None:
+            ends = (spec.window.left_end, spec.window.right_end)
+            return self.add("WindowJoin", detail, schema, inputs,
+                            make_operator=lambda: WindowJoinOperator(kind, lk, rk, residual, ends, ls, rs, schema))
+        if spec.interval is not None:
+            bounds = spec.interval
+            return self.add("IntervalJoin", detail, schema, inputs,
+                            make_operator=lambda: IntervalJoinOperator(kind, lk, rk, residual, bounds, ls, rs, schema))
+        return self.add("Join", detail, schema, inputs,
+                        make_operator=lambda: RegularJoinOperator(kind, lk, rk, residual, ls, rs, schema))
 
 
 def node_detail(node: LogicalNode) -> str:

@@ -18,7 +18,8 @@ class Task:
         self.ctx = ctx
         self.input_watermarks = [MIN_WATERMARK] * num_channels
         self.ended = [False] * num_channels
-        self.watermark = MIN_WATERMARK
+        self.watermark = MIN_WATERMARK  # event time of the operator (min over its inputs)
+        self.forwarded = MIN_WATERMARK  # the last watermark sent downstream
         operator.open(ctx)
 
     def receive(self, element: Element, channel: int = 0, input_index: int = 0) -> list[Element]:
@@ -47,7 +48,10 @@ class Task:
             return []
         self.watermark = timestamp
         out = self._emit(self.operator.on_watermark(timestamp))
-        out.append(Watermark(timestamp))
+        forwarded = self.operator.output_watermark(timestamp)
+        if forwarded > self.forwarded:
+            self.forwarded = forwarded
+            out.append(Watermark(forwarded))
         return out
 
     def _emit(self, elements: list) -> list[Element]:
@@ -58,8 +62,9 @@ class Task:
                     self.ctx.metrics.records_out += e.num_rows
                     out.append(e)
             elif isinstance(e, Watermark):
-                if e.timestamp > self.watermark:
-                    self.watermark = e.timestamp
+                if e.timestamp > self.forwarded:
+                    self.watermark = max(self.watermark, e.timestamp)
+                    self.forwarded = e.timestamp
                     out.append(e)
             else:
                 out.append(e)

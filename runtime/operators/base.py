@@ -58,6 +58,11 @@ class Operator:
         """Event time reached ``timestamp`` on all inputs: fire what is due."""
         return []
 
+    def output_watermark(self, timestamp: int) -> int:
+        """The watermark to forward after on_watermark(timestamp): operators that emit rows
+        older than their input watermark (interval joins) hold it back."""
+        return timestamp
+
     def end_input(self) -> Output:
         """All inputs ended (after the final watermark); flush what is left."""
         return []
