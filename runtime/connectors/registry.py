@@ -14,6 +14,7 @@ BUILTIN: dict[str, str] = {
     "filesystem": "runtime.connectors.filesystem",
     "print": "runtime.connectors.print_sink",
     "blackhole": "runtime.connectors.blackhole",
+    "kafka": "runtime.connectors.kafka",
 }
 
 
