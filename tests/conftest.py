@@ -30,14 +30,16 @@ def apply_changelog(table: pa.Table) -> pa.Table:
         return table
     data = table.drop_columns(["op"])
     ops = table.column("op").to_pylist()
-    rows = data.to_pylist()
-    live: list[dict] = []
+    rows = list(zip(*(c.to_pylist() for c in data.columns), strict=True))
+    live: list[tuple] = []
     for op, row in zip(ops, rows, strict=True):
         if op in (RowKind.INSERT, RowKind.UPDATE_AFTER):
             live.append(row)
         else:
             live.remove(row)  # raises if the engine retracted a row it never emitted
-    return pa.Table.from_pylist(live, schema=data.schema)
+    columns = list(zip(*live, strict=True)) if live else [[] for _ in data.schema]
+    return pa.Table.from_arrays([pa.array(list(c), f.type) for c, f in zip(columns, data.schema, strict=True)],
+                                schema=data.schema)
 
 
 def _norm(v: object) -> object:
@@ -52,7 +54,8 @@ def _norm(v: object) -> object:
 
 def rows(table: pa.Table) -> list[tuple]:
     """Rows as sorted tuples with floats rounded, for order-insensitive comparison."""
-    out = [tuple(_norm(v) for v in r.values()) for r in table.to_pylist()]
+    columns = [c.to_pylist() for c in table.columns]  # by position: names may repeat
+    out = [tuple(_norm(v) for v in r) for r in zip(*columns, strict=True)] if columns else []
     return sorted(out, key=lambda r: tuple((x is None, str(type(x)), x) for x in r))
 
 
