@@ -339,6 +339,11 @@ class QueryBinder:
         )
         if aggregating:
             out = self._bind_aggregate(sel, rel, group, having, items)
+        elif any(isinstance(n, exp.Window) for i in items for n in i.walk()):
+            from planner.over import bind_window_items
+
+            # OVER aggregates and ROW_NUMBER (Top-N, deduplication) are bound in planner.over
+            out = bind_window_items(self, rel, items)
         else:
             exprs, names = self._bind_items(items, rel.scope, ExprBinder(rel.scope))
             rowtime = _rowtime_through(exprs, rel.node.rowtime)

@@ -411,4 +411,6 @@ def _describe(node: LogicalNode) -> str:
         return f"Values(rows={node.table.num_rows})"
     if isinstance(node, Sink):
         return f"Sink(table={node.table.name if node.table else '<client>'}, columns=[{cols(node.schema)}])"
+    if hasattr(node, "describe"):  # nodes defined outside this module (planner.over)
+        return node.describe()
     raise TypeError(node)

@@ -120,6 +120,8 @@ def _rewrite(node: LogicalNode) -> LogicalNode:
         )
     if isinstance(node, Sink):
         return Sink(_rewrite(node.input), node.table, node.options)
+    if hasattr(node, "with_inputs"):  # nodes defined outside this module (planner.over)
+        return node.with_inputs([_rewrite(i) for i in node.inputs])
     return node
 
 
@@ -257,6 +259,8 @@ def prune(node: LogicalNode, required: set[int]) -> tuple[LogicalNode, dict[int,
     if isinstance(node, Union):
         children = [prune(c, set(range(len(c.schema))))[0] for c in node.children]
         return Union(children), {i: i for i in range(len(node.schema))}
+    if hasattr(node, "prune_columns"):  # nodes defined outside this module (planner.over)
+        return node.prune_columns(required, prune)
     raise TypeError(node)
 
 

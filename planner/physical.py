@@ -177,6 +177,8 @@ class Lowering:
                             make_operator=lambda: GroupAggOperator(keys, aggs, schema, retracting))
         if isinstance(node, Join):
             return self._lower_join(node)
+        if hasattr(node, "lower_node"):  # nodes defined outside this module (planner.over)
+            return node.lower_node(self)
         if isinstance(node, Union):
             ups = [self.lower(c) for c in node.children]
             return self.add("Union", f"inputs={len(ups)}", schema, [Exchange(u) for u in ups],
