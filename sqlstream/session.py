@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from sqlglot import exp
 
-from catalog.catalog import Catalog
+from catalog.persistent import CatalogManager, parse_statements
 from catalog.tables import TableDef, ViewDef
 from catalog.types import sql_type_name
 from planner import ddl, dialect, planner
 from planner.binder import QueryBinder
 from planner.logical import Sink
-from planner.script import Statement, parse_script
+from planner.script import Statement
 from runtime.elements import Chunk
 from runtime.executor import JobConfig, JobExecutor, JobResult
 from sqlstream.errors import PlanError, SqlError
@@ -36,7 +36,7 @@ class StatementResult:
 
 @dataclass
 class Session:
-    catalog: Catalog = field(default_factory=Catalog)
+    catalog: CatalogManager = field(default_factory=CatalogManager)
     config: dict[str, str] = field(default_factory=dict)
     # the next job resumes from this checkpoint/savepoint (sqlstream run --restore)
     restore_from: str | None = None
@@ -48,7 +48,7 @@ class Session:
                        on_result: Callable[[Statement, StatementResult], None] | None = None) -> list[StatementResult]:
         """Run every statement of a script in order; errors carry the script's line and column."""
         results = []
-        for stmt in parse_script(sql):
+        for stmt in parse_statements(sql):
             try:
                 result = self.execute_statement(stmt.node, on_rows)
             except SqlError as e:
@@ -63,6 +63,10 @@ class Session:
         return results
 
     def execute_statement(self, node: exp.Expression, on_rows: RowConsumer | None = None) -> StatementResult:
+        # catalogs and databases: CREATE/DROP/USE CATALOG|DATABASE, SHOW CATALOGS|DATABASES|CURRENT ...
+        shown = self.catalog.execute(node)
+        if shown is not None:
+            return StatementResult("TABLE", table=shown) if isinstance(shown, pa.Table) else StatementResult("OK", shown)
         if isinstance(node, exp.Create):
             return self._create(node)
         if isinstance(node, exp.Drop):
