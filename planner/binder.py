@@ -19,7 +19,7 @@ from planner import dialect, script
 from planner.expr_binder import AGGREGATES, ExprBinder, coerce, contains_aggregate
 from planner.expressions import ColumnRef, Expr, Literal, referenced_columns
 from planner.functions import common_type
-from planner.joins import conjoin
+from planner.joins import conjoin, conjuncts
 from planner.logical import (
     WINDOW_COLUMNS,
     AggCall,
@@ -27,8 +27,10 @@ from planner.logical import (
     Filter,
     Join,
     LogicalNode,
+    LookupJoin,
     Project,
     Scan,
+    TemporalJoin,
     Union,
     Values,
     WatermarkAssign,
@@ -302,7 +304,57 @@ class QueryBinder:
         return Relation(node, scope)
 
     def _bind_temporal_join(self, left: Relation, join: exp.Join, side: str) -> Relation:
-        raise plan_error("FOR SYSTEM_TIME AS OF (temporal and lookup joins) is not supported yet", join)
+        """FOR SYSTEM_TIME AS OF: a lookup join (processing time) or a temporal join (event time)."""
+        from runtime.connectors.registry import get_connector
+
+        table_node = join.this
+        version = table_node.args["version"]
+        if side not in ("", "LEFT"):
+            raise plan_error(f"{side} JOIN is not supported with FOR SYSTEM_TIME AS OF; use INNER or LEFT", join)
+        kind = side or "INNER"
+        as_of = ExprBinder(left.scope).bind(version.expression)
+        if not isinstance(as_of, ColumnRef):
+            raise plan_error("FOR SYSTEM_TIME AS OF needs a time column of the left table", version)
+        obj = self.catalog.get(table_node.name)
+        if not isinstance(obj, TableDef):
+            raise plan_error(f"FOR SYSTEM_TIME AS OF needs a table, '{table_node.name}' is not one", table_node)
+        alias = table_node.alias or obj.name
+        on = join.args.get("on")
+        if on is None:
+            raise plan_error("a temporal join needs an ON condition equating the join keys", join)
+        width = len(left.node.schema)
+        if as_of.index == left.node.rowtime:
+            right = self.table_relation(obj, alias)
+            if not obj.primary_key or right.node.rowtime is None:
+                raise plan_error(
+                    f"'{obj.name}' must be a versioned table (a PRIMARY KEY and a WATERMARK) for an "
+                    "event-time temporal join", table_node, table_node.name)
+            scope = Scope(left.scope.columns + right.scope.columns)
+            condition = ExprBinder(scope).bind(on)
+            left_keys, right_keys, rest = _equi_keys(condition, width)
+            pk = [right.node.schema.get_field_index(k) for k in obj.primary_key]
+            if sorted(right_keys) != sorted(pk):
+                raise plan_error(
+                    f"the temporal join must equate the primary key of '{obj.name}' "
+                    f"({', '.join(obj.primary_key)}) with columns of the left table", on)
+            node = TemporalJoin(left.node, right.node, kind, left_keys, right_keys, conjoin(rest))
+            return Relation(node, scope)
+        connector = get_connector(obj.connector)
+        if connector.create_lookup is None:
+            raise plan_error(
+                f"'{obj.name}' (connector '{obj.connector}') cannot be looked up; a lookup join needs a "
+                "lookup connector such as 'duckdb' or 'postgres', or use the event-time column for a "
+                "temporal join", table_node, table_node.name)
+        dim_scope = Scope.of(obj.physical_schema, alias)
+        scope = Scope(left.scope.columns + dim_scope.columns)
+        condition = ExprBinder(scope).bind(on)
+        left_keys, right_keys, rest = _equi_keys(condition, width)
+        if not left_keys:
+            raise plan_error("a lookup join needs an equality between a left column and a column of the table", on)
+        names = obj.physical_schema.names
+        node = LookupJoin(left.node, obj, kind, [(lk, names[rk]) for lk, rk in zip(left_keys, right_keys, strict=True)],
+                          list(names), conjoin(rest))
+        return Relation(node, scope)
 
     # ---------------------------------------------------------------- SELECT
     def _bind_select(self, sel: exp.Select) -> Relation:
@@ -548,6 +600,28 @@ class QueryBinder:
         else:
             out = t
         return AggCall(function, column_of(arg), distinct, out, name)
+
+
+def _equi_keys(condition: Expr, width: int) -> tuple[list[int], list[int], list[Expr]]:
+    """(left key columns, right key columns within the right input, other conjuncts)."""
+    from planner.expressions import Call
+
+    left_keys: list[int] = []
+    right_keys: list[int] = []
+    rest: list[Expr] = []
+    for c in conjuncts(condition):
+        if isinstance(c, Call) and c.name == "=" and all(isinstance(a, ColumnRef) for a in c.args):
+            a, b = c.args
+            if a.index < width <= b.index:
+                left_keys.append(a.index)
+                right_keys.append(b.index - width)
+                continue
+            if b.index < width <= a.index:
+                left_keys.append(b.index)
+                right_keys.append(a.index - width)
+                continue
+        rest.append(c)
+    return left_keys, right_keys, rest
 
 
 def _strip_filters(node: LogicalNode) -> LogicalNode:

@@ -709,7 +709,7 @@ register(
     returns("CURRENT_TIMESTAMP", TIMESTAMP_LTZ_3),
     _current_timestamp,
     0,
-    aliases=("NOW",),
+    aliases=("NOW", "PROCTIME"),
 )
 register("LOCALTIMESTAMP", returns("LOCALTIMESTAMP", TIMESTAMP_3), _localtimestamp, 0)
 register("CURRENT_DATE", returns("CURRENT_DATE", pa.date32()), _current_date, 0)

@@ -297,6 +297,68 @@ class Join:
 
 
 @dataclass
+class LookupJoin:
+    """left JOIN dim FOR SYSTEM_TIME AS OF left.proctime ON left.k = dim.k: probes the connector.
+
+    ``keys`` pairs a left column with a dimension column name; the output is
+    the left columns then ``columns`` of the dimension table.
+    """
+
+    left: LogicalNode
+    table: TableDef
+    kind: str  # INNER | LEFT
+    keys: list[tuple[int, str]]
+    columns: list[str]
+    residual: Expr | None  # over left + dimension columns
+
+    @property
+    def schema(self) -> pa.Schema:
+        dim = self.table.physical_schema
+        return pa.schema(list(self.left.schema) + [pa.field(c, dim.field(c).type) for c in self.columns])
+
+    @property
+    def rowtime(self) -> int | None:
+        return self.left.rowtime
+
+    @property
+    def updating(self) -> bool:
+        return self.left.updating
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.left]
+
+
+@dataclass
+class TemporalJoin:
+    """left JOIN versioned FOR SYSTEM_TIME AS OF left.rowtime: each left row meets the version
+    of its key that was valid at its event time."""
+
+    left: LogicalNode
+    right: LogicalNode
+    kind: str  # INNER | LEFT
+    left_keys: list[int]
+    right_keys: list[int]  # within the right input: its primary key
+    residual: Expr | None
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema(list(self.left.schema) + list(self.right.schema))
+
+    @property
+    def rowtime(self) -> int | None:
+        return self.left.rowtime
+
+    @property
+    def updating(self) -> bool:
+        return self.left.updating
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.left, self.right]
+
+
+@dataclass
 class Union:
     """UNION ALL of inputs with identical column types."""
 
@@ -368,7 +430,10 @@ class Sink:
         return [self.input]
 
 
-LogicalNode = Scan | WatermarkAssign | Project | Filter | WindowTVF | Aggregate | WindowAggregate | Join | Union | Values | Sink
+LogicalNode = (
+    Scan | WatermarkAssign | Project | Filter | WindowTVF | Aggregate | WindowAggregate | Join | LookupJoin
+    | TemporalJoin | Union | Values | Sink
+)
 
 
 def explain(node: LogicalNode, indent: int = 0) -> str:
@@ -405,6 +470,14 @@ def _describe(node: LogicalNode) -> str:
         from planner.joins import analyze
 
         return f"Join({node.kind}, {analyze(node).describe()})"
+    if isinstance(node, LookupJoin):
+        keys = ", ".join(f"${i}={c}" for i, c in node.keys)
+        where = f", where={node.residual}" if node.residual is not None else ""
+        return f"LookupJoin({node.kind}, table={node.table.name} [{node.table.connector}], keys=[{keys}]{where})"
+    if isinstance(node, TemporalJoin):
+        keys = ", ".join(f"${lk}=right.${rk}" for lk, rk in zip(node.left_keys, node.right_keys, strict=True))
+        where = f", where={node.residual}" if node.residual is not None else ""
+        return f"TemporalJoin({node.kind}, keys=[{keys}]{where})"
     if isinstance(node, Union):
         return f"UnionAll(columns=[{cols(node.schema)}])"
     if isinstance(node, Values):

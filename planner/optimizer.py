@@ -26,9 +26,11 @@ from planner.logical import (
     Filter,
     Join,
     LogicalNode,
+    LookupJoin,
     Project,
     Scan,
     Sink,
+    TemporalJoin,
     Union,
     Values,
     WatermarkAssign,
@@ -118,6 +120,12 @@ def _rewrite(node: LogicalNode) -> LogicalNode:
                  None if node.condition is None else fold(node.condition)),
             [],
         )
+    if isinstance(node, LookupJoin):
+        return LookupJoin(_rewrite(node.left), node.table, node.kind, node.keys, node.columns,
+                          None if node.residual is None else fold(node.residual))
+    if isinstance(node, TemporalJoin):
+        return TemporalJoin(_rewrite(node.left), _rewrite(node.right), node.kind, node.left_keys,
+                            node.right_keys, None if node.residual is None else fold(node.residual))
     if isinstance(node, Sink):
         return Sink(_rewrite(node.input), node.table, node.options)
     if hasattr(node, "with_inputs"):  # nodes defined outside this module (planner.over)
@@ -256,6 +264,30 @@ def prune(node: LogicalNode, required: set[int]) -> tuple[LogicalNode, dict[int,
         mapping.update({width + old: new_width + new for old, new in rmap.items()})
         condition = None if node.condition is None else remap_columns(node.condition, mapping)
         return Join(left, right, node.kind, condition), mapping
+    if isinstance(node, LookupJoin):
+        width = len(node.left.schema)
+        needed = {i for i in required if i < width} | {k for k, _ in node.keys} | _time_columns(node.left)
+        if node.residual is not None:
+            needed |= {i for i in referenced_columns(node.residual) if i < width}
+        left, lmap = prune(node.left, needed)
+        new_width = len(left.schema)
+        mapping = dict(lmap)
+        mapping.update({width + j: new_width + j for j in range(len(node.columns))})
+        residual = None if node.residual is None else remap_columns(node.residual, mapping)
+        return LookupJoin(left, node.table, node.kind, [(lmap[k], c) for k, c in node.keys], node.columns, residual), mapping
+    if isinstance(node, TemporalJoin):
+        width = len(node.left.schema)
+        needed = set(required) | set(node.left_keys) | {width + k for k in node.right_keys}
+        if node.residual is not None:
+            needed |= referenced_columns(node.residual)
+        left, lmap = prune(node.left, {i for i in needed if i < width} | _time_columns(node.left))
+        right, rmap = prune(node.right, {i - width for i in needed if i >= width} | _time_columns(node.right))
+        new_width = len(left.schema)
+        mapping = dict(lmap)
+        mapping.update({width + old: new_width + new for old, new in rmap.items()})
+        residual = None if node.residual is None else remap_columns(node.residual, mapping)
+        return TemporalJoin(left, right, node.kind, [lmap[k] for k in node.left_keys],
+                            [rmap[k] for k in node.right_keys], residual), mapping
     if isinstance(node, Union):
         children = [prune(c, set(range(len(c.schema))))[0] for c in node.children]
         return Union(children), {i: i for i in range(len(node.schema))}

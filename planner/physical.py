@@ -20,9 +20,11 @@ from planner.logical import (
     Filter,
     Join,
     LogicalNode,
+    LookupJoin,
     Project,
     Scan,
     Sink,
+    TemporalJoin,
     Union,
     Values,
     WatermarkAssign,
@@ -177,6 +179,26 @@ class Lowering:
                             make_operator=lambda: GroupAggOperator(keys, aggs, schema, retracting))
         if isinstance(node, Join):
             return self._lower_join(node)
+        if isinstance(node, LookupJoin):
+            from runtime.operators.lookup_join import LookupJoinOperator
+
+            from runtime.connectors.registry import get_connector
+
+            up = self.lower(node.left)
+            table, kind, keys, columns, residual = node.table, node.kind, node.keys, node.columns, node.residual
+            options = get_connector(table.connector).validate(table)
+            return self.add("LookupJoin", node_detail(node), schema, [Exchange(up)],
+                            make_operator=lambda: LookupJoinOperator(table, options, kind, keys, columns, residual, schema))
+        if isinstance(node, TemporalJoin):
+            from runtime.operators.temporal_join import TemporalJoinOperator
+
+            left, right = self.lower(node.left), self.lower(node.right)
+            lt, rt = node.left.rowtime, node.right.rowtime
+            kind, lk, rk, residual = node.kind, tuple(node.left_keys), tuple(node.right_keys), node.residual
+            widths = (len(node.left.schema), len(node.right.schema))
+            return self.add("TemporalJoin", node_detail(node), schema,
+                            [Exchange(left, "hash", lk), Exchange(right, "hash", rk)],
+                            make_operator=lambda: TemporalJoinOperator(kind, lk, rk, lt, rt, residual, widths, schema))
         if hasattr(node, "lower_node"):  # nodes defined outside this module (planner.over)
             return node.lower_node(self)
         if isinstance(node, Union):

@@ -90,6 +90,20 @@ class SourceContext:
 
 
 @dataclass
+class LookupContext:
+    """What a lookup join asks of a dimension table: rows by key, these columns."""
+
+    table: TableDef
+    options: dict[str, Any]
+    keys: list[str]  # the table's columns the join condition equates with the probe side
+    columns: list[str]  # the columns to return, in this order
+
+
+# keys (tuples in LookupContext.keys order) -> the matching rows (tuples in .columns order)
+LookupFunction = Callable[[list[tuple]], dict[tuple, list[tuple]]]
+
+
+@dataclass
 class SinkContext:
     table: TableDef
     options: dict[str, Any]
@@ -168,6 +182,7 @@ class Connector:
     options: tuple[Option, ...]
     create_source: Callable[[SourceContext], SourceReader] | None = None
     create_sink: Callable[[SinkContext], SinkWriter] | None = None
+    create_lookup: Callable[[LookupContext], LookupFunction] | None = None  # lookup joins
     accepts_updates: bool = False  # sink understands -U/+U/-D
     # option keys matched by prefix (datagen's 'fields.<name>.kind'); checked by validate_extra
     prefixes: tuple[str, ...] = ()
