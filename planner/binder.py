@@ -16,7 +16,7 @@ from catalog.catalog import Catalog
 from catalog.tables import TableDef, ViewDef
 from catalog.types import sql_type_name
 from planner import dialect, script
-from planner.expr_binder import AGGREGATES, ExprBinder, coerce, contains_aggregate
+from planner.expr_binder import ExprBinder, coerce, contains_aggregate, is_aggregate
 from planner.expressions import ColumnRef, Expr, Literal, referenced_columns
 from planner.functions import common_type
 from planner.joins import conjoin, conjuncts
@@ -358,6 +358,10 @@ class QueryBinder:
 
     # ---------------------------------------------------------------- SELECT
     def _bind_select(self, sel: exp.Select) -> Relation:
+        group = sel.args.get("group")
+        sets = _grouping_sets(group) if group is not None else None
+        if sets is not None:
+            return self._bind_grouping_sets(sel, sets)
         from_ = sel.args.get("from_") or sel.args.get("from")
         if from_ is None:
             rel = Relation(Values(pa.table({"dummy": pa.array([0], pa.int32())})), Scope([]))
@@ -404,6 +408,46 @@ class QueryBinder:
             out = _distinct(out)
         return Relation(out, Scope.of(out.schema))
 
+    def _bind_grouping_sets(self, sel: exp.Select, sets: list[list[exp.Expression]]) -> Relation:
+        """GROUPING SETS / ROLLUP / CUBE as the UNION ALL of one aggregation per set.
+
+        Each branch groups by its set; the other grouping columns read as typed NULLs,
+        as in Flink's expansion.
+        """
+        all_keys: dict[str, exp.Expression] = {}
+        for s in sets:
+            for k in s:
+                all_keys.setdefault(k.sql(dialect=dialect.Flink), k)
+        probe = sel.copy()
+        probe.set("group", None)
+        probe.set("having", None)
+        probe.set("expressions", [k.copy() for k in all_keys.values()])
+        key_types = dict(zip(all_keys, [f.type for f in self._bind_select(probe).node.schema], strict=True))
+        branches: list[LogicalNode] = []
+        for s in sets:
+            present = {k.sql(dialect=dialect.Flink) for k in s}
+
+            def null_out(node: exp.Expression, present: set[str] = present) -> exp.Expression:
+                text = node.sql(dialect=dialect.Flink)
+                if text in key_types and text not in present and not isinstance(node, exp.Alias):
+                    to = exp.DataType.build(sql_type_name(key_types[text]), dialect=dialect.Flink)
+                    return exp.Cast(this=exp.Null(), to=to)
+                return node
+
+            branch = sel.copy()
+            branch.set("group", exp.Group(expressions=[k.copy() for k in s]) if s else None)
+            branch.set("expressions", [_keep_name(i, i.copy().transform(null_out)) for i in sel.expressions])
+            if sel.args.get("having") is not None:
+                branch.set("having", exp.Having(this=sel.args["having"].this.copy().transform(null_out)))
+            branches.append(self._bind_select(branch).node)
+        first = branches[0].schema
+        out: LogicalNode = Union([
+            b if b.schema.names == first.names else Project(
+                b, [ColumnRef(i, f.name, f.type) for i, f in enumerate(b.schema)], first.names)
+            for b in branches
+        ])
+        return Relation(out, Scope.of(out.schema))
+
     def _bind_items(
         self, items: list[exp.Expression], scope: Scope, binder: ExprBinder
     ) -> tuple[list[Expr], list[str]]:
@@ -441,9 +485,6 @@ class QueryBinder:
     ) -> LogicalNode:
         key_nodes: list[exp.Expression] = []
         if group is not None:
-            for k in ("grouping_sets", "cube", "rollup"):
-                if group.args.get(k):
-                    raise plan_error(f"{k.upper().replace('_', ' ')} is not supported yet", group)
             key_nodes = list(group.expressions)
         for k in key_nodes:
             if contains_aggregate(k):
@@ -452,9 +493,9 @@ class QueryBinder:
         seen: set[str] = set()
         for src in [*items, *([having.this] if having is not None else [])]:
             for n in src.walk():
-                if isinstance(n, AGGREGATES) and n.sql() not in seen:
-                    for inner in n.this.walk() if n.this is not None else []:
-                        if isinstance(inner, AGGREGATES) and inner is not n:
+                if is_aggregate(n) and n.sql() not in seen:
+                    for inner in (a for arg in n.iter_expressions() for a in arg.walk()):
+                        if is_aggregate(inner):
                             raise plan_error("aggregate functions cannot be nested", inner)
                     seen.add(n.sql())
                     agg_nodes.append(n)
@@ -576,6 +617,14 @@ class QueryBinder:
         return node, base, base_scope, roles
 
     def _agg_call(self, node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:
+        if isinstance(node, exp.Anonymous):  # an aggregate UDF
+            from planner.udfs import USER_AGGREGATES
+
+            udaf = USER_AGGREGATES[node.name.upper()]
+            if len(node.expressions) > 1:
+                raise plan_error(f"aggregate function {node.name} takes one argument here", node)
+            arg = column_of(binder.bind(node.expressions[0])) if node.expressions else None
+            return AggCall(udaf.name, arg, False, udaf.result_type, name)
         function = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}[type(node)]
         arg_node = node.this
         distinct = False
@@ -622,6 +671,48 @@ def _equi_keys(condition: Expr, width: int) -> tuple[list[int], list[int], list[
                 continue
         rest.append(c)
     return left_keys, right_keys, rest
+
+
+def _grouping_sets(group: exp.Group) -> list[list[exp.Expression]] | None:
+    """The grouping sets a GROUP BY with GROUPING SETS / ROLLUP / CUBE stands for, else None."""
+    options_per_item: list[list[list[exp.Expression]]] = []
+    expanded = False
+    for e in group.expressions:
+        if isinstance(e, exp.GroupingSets):
+            expanded = True
+            opts = []
+            for x in e.expressions:
+                if isinstance(x, exp.Tuple):
+                    opts.append(list(x.expressions))
+                elif isinstance(x, exp.Paren):
+                    opts.append([x.this])
+                else:
+                    opts.append([x])
+            options_per_item.append(opts)
+        elif isinstance(e, exp.Rollup):
+            expanded = True
+            items = list(e.expressions)
+            options_per_item.append([items[:i] for i in range(len(items), -1, -1)])
+        elif isinstance(e, exp.Cube):
+            expanded = True
+            items = list(e.expressions)
+            subsets = [[items[j] for j in range(len(items)) if mask >> j & 1] for mask in range(2 ** len(items) - 1, -1, -1)]
+            options_per_item.append(subsets)
+        else:
+            options_per_item.append([[e]])
+    if not expanded:
+        return None
+    sets: list[list[exp.Expression]] = [[]]
+    for opts in options_per_item:
+        sets = [a + b for a in sets for b in opts]
+    return sets
+
+
+def _keep_name(original: exp.Expression, rewritten: exp.Expression) -> exp.Expression:
+    """A SELECT item keeps its output name when a grouping column inside it became NULL."""
+    if isinstance(original, exp.Alias) or not isinstance(original, exp.Column):
+        return rewritten
+    return exp.alias_(rewritten, original.name) if not isinstance(rewritten, exp.Column) else rewritten
 
 
 def _strip_filters(node: LogicalNode) -> LogicalNode:

@@ -78,7 +78,7 @@ class ExprBinder:
             return Literal(None, pa.null())
         if isinstance(node, exp.Interval):
             return Literal(interval_ms(node), pa.duration("ms"))
-        if isinstance(node, AGGREGATES):
+        if is_aggregate(node):
             raise plan_error(
                 f"aggregate function {node.sql()} is not allowed here "
                 "(only in the SELECT list or HAVING of an aggregating query)",
@@ -228,11 +228,16 @@ def coerce(e: Expr, target: pa.DataType) -> Expr:
 
 
 def is_aggregate(node: exp.Expression) -> bool:
-    return isinstance(node, AGGREGATES)
+    """A built-in aggregate call, or a call of a registered aggregate UDF."""
+    if isinstance(node, AGGREGATES):
+        return True
+    from planner.udfs import USER_AGGREGATES
+
+    return isinstance(node, exp.Anonymous) and node.name.upper() in USER_AGGREGATES
 
 
 def contains_aggregate(node: exp.Expression) -> bool:
-    return any(isinstance(n, AGGREGATES) for n in node.walk())
+    return any(is_aggregate(n) for n in node.walk())
 
 
 def column_ref(index: int, scope: Scope) -> ColumnRef:

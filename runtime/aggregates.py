@@ -9,6 +9,7 @@ cheaply.
 
 from __future__ import annotations
 
+import copy
 from decimal import Decimal
 from typing import Any
 
@@ -166,12 +167,48 @@ class CountDistinct(AggFunction):
         return len(acc[0])
 
 
+class UserAggregateFunction(AggFunction):
+    """An AggregateFunction UDF: Arrow collects each group's values, the UDF folds them."""
+
+    def __init__(self, call: AggCall, retracting: bool) -> None:
+        from planner.udfs import USER_AGGREGATES
+
+        super().__init__(call, retracting)
+        self.impl = USER_AGGREGATES[call.function].implementation
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        arg = self.arg(batch) if self.call.arg is not None else pa.nulls(batch.num_rows, pa.int8())
+        return [(arg, "list", None)]
+
+    def create(self) -> list[Any]:
+        return [self.impl.create_accumulator()]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        for v in values[0] or ():
+            out = self.impl.accumulate(acc[0], *(() if self.call.arg is None else (v,)))
+            if out is not None:
+                acc[0] = out
+
+    def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
+        out = self.impl.merge(acc[0], other[0])
+        if out is not None:
+            acc[0] = out
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [copy.deepcopy(acc[0])]
+
+    def result(self, acc: list[Any]) -> Any:
+        return self.impl.get_value(acc[0])
+
+
 def retractable(call: AggCall) -> bool:
     """Whether the function can consume -U/-D rows (MIN/MAX/DISTINCT would need all values)."""
     return call.function in ("COUNT", "SUM", "AVG") and not call.distinct
 
 
 def make(call: AggCall, retracting: bool = False) -> AggFunction:
+    if call.function not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
+        return UserAggregateFunction(call, retracting)
     if call.function == "COUNT":
         return CountDistinct(call, retracting) if call.distinct else Count(call, retracting)
     if call.function in ("SUM", "AVG"):

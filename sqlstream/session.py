@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from sqlglot import exp
 
-from catalog.persistent import CatalogManager, parse_statements
+from catalog.persistent import CatalogManager, FunctionDef, parse_statements
 from catalog.tables import TableDef, ViewDef
 from catalog.types import sql_type_name
 from planner import ddl, dialect, planner
@@ -93,6 +93,7 @@ class Session:
 
     # ---------------------------------------------------------------- planning
     def _roots(self, node: exp.Expression) -> list[Sink]:
+        self._load_functions()
         if isinstance(node, dialect.StatementSet):
             return [planner.insert_plan(self.catalog, i) for i in node.expressions]
         if isinstance(node, exp.Insert):
@@ -100,6 +101,14 @@ class Session:
         if isinstance(node, exp.Query):
             return [planner.select_plan(self.catalog, node)]
         raise PlanError(f"cannot plan '{node.sql(dialect=dialect.Flink)[:60]}'")
+
+    def _load_functions(self) -> None:
+        """Functions created in an earlier session (persistent catalogs) are imported on first use."""
+        from planner import udfs
+
+        for fn in self.catalog.functions():
+            if fn.name.upper() not in udfs.USER_SCALARS and fn.name.upper() not in udfs.USER_AGGREGATES:
+                udfs.register(fn.name, udfs.load(fn.identifier))
 
     def run(self, roots: list[Sink], on_rows: RowConsumer | None = None) -> StatementResult:
         _, flow = planner.dataflow(roots)
@@ -148,10 +157,31 @@ class Session:
             QueryBinder(self.catalog).bind_query(node.expression)  # fail now, not at first use
             self.catalog.create(view, exists)
             return StatementResult("OK", "[INFO] Execute statement succeeded.")
+        if kind == "FUNCTION":
+            from planner import udfs
+
+            name = node.this.name
+            if exists and (name.upper() in udfs.USER_AGGREGATES or name.upper() in udfs.USER_SCALARS):
+                return StatementResult("OK", "[INFO] Function already exists, skipped.")
+            language = next((p.name for p in (node.args.get("properties") or exp.Properties()).expressions
+                             if isinstance(p, exp.LanguageProperty)), "PYTHON")
+            if language.upper() != "PYTHON":
+                raise PlanError(f"LANGUAGE {language} is not supported; sqlstream functions are Python")
+            udfs.register(name, udfs.load(node.expression.name))
+            temporary = _has_temporary(node)
+            self.catalog.create_function(FunctionDef(name, node.expression.name, "PYTHON", temporary), exists)
+            return StatementResult("OK", "[INFO] Execute statement succeeded.")
         raise PlanError(f"CREATE {kind} is not supported")
 
     def _drop(self, node: exp.Drop) -> StatementResult:
         kind = (node.args.get("kind") or "").upper()
+        if kind == "FUNCTION":
+            from planner import udfs
+
+            for t in node.args.get("tables") or [node.this]:
+                self.catalog.drop_function(t.name, bool(node.args.get("exists")))
+                udfs.unregister(t.name)
+            return StatementResult("OK", "[INFO] Execute statement succeeded.")
         cls = {"TABLE": TableDef, "VIEW": ViewDef}.get(kind)
         if cls is None:
             raise PlanError(f"DROP {kind} is not supported")
@@ -213,6 +243,12 @@ class Session:
                 raise PlanError("SET expects 'key' = 'value'")
             self.config[eq.this.name] = eq.expression.name
         return StatementResult("OK", "[INFO] Execute statement succeeded.")
+
+
+def _has_temporary(node: exp.Create) -> bool:
+    props = node.args.get("properties")
+    return bool(node.args.get("temporary")) or bool(props) and any(
+        isinstance(p, exp.TemporaryProperty) for p in props.expressions)
 
 
 def parse_view(view: ViewDef) -> exp.Expression:

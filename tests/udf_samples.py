@@ -1,0 +1,44 @@
+"""Python UDFs the tests register with CREATE FUNCTION ... AS 'tests.udf_samples.<name>'."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sqlstream.udf import AggregateFunction, udf
+
+
+@udf(result_type="BIGINT")
+def plus_one(x: int | None) -> int | None:
+    return None if x is None else x + 1
+
+
+@udf(result_type="STRING")
+def shout(s: str | None, times: int) -> str | None:
+    return None if s is None else s.upper() + "!" * times
+
+
+@udf(result_type="DOUBLE", vectorized=True)
+def half(x: pa.Array) -> pa.Array:
+    return pc.divide(x.cast(pa.float64()), 2.0)
+
+
+class SumOfSquares(AggregateFunction):
+    result_type = "BIGINT"
+
+    def create_accumulator(self) -> list[int]:
+        return [0]
+
+    def accumulate(self, acc: list[int], x: int | None) -> None:
+        if x is not None:
+            acc[0] += x * x
+
+    def merge(self, acc: list[int], other: list[int]) -> None:
+        acc[0] += other[0]
+
+    def get_value(self, acc: list[int]) -> int:
+        return acc[0]
+
+
+def not_a_udf(x: int) -> int:
+    return x
