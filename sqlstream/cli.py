@@ -112,6 +112,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_shell(args: argparse.Namespace) -> int:
+    from sqlstream.shell import main as shell_main
+
+    return shell_main(getattr(args, "init", None))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sqlstream", description="Streaming SQL engine (Flink SQL dialect)")
     sub = parser.add_subparsers(dest="command")
@@ -131,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="print the logical and physical plans of a script's queries")
     explain.add_argument("script")
     explain.set_defaults(func=cmd_explain)
+    shell = sub.add_parser("shell", help="interactive SQL shell (the default without a command)")
+    shell.add_argument("-i", "--init", metavar="SCRIPT", help="run this SQL script first (catalogs, tables, SET)")
+    shell.set_defaults(func=cmd_shell)
     return parser
 
 
@@ -138,8 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
+        args.func = cmd_shell
     try:
         return args.func(args)
     except SqlStreamError as e:
