@@ -1,7 +1,9 @@
-"""`sqlstream` command line: run or explain a SQL script.
+"""`sqlstream` command line: run or explain a SQL script, the shell, detached jobs.
 
 Errors the user can fix (SQL, options, data, files) are printed as one
-message with their location, never as a traceback.
+message with their location, never as a traceback.  The engine is imported
+only by the commands that plan or run SQL, so that `sqlstream jobs`, `stop`
+and `cancel` answer at once.
 """
 
 from __future__ import annotations
@@ -10,15 +12,18 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from planner.script import Statement
-from runtime.elements import Chunk
 from sqlstream.errors import SqlStreamError
 from sqlstream.jobs import RegisteredJob, list_jobs, request_savepoint
-from sqlstream.session import Session, StatementResult
-from sqlstream.tableau import TableauPrinter
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from planner.script import Statement
+    from runtime.elements import Chunk
+    from sqlstream.session import StatementResult
+    from sqlstream.tableau import TableauPrinter
 
 
 def _read_script(path: str) -> str:
@@ -35,11 +40,15 @@ class ScriptOutput:
         self.printer: TableauPrinter | None = None
 
     def on_rows(self, chunk: Chunk, schema: pa.Schema) -> None:
+        from sqlstream.tableau import TableauPrinter
+
         if self.printer is None:
             self.printer = TableauPrinter(schema, sys.stdout)
         self.printer.write(chunk.batch, chunk.kinds)
 
     def on_result(self, stmt: Statement, result: StatementResult) -> None:
+        from sqlstream.tableau import TableauPrinter
+
         if self.printer is not None:
             self.printer.finish()
             self.printer = None
@@ -57,6 +66,10 @@ class ScriptOutput:
 
 def cmd_run(args: argparse.Namespace) -> int:
     sql = _read_script(args.script)
+    if args.detach:
+        return _submit_detached(sql, args)
+    from sqlstream.session import Session
+
     session = Session(restore_from=args.restore, allow_non_restored_state=args.allow_non_restored_state)
     out = ScriptOutput()
     job = RegisteredJob(str(Path(args.script).resolve()))
@@ -73,10 +86,63 @@ def cmd_run(args: argparse.Namespace) -> int:
         return path
 
     job.install_savepoint_handler(take_savepoint)
+    reporter = None
+    if args.metrics_file:  # the job manager's window into this job
+        from sqlstream.jobmanager import MetricsReporter
+
+        reporter = MetricsReporter(session, Path(args.metrics_file), job.id)
+        reporter.start()
+    final_state = "FAILED"
     try:
-        session.execute_script(sql, on_rows=out.on_rows, on_result=out.on_result)
+        results = session.execute_script(sql, on_rows=out.on_rows, on_result=out.on_result)
+        final_state = "CANCELED" if any(r.job is not None and r.job.cancelled for r in results) else "FINISHED"
+    except KeyboardInterrupt:
+        final_state = "CANCELED"
+        raise
     finally:
+        if reporter is not None:
+            reporter.close(final_state)
         job.close()
+    return 0
+
+
+def _submit_detached(sql: str, args: argparse.Namespace) -> int:
+    from sqlstream.jobmanager import Client
+
+    client = Client(start=True)
+    restore = str(Path(args.restore).resolve()) if args.restore else None
+    job = client.submit(sql, args.script, str(Path.cwd()), restore, args.allow_non_restored_state)
+    print(f"[INFO] Job has been submitted with JobID {job['id']} (job manager: {client.url}/)")
+    return 0
+
+
+def cmd_jobmanager(args: argparse.Namespace) -> int:
+    from sqlstream.jobmanager import serve
+
+    return serve(args.port)
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    from sqlstream.jobmanager import Client, format_jobs
+
+    print(format_jobs(Client().jobs()))
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from sqlstream.jobmanager import Client
+
+    savepoint_dir = str(Path(args.savepoint).resolve()) if args.savepoint else None
+    path = Client().stop(args.job, savepoint_dir)
+    print(f"[INFO] Job {args.job} stopped with a savepoint: {path}")
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from sqlstream.jobmanager import Client
+
+    Client().cancel(args.job)
+    print(f"[INFO] Job {args.job} is being cancelled.")
     return 0
 
 
@@ -97,6 +163,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     from planner import dialect, planner
     from planner.script import parse_script
+    from sqlstream.session import Session
 
     sql = _read_script(args.script)
     session = Session()
@@ -126,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--restore", metavar="PATH", help="resume from a checkpoint or savepoint (or the newest under a checkpoint root)")
     run.add_argument("--allow-non-restored-state", action="store_true",
                      help="start even if some state in the checkpoint maps to no operator")
+    run.add_argument("--detach", "-d", action="store_true",
+                     help="submit the script to the local job manager (started if needed) and return")
+    run.add_argument("--metrics-file", metavar="PATH", help=argparse.SUPPRESS)  # written for the job manager
     run.set_defaults(func=cmd_run)
     savepoint = sub.add_parser("savepoint", help="take a savepoint of a running job")
     savepoint.add_argument("job", help="job id (printed by `sqlstream run`, listed by `sqlstream list`)")
@@ -137,6 +207,19 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="print the logical and physical plans of a script's queries")
     explain.add_argument("script")
     explain.set_defaults(func=cmd_explain)
+    for name in ("jobmanager", "serve"):
+        jm = sub.add_parser(name, help="run the local job manager: detached jobs, REST API and web page on 127.0.0.1")
+        jm.add_argument("--port", type=int, default=0, help="port to listen on (default: any free one)")
+        jm.set_defaults(func=cmd_jobmanager)
+    jobs = sub.add_parser("jobs", help="list the job manager's jobs: state, uptime, records, last checkpoint")
+    jobs.set_defaults(func=cmd_jobs)
+    stop = sub.add_parser("stop", help="stop a detached job with a savepoint")
+    stop.add_argument("job")
+    stop.add_argument("--savepoint", metavar="DIR", help="directory for the savepoint (default: the job's folder)")
+    stop.set_defaults(func=cmd_stop)
+    cancel = sub.add_parser("cancel", help="cancel a detached job without a savepoint")
+    cancel.add_argument("job")
+    cancel.set_defaults(func=cmd_cancel)
     shell = sub.add_parser("shell", help="interactive SQL shell (the default without a command)")
     shell.add_argument("-i", "--init", metavar="SCRIPT", help="run this SQL script first (catalogs, tables, SET)")
     shell.set_defaults(func=cmd_shell)
