@@ -349,8 +349,11 @@ class JobExecutor:
             channels = len(channel_inputs) if pos == 0 else 1
             tasks.append(Task(operator, channels, ctx))
         capacity = CHANNEL_CAPACITY * max(len(channel_inputs), 1)
+        # a subtask new after rescaling has no snapshot of its own, but its keyed state was restored:
+        # an empty snapshot still makes its operators rebuild their timers from that state
+        restored = own if own is not None else ({} if metadata is not None else None)
         return Subtask(chain, index, tasks, reader, channel_inputs, coordinator, pool, on_failure, stop,
-                       own, capacity, source_metrics)
+                       restored, capacity, source_metrics)
 
     def _register(self, label: str, metrics: Metrics) -> None:
         self.subtask_metrics.setdefault(label, []).append(metrics)

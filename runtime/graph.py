@@ -62,8 +62,12 @@ def node_uids(flow: Dataflow) -> dict[int, str]:
 def parallelism_of(node: PhysicalNode, default: int) -> int:
     if node.source is not None and node.source.values is not None:
         return 1
+    if node.source is not None and node.source.options.get("scan.parallelism"):
+        return node.source.options["scan.parallelism"]
     if node.sink is not None and node.sink.table is None:
         return 1  # the client reads one ordered stream
+    if node.sink is not None and node.sink.options.get("sink.parallelism"):
+        return node.sink.options["sink.parallelism"]
     if any(e.mode == "hash" and not e.keys for e in node.inputs):
         return 1  # a global aggregation
     return default
@@ -71,7 +75,12 @@ def parallelism_of(node: PhysicalNode, default: int) -> int:
 
 def build_chains(flow: Dataflow, default_parallelism: int) -> list[Chain]:
     uids = node_uids(flow)
-    par = {n.id: parallelism_of(n, default_parallelism) for n in flow.nodes}
+    par: dict[int, int] = {}
+    for n in flow.nodes:  # topological: a forward edge keeps the upstream's parallelism
+        inherited = default_parallelism
+        if len(n.inputs) == 1 and n.inputs[0].mode == "forward":
+            inherited = par[n.inputs[0].upstream]
+        par[n.id] = parallelism_of(n, inherited)
     consumers: dict[int, list[int]] = {n.id: [] for n in flow.nodes}
     for n in flow.nodes:
         for e in n.inputs:

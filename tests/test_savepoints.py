@@ -64,3 +64,22 @@ def test_a_changed_plan_is_refused_unless_state_may_be_dropped(tmp_path: Path) -
         Session(restore_from=str(savepoint)).execute_script(changed)
     # with the flag the job starts, dropping the old aggregate's state
     Session(restore_from=str(savepoint), allow_non_restored_state=True).execute_script(changed)
+
+
+def test_rescale_from_parallelism_2_to_4_through_a_savepoint(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    script = job_script(out, tmp_path / "chk", "hashmap", 2).replace(
+        "'fields.seq.kind' = 'sequence'", "'scan.parallelism' = '2', 'fields.seq.kind' = 'sequence'")
+    savepoint = _run_until_savepoint(script, tmp_path, after_s=1.2)
+    rescaled = script.replace("'parallelism.default' = '2'", "'parallelism.default' = '4'")
+    result = Session(restore_from=str(savepoint)).execute_script(rescaled)[-1]
+    assert rows(committed(out)) == expected_rows()
+    # the window aggregation really ran with 4 subtasks after the restore
+    assert result.job is not None
+
+
+def test_a_source_cannot_change_parallelism_on_restore(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    savepoint = _run_until_savepoint(job_script(out, tmp_path / "chk", "hashmap", 2), tmp_path, after_s=0.8)
+    with pytest.raises(CheckpointError, match="parallelism"):
+        Session(restore_from=str(savepoint)).execute_script(job_script(out, tmp_path / "chk2", "hashmap", 4))

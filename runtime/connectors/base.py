@@ -193,6 +193,11 @@ class Connector:
     def __post_init__(self) -> None:
         self._by_key = {o.key: o for o in self.options}
         self._by_key["connector"] = Option("connector", required=True)
+        # parallelism of this table's source / sink, independent of parallelism.default (Flink)
+        if self.create_source is not None:
+            self._by_key.setdefault("scan.parallelism", Option("scan.parallelism", "int"))
+        if self.create_sink is not None:
+            self._by_key.setdefault("sink.parallelism", Option("sink.parallelism", "int"))
 
     def validate(self, table: TableDef) -> dict[str, Any]:
         """Check a table's WITH options against the declared schema; return them typed."""
@@ -211,6 +216,9 @@ class Connector:
                     f"Supported options: {', '.join(known)}"
                 )
             typed[key] = opt.convert(raw, table.name)
+        for key in ("scan.parallelism", "sink.parallelism"):
+            if typed.get(key) is not None and typed[key] < 1:
+                raise ConnectorError(f"table '{table.name}': option '{key}' must be at least 1")
         for opt in self.options:
             if opt.key not in typed:
                 if opt.required:
