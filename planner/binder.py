@@ -19,7 +19,7 @@ from planner import dialect, script
 from planner.expr_binder import ExprBinder, coerce, contains_aggregate, is_aggregate
 from planner.expressions import ColumnRef, Expr, Literal, referenced_columns
 from planner.functions import common_type
-from planner.joins import conjoin, conjuncts
+from planner.joins import conjoin, equi_keys
 from planner.logical import (
     WINDOW_COLUMNS,
     AggCall,
@@ -331,7 +331,7 @@ class QueryBinder:
                     "event-time temporal join", table_node, table_node.name)
             scope = Scope(left.scope.columns + right.scope.columns)
             condition = ExprBinder(scope).bind(on)
-            left_keys, right_keys, rest = _equi_keys(condition, width)
+            left_keys, right_keys, rest = equi_keys(condition, width)
             pk = [right.node.schema.get_field_index(k) for k in obj.primary_key]
             if sorted(right_keys) != sorted(pk):
                 raise plan_error(
@@ -348,7 +348,7 @@ class QueryBinder:
         dim_scope = Scope.of(obj.physical_schema, alias)
         scope = Scope(left.scope.columns + dim_scope.columns)
         condition = ExprBinder(scope).bind(on)
-        left_keys, right_keys, rest = _equi_keys(condition, width)
+        left_keys, right_keys, rest = equi_keys(condition, width)
         if not left_keys:
             raise plan_error("a lookup join needs an equality between a left column and a column of the table", on)
         names = obj.physical_schema.names
@@ -377,14 +377,13 @@ class QueryBinder:
             pred = ExprBinder(rel.scope).bind(where.this)
             _require_boolean(pred, where.this, "WHERE")
             rel = Relation(Filter(rel.node, pred), rel.scope)
-        for clause in ("order", "limit", "offset"):
-            if sel.args.get(clause) is not None:
-                raise plan_error(
-                    f"{clause.upper()} BY is not supported on streaming queries yet; "
-                    "use a window TVF with ROW_NUMBER() for Top-N" if clause == "order"
-                    else f"{clause.upper()} is not supported on streaming queries yet",
-                    sel.args[clause],
-                )
+            from planner.over import absorb_rank_filter
+
+            # WHERE rn <= N over a ROW_NUMBER() subquery makes it a Top-N (planner.over)
+            rel = Relation(absorb_rank_filter(rel.node), rel.scope)
+        if sel.args.get("offset") is not None:
+            raise plan_error("OFFSET is not supported on streaming queries; use LIMIT n, or Top-N with "
+                             "ROW_NUMBER() and WHERE rn BETWEEN m AND n", sel.args["offset"])
         group = sel.args.get("group")
         having = sel.args.get("having")
         items = sel.expressions
@@ -393,19 +392,24 @@ class QueryBinder:
             or having is not None
             or any(contains_aggregate(i) for i in items)
         )
-        if aggregating:
-            out = self._bind_aggregate(sel, rel, group, having, items)
-        elif any(isinstance(n, exp.Window) for i in items for n in i.walk()):
+        if any(isinstance(n, exp.Window) for i in items for n in i.walk()):
             from planner.over import bind_window_items
 
             # OVER aggregates and ROW_NUMBER (Top-N, deduplication) are bound in planner.over
+            # (before aggregates: SUM(x) OVER (...) contains an aggregate but does not group)
             out = bind_window_items(self, rel, items)
+        elif aggregating:
+            out = self._bind_aggregate(sel, rel, group, having, items)
         else:
             exprs, names = self._bind_items(items, rel.scope, ExprBinder(rel.scope))
             rowtime = _rowtime_through(exprs, rel.node.rowtime)
             out = Project(rel.node, exprs, names, rowtime)
         if sel.args.get("distinct") is not None:
             out = _distinct(out)
+        if sel.args.get("order") is not None or sel.args.get("limit") is not None:
+            from planner.over import bind_order_limit
+
+            out = bind_order_limit(out, sel.args.get("order"), sel.args.get("limit"))
         return Relation(out, Scope.of(out.schema))
 
     def _bind_grouping_sets(self, sel: exp.Select, sets: list[list[exp.Expression]]) -> Relation:
@@ -649,28 +653,6 @@ class QueryBinder:
         else:
             out = t
         return AggCall(function, column_of(arg), distinct, out, name)
-
-
-def _equi_keys(condition: Expr, width: int) -> tuple[list[int], list[int], list[Expr]]:
-    """(left key columns, right key columns within the right input, other conjuncts)."""
-    from planner.expressions import Call
-
-    left_keys: list[int] = []
-    right_keys: list[int] = []
-    rest: list[Expr] = []
-    for c in conjuncts(condition):
-        if isinstance(c, Call) and c.name == "=" and all(isinstance(a, ColumnRef) for a in c.args):
-            a, b = c.args
-            if a.index < width <= b.index:
-                left_keys.append(a.index)
-                right_keys.append(b.index - width)
-                continue
-            if b.index < width <= a.index:
-                left_keys.append(b.index)
-                right_keys.append(a.index - width)
-                continue
-        rest.append(c)
-    return left_keys, right_keys, rest
 
 
 def _grouping_sets(group: exp.Group) -> list[list[exp.Expression]] | None:

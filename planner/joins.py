@@ -120,13 +120,12 @@ def _bound(pred: Expr, width: int, left_time: int | None, right_time: int | None
     return None, c - 1
 
 
-def analyze(join) -> JoinSpec:  # noqa: ANN001 - planner.logical.Join (import cycle)
-    left_schema = join.left.schema
-    width = len(left_schema)
+def equi_keys(condition: Expr | None, width: int) -> tuple[list[int], list[int], list[Expr]]:
+    """(left key columns, right key columns within the right input, the other conjuncts)."""
     left_keys: list[int] = []
     right_keys: list[int] = []
     rest: list[Expr] = []
-    for c in conjuncts(join.condition):
+    for c in conjuncts(condition):
         if isinstance(c, Call) and c.name == "=" and len(c.args) == 2:
             a, b = c.args
             if isinstance(a, ColumnRef) and isinstance(b, ColumnRef):
@@ -139,6 +138,12 @@ def analyze(join) -> JoinSpec:  # noqa: ANN001 - planner.logical.Join (import cy
                     right_keys.append(a.index - width)
                     continue
         rest.append(c)
+    return left_keys, right_keys, rest
+
+
+def analyze(join) -> JoinSpec:  # noqa: ANN001 - planner.logical.Join (import cycle)
+    width = len(join.left.schema)
+    left_keys, right_keys, rest = equi_keys(join.condition, width)
     left_rt, right_rt = join.left.rowtime, join.right.rowtime
     window = _window_join(join, left_keys, right_keys, width)
     interval = None

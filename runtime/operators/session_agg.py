@@ -21,7 +21,7 @@ from runtime import aggregates
 from runtime.elements import MIN_WATERMARK, Chunk
 from runtime.operators.base import Operator, OperatorContext, Output
 from runtime.operators.keyed import key_group_column
-from runtime.operators.window_agg import WindowOutput, event_times
+from runtime.operators.window_agg import WindowOutput, rows_with_event_time
 
 
 class SessionWindowAggOperator(Operator):
@@ -51,11 +51,7 @@ class SessionWindowAggOperator(Operator):
         self.sessions = ctx.keyed_state.state("sessions")
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
-        batch = chunk.batch
-        ts_arrow = event_times(batch, self.window.time_index)
-        if ts_arrow.null_count:
-            valid = pc.is_valid(ts_arrow)
-            batch, ts_arrow = batch.filter(valid), ts_arrow.filter(valid)
+        batch, ts_arrow = rows_with_event_time(chunk.batch, self.window.time_index, self.ctx.metrics)
         if batch.num_rows == 0:
             return []
         sort_keys = [(f"p{i}", "ascending") for i in range(len(self.partition))] + [("ts", "ascending")]

@@ -20,13 +20,23 @@ import pyarrow.compute as pc
 from planner.logical import AggCall, WindowSpec
 from runtime import aggregates
 from runtime.elements import MIN_WATERMARK, Chunk
-from runtime.operators.base import Operator, OperatorContext, Output
+from runtime.operators.base import Metrics, Operator, OperatorContext, Output
 from runtime.operators.keyed import fresh_or_copy, key_group_column
 from runtime.windows import assign, first_window_end
 
 
 def event_times(batch: pa.RecordBatch, index: int) -> pa.Array:
     return batch.column(index).cast(pa.int64())
+
+
+def rows_with_event_time(batch: pa.RecordBatch, index: int, metrics: Metrics) -> tuple[pa.RecordBatch, pa.Array]:
+    """The rows that have an event time (NULL ones are dropped and counted), and those times in ms."""
+    ts = event_times(batch, index)
+    if ts.null_count:
+        valid = pc.is_valid(ts)
+        metrics.extra["null_rowtime_dropped"] = metrics.extra.get("null_rowtime_dropped", 0) + ts.null_count
+        batch, ts = batch.filter(valid), ts.filter(valid)
+    return batch, ts
 
 
 class WindowOutput:
@@ -82,13 +92,7 @@ class WindowAggOperator(Operator):
         self.windows = ctx.keyed_state.state("windows")
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
-        batch = chunk.batch
-        ts_arrow = event_times(batch, self.window.time_index)
-        if ts_arrow.null_count:
-            valid = pc.is_valid(ts_arrow)
-            extra = self.ctx.metrics.extra
-            extra["null_rowtime_dropped"] = extra.get("null_rowtime_dropped", 0) + ts_arrow.null_count
-            batch, ts_arrow = batch.filter(valid), ts_arrow.filter(valid)
+        batch, ts_arrow = rows_with_event_time(chunk.batch, self.window.time_index, self.ctx.metrics)
         ts = ts_arrow.to_numpy(zero_copy_only=False)
         if self.watermark != MIN_WATERMARK:
             on_time = first_window_end(self.window, ts) - 1 > self.watermark
