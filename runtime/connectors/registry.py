@@ -14,7 +14,6 @@ BUILTIN: dict[str, str] = {
     "filesystem": "runtime.connectors.filesystem",
     "print": "runtime.connectors.print_sink",
     "blackhole": "runtime.connectors.blackhole",
-    "nexmark": "runtime.connectors.nexmark",
     "duckdb": "runtime.connectors.duckdb_table",
     "nexmark": "runtime.connectors.nexmark",
     "kafka": "runtime.connectors.kafka",
