@@ -211,6 +211,13 @@ def test_out_of_order_groups_shuffle_ids_and_times() -> None:
     assert sorted(ms.tolist()) == sorted(in_order.column("dateTime").cast(pa.int64()).to_pylist())
 
 
+def test_unlimited_rate_keeps_the_event_times() -> None:
+    started = time.monotonic()
+    t = events("bid", 50_000, **{"first-event.rate": "1000", "rate.limited": "false"})
+    assert time.monotonic() - started < 5  # 50 s of events at 1000/s, not waited for
+    assert t.equals(timed("bid", 50_000))
+
+
 def test_throttle_keeps_the_rate_and_never_blocks_long() -> None:
     reader = source(table("bid", **{"first-event.rate": "20000"}), batch_size=512)
     assert not reader.bounded

@@ -506,6 +506,7 @@ class NexmarkSource(SourceReader):
         self._limit = subtask_event_count(total, self._chunk, i, p) if total else None
         self.bounded = self._limit is not None
         self._rate = self._cfg.first_event_rate / p  # event numbers per second for this subtask
+        self._limited: bool = opts["rate.limited"]
         # event numbers read per batch, so that a batch holds about batch_size rows of this kind
         share = getattr(self._cfg, f"{self._kind}_proportion") / self._chunk
         self._step = max(1, math.ceil(ctx.batch_size / share))
@@ -524,6 +525,8 @@ class NexmarkSource(SourceReader):
 
     def _allowed(self) -> int:
         """Event numbers the throttle lets out now; at most one second (or one batch) of backlog."""
+        if not self._limited:
+            return self._step
         now = time.monotonic()
         allowed = int((now - self._base_time) * self._rate) - (self._events - self._base_events)
         cap = max(int(self._rate), self._step)
@@ -569,6 +572,8 @@ OPTIONS = (
     Option("first-event.rate", "int", default=10_000_000,
            description="events per second over all subtasks; also spaces the event times"),
     Option("next-event.rate", "int", default=10_000_000, description="must equal first-event.rate"),
+    Option("rate.limited", "bool", default=True,
+           description="throttle to first-event.rate; 'false' emits at full speed (event times still follow the rate)"),
     Option("person.proportion", "int", default=1),
     Option("auction.proportion", "int", default=3),
     Option("bid.proportion", "int", default=46),
