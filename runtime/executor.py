@@ -343,7 +343,7 @@ class JobExecutor:
                     state.shared_dir = config.checkpoint_dir / "shared"
                 handles = [old["keyed"][uid] for old in all_old if old.get("keyed", {}).get(uid)]
                 if handles:
-                    state.restore(handles)
+                    state.restore_all(handles)
             ctx = OperatorContext(label, index, p, metrics, config.max_parallelism, state, config.raw)
             self._register(label, metrics)
             channels = len(channel_inputs) if pos == 0 else 1

@@ -283,7 +283,7 @@ class Subtask(threading.Thread):
                 continue
             operators[uid] = task.operator.snapshot_state(checkpoint_id)
             if task.ctx.state is not None:
-                keyed[uid] = task.ctx.state.snapshot(checkpoint_id, canonical)
+                keyed[uid] = task.ctx.state.snapshot_all(checkpoint_id, canonical)
         position = self.reader.snapshot_position() if self.reader is not None else None
 
         def write(directory: Any) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from runtime import aggregates
 from runtime.elements import MIN_WATERMARK, Chunk
 from runtime.operators.base import Metrics, Operator, OperatorContext, Output
 from runtime.operators.keyed import fresh_or_copy, key_group_column
+from runtime.operators.window_agg_columnar import ColumnarWindowAggregates, supports
 from runtime.windows import assign, first_window_end
 
 
@@ -78,6 +79,9 @@ class WindowAggOperator(Operator):
     def __init__(self, window: WindowSpec, outputs: list[str | int],
                  aggs: list[AggCall], schema: pa.Schema) -> None:
         self.window = window
+        self.outputs = outputs
+        self.schema = schema
+        self.aggs = aggs
         self.key_indexes = [o for o in outputs if isinstance(o, int)]
         self.functions = [aggregates.make(a) for a in aggs]
         self.pre_aggregate = aggregates.PreAggregator(self.functions)
@@ -90,6 +94,14 @@ class WindowAggOperator(Operator):
         super().open(ctx)
         # state key: (window end, window start, *group keys) -> accumulators
         self.windows = ctx.keyed_state.state("windows")
+        # in memory (hashmap backend) the partials are Arrow tables merged by group-bys; state that
+        # must be able to exceed memory (rocksdb) keeps one accumulator per window and key
+        self.columnar: ColumnarWindowAggregates | None = None
+        self.min_end: int | None = None
+        if ctx.keyed_state.name == "hashmap" and supports(self.aggs):
+            backend = ctx.keyed_state
+            distincts = [backend.columnar(f"distinct{i}") for i, a in enumerate(self.aggs) if a.distinct]
+            self.columnar = ColumnarWindowAggregates(self.aggs, len(self.key_indexes), backend.columnar("partials"), distincts)
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
         batch, ts_arrow = rows_with_event_time(chunk.batch, self.window.time_index, self.ctx.metrics)
@@ -106,6 +118,11 @@ class WindowAggOperator(Operator):
         expanded = batch.take(pa.array(rows)) if len(rows) != batch.num_rows else batch
         kg = key_group_column(expanded, self.key_indexes, self.ctx.max_parallelism)
         keys = [pa.array(ends), pa.array(starts), kg] + [expanded.column(k) for k in self.key_indexes]
+        if self.columnar is not None:
+            self.columnar.add(keys, expanded)
+            first = int(ends.min())
+            self.min_end = first if self.min_end is None else min(self.min_end, first)
+            return []
         key_lists, partials = self.pre_aggregate(keys, expanded, None)
         end_list, start_list, kg_list = key_lists[0], key_lists[1], key_lists[2]
         other = key_lists[3:]
@@ -130,6 +147,8 @@ class WindowAggOperator(Operator):
 
     def on_watermark(self, timestamp: int) -> Output:
         self.watermark = timestamp
+        if self.columnar is not None:
+            return self._fire_columnar(timestamp)
         fired: list[tuple[int, int, tuple, list[list[Any]]]] = []
         while self.ends and self.ends[0] - 1 <= timestamp:
             end = heapq.heappop(self.ends)
@@ -143,12 +162,54 @@ class WindowAggOperator(Operator):
             return []
         return [Chunk(self.output.build(fired))]
 
+    def _fire_columnar(self, timestamp: int) -> Output:
+        assert self.columnar is not None
+        if self.min_end is None or self.min_end - 1 > timestamp:
+            return []
+        result = self.columnar.fire(timestamp)
+        self.min_end = self.columnar.min_end()
+        if result is None:
+            return []
+        fired, values = result
+        columns: list[pa.Array] = []
+        key_i = 0
+        for pos, o in enumerate(self.outputs):
+            t = self.schema.field(pos).type
+            if o == "window_start":
+                columns.append(fired.column("$start").combine_chunks().cast(t))
+            elif o == "window_end":
+                columns.append(fired.column("$end").combine_chunks().cast(t))
+            elif o == "window_time":
+                columns.append(pc.subtract(fired.column("$end"), 1).combine_chunks().cast(t))
+            else:
+                columns.append(fired.column(f"k{key_i}").combine_chunks().cast(t))
+                key_i += 1
+        columns += values
+        return [Chunk(pa.RecordBatch.from_arrays(columns, schema=self.schema))]
+
     def snapshot_state(self, checkpoint_id: int) -> Any:
         return {"watermark": self.watermark}
 
     def restore_state(self, state: Any) -> None:
         if state is not None:
             self.watermark = state["watermark"]
+        backend = self.ctx.keyed_state
+        if self.columnar is not None:
+            # per-key accumulators restored from a rocksdb savepoint become partials
+            entries = list(self.windows.items())
+            for group, skey, _ in entries:
+                self.windows.delete(group, skey)
+            self.columnar.add_accumulators(entries)
+            self.min_end = self.columnar.min_end()
+            return
+        if "partials" in backend.columnar_states:
+            # partials restored from a hashmap savepoint become per-key accumulators
+            distincts = [backend.columnar(f"distinct{i}") for i, a in enumerate(self.aggs) if a.distinct]
+            converter = ColumnarWindowAggregates(self.aggs, len(self.key_indexes), backend.columnar("partials"), distincts)
+            for group, skey, accs in converter.accumulators():
+                self.windows.put(group, skey, accs)
+            for name in ["partials", *[d.name for d in distincts]]:
+                backend.columnar_states.pop(name, None)
         for group, skey, _ in self.windows.items():
             self._add_timer(skey[0], group, skey)
 

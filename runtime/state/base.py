@@ -16,6 +16,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from sqlstream.errors import SqlStreamError
 
 # writes a frozen snapshot under a directory and returns a small, picklable handle
@@ -93,6 +96,25 @@ def read_canonical(handle: dict[str, Any]) -> Iterator[tuple[str, int, tuple, An
             yield name, kg, key, value
 
 
+class ColumnarState:
+    """Keyed state kept as Arrow tables with a ``$kg`` (key group) column, for vectorized operators.
+
+    Window aggregation keeps its partial aggregates this way so that merging
+    and firing are Arrow group-bys, not a Python step per key.  It lives in
+    memory on every backend; snapshots write it as Arrow IPC and a restore
+    keeps the rows of the subtask's key groups.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.tables: list[pa.Table] = []
+
+    def frozen(self) -> pa.Table | None:
+        # tables are never changed in place, so the list copy is a consistent view
+        tables = [t for t in self.tables if t.num_rows]
+        return pa.concat_tables(tables) if tables else None
+
+
 class StateBackend(ABC):
     """The keyed state of one operator subtask."""
 
@@ -104,6 +126,41 @@ class StateBackend(ABC):
         self.states: dict[str, KeyedState] = {}
         # where incremental snapshots keep files shared between checkpoints (the checkpoint root's)
         self.shared_dir: Path | None = None
+        self.columnar_states: dict[str, ColumnarState] = {}
+
+    def columnar(self, name: str) -> ColumnarState:
+        st = self.columnar_states.get(name)
+        if st is None:
+            st = self.columnar_states[name] = ColumnarState(name)
+        return st
+
+    def snapshot_all(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
+        """Keyed and columnar state: the backend's own snapshot plus Arrow files for columnar state."""
+        keyed = self.snapshot(checkpoint_id, canonical)
+        columnar = {name: st.frozen() for name, st in self.columnar_states.items()}
+
+        def write(directory: Path) -> Any:
+            files = {}
+            for name, table in columnar.items():
+                if table is not None:
+                    path = directory / f"columnar-{name}.arrow"
+                    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+                        w.write_table(table)
+                    files[name] = str(path)
+            return {"keyed": keyed(directory), "columnar": files}
+
+        return write
+
+    def restore_all(self, handles: list[Any]) -> None:
+        """Restore what snapshot_all wrote (from one or more old subtasks)."""
+        self.restore([h["keyed"] for h in handles])
+        wanted = pa.array(list(self.key_groups), pa.int64())
+        for h in handles:
+            for name, path in h.get("columnar", {}).items():
+                table = pa.ipc.open_file(pa.memory_map(path)).read_all()
+                mine = table.filter(pc.is_in(table.column("$kg"), value_set=wanted))
+                if mine.num_rows:
+                    self.columnar(name).tables.append(mine)
 
     def state(self, name: str, ttl_ms: int | None = None) -> KeyedState:
         st = self.states.get(name)
