@@ -924,6 +924,19 @@ class TableEnvironment:
     def from_pandas(self, df: Any) -> Table:
         return self.from_arrow(pa.Table.from_pandas(df, preserve_index=False))
 
+    def create_temporary_function(self, name: str, function: Callable[..., Any],
+                                  result_type: str | pa.DataType | None = None) -> None:
+        """A Python scalar UDF (or an ``AggregateFunction``) callable from SQL and ``call(name, ...)``.
+
+        ``result_type`` may be left out for a function decorated with ``@udf(result_type=...)``.
+        """
+        from catalog.persistent import FunctionDef
+        from planner import udfs
+
+        udfs.register(name, function, None if result_type is None else _type_sql(result_type))
+        identifier = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', type(function).__name__)}"
+        self.session.catalog.create_function(FunctionDef(name, identifier, "PYTHON", temporary=True))
+
     def create_temporary_view(self, name: str, table: Table) -> None:
         self.session.catalog.create(ViewDef(name, table.sql, temporary=True))
 

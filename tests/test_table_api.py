@@ -228,3 +228,23 @@ def test_mistakes_are_reported_in_the_users_terms() -> None:
         bool(col("a") > 1)
     rounded = orders.select(call("ROUND", col("price"), 0).alias("r")).to_arrow()
     assert rounded.num_rows == 500
+
+
+def _plus_one(x: int | None) -> int | None:
+    return None if x is None else x + 1
+
+
+def test_python_functions_are_called_from_the_table_api_and_sql() -> None:
+    from planner import udfs
+
+    env = TableEnvironment.create()
+    env.create_temporary_function("plus_one_tapi", _plus_one, pa.int64())
+    try:
+        t = env.from_arrow(pa.table({"x": pa.array([1, None, 41], pa.int64())}))
+        env.create_temporary_view("xs", t)
+        via_api = t.select(call("plus_one_tapi", col("x")).alias("y")).to_arrow()
+        via_sql = env.sql_query("SELECT PLUS_ONE_TAPI(x) AS y FROM xs").to_arrow()
+        assert via_api.column("y").to_pylist() == via_sql.column("y").to_pylist() == [2, None, 42]
+        assert "plus_one_tapi" in [f.name for f in env.session.catalog.functions()]
+    finally:
+        udfs.unregister("plus_one_tapi")
