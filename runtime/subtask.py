@@ -308,7 +308,9 @@ class Subtask(threading.Thread):
             try:
                 self.coordinator.acknowledge(n, self.key, write(directory))
             except BaseException as e:  # noqa: BLE001 - a failed snapshot fails the job
-                self.on_failure(e)
+                if self.coordinator.is_pending(n):
+                    self.on_failure(e)
+                # else: a newer checkpoint completed first and this one was abandoned (and pruned)
 
         self.snapshot_pool.submit(persist)
 

@@ -35,6 +35,10 @@ def _run_until_savepoint(script: str, savepoint_root: Path, after_s: float) -> P
     t = threading.Thread(target=run, daemon=True)
     t.start()
     time.sleep(after_s)
+    out = Path(script.split("'path' = '")[1].split("'")[0])
+    deadline = time.monotonic() + 60
+    while committed(out).num_rows == 0 and time.monotonic() < deadline:  # some output committed first
+        time.sleep(0.05)
     executor = session.current_executor
     assert executor is not None, errors
     path = executor.savepoint(savepoint_root / "sp").result(timeout=60)

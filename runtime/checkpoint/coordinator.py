@@ -109,6 +109,10 @@ class CheckpointCoordinator:
     def _is_complete(self, pending: PendingCheckpoint) -> bool:
         return self.expected <= set(pending.acks)
 
+    def is_pending(self, checkpoint_id: int) -> bool:
+        with self.lock:
+            return checkpoint_id in self.pending
+
     def acknowledge(self, checkpoint_id: int, key: SubtaskKey, snapshot: Any) -> None:
         with self.lock:
             pending = self.pending.get(checkpoint_id)
