@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 from sqlglot import exp
+from sqlglot.errors import ParseError
 
 from sqlstream.errors import PlanError
 
@@ -73,8 +74,13 @@ def arrow_type(dt: exp.DataType) -> pa.DataType:
 
 
 def parse_type(text: str) -> pa.DataType:
-    """The Arrow type for a SQL type written as text (e.g. 'TIMESTAMP(3)')."""
-    return arrow_type(exp.DataType.build(text))
+    """The Arrow type for a SQL type written as text in Flink's spelling (e.g. 'TIMESTAMP(3)', 'BYTES')."""
+    from planner.dialect import Flink
+
+    try:
+        return arrow_type(exp.DataType.build(text, dialect=Flink))
+    except (ValueError, ParseError):
+        raise PlanError(f"unknown SQL type '{text}'") from None
 
 
 def sql_type_name(t: pa.DataType) -> str:
