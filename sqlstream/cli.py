@@ -67,10 +67,19 @@ class ScriptOutput:
 def cmd_run(args: argparse.Namespace) -> int:
     sql = _read_script(args.script)
     if args.detach:
+        if args.target or args.address:
+            raise SqlStreamError("--target/--address do not go with --detach; "
+                                 "put SET 'execution.target' = 'ray' (and 'ray.address') in the script")
         return _submit_detached(sql, args)
     from sqlstream.session import Session
 
     session = Session(restore_from=args.restore, allow_non_restored_state=args.allow_non_restored_state)
+    # defaults: SET statements in the script still override them; an address means Ray
+    target = args.target or ("ray" if args.address else None)
+    if target:
+        session.config["execution.target"] = target
+    if args.address:
+        session.config["ray.address"] = args.address
     out = ScriptOutput()
     job = RegisteredJob(str(Path(args.script).resolve()))
     print(f"[INFO] Job id: {job.id}", file=sys.stderr)
@@ -195,6 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="start even if some state in the checkpoint maps to no operator")
     run.add_argument("--detach", "-d", action="store_true",
                      help="submit the script to the local job manager (started if needed) and return")
+    run.add_argument("--target", choices=("local", "ray"),
+                     help="where the job runs: threads in this process (local, the default) or actors on Ray")
+    run.add_argument("--address", metavar="ADDR",
+                     help="the Ray cluster to run on ('auto', 'HOST:PORT', 'ray://HOST:PORT'; implies --target ray); "
+                          "default: a local Ray started for the run")
     run.add_argument("--metrics-file", metavar="PATH", help=argparse.SUPPRESS)  # written for the job manager
     run.set_defaults(func=cmd_run)
     savepoint = sub.add_parser("savepoint", help="take a savepoint of a running job")

@@ -21,7 +21,7 @@ from planner.logical import Sink
 from planner.script import Statement
 from runtime.elements import Chunk
 from runtime.executor import JobConfig, JobExecutor, JobResult
-from sqlstream.errors import PlanError, SqlError
+from sqlstream.errors import PlanError, SqlError, SqlStreamError
 
 RowConsumer = Callable[[Chunk, pa.Schema], None]
 
@@ -123,8 +123,8 @@ class Session:
                 collected.append(chunk.batch)
                 kinds.append(chunk.kinds_or_inserts())
 
-        executor = JobExecutor(flow, JobConfig.from_settings(self.config), collect,
-                               restore=self.restore_from, allow_non_restored_state=self.allow_non_restored_state)
+        executor = self._executor_class()(flow, JobConfig.from_settings(self.config), collect, restore=self.restore_from,
+                                          allow_non_restored_state=self.allow_non_restored_state)
         self.current_executor = executor
         try:
             job = executor.run()
@@ -136,6 +136,18 @@ class Session:
                 table = table.append_column("op", pa.concat_arrays(kinds))
             return StatementResult("TABLE", table=table, job=job)
         return StatementResult("JOB", "[INFO] Job finished." if not job.cancelled else "[INFO] Job cancelled.", job=job)
+
+    def _executor_class(self) -> type[JobExecutor]:
+        """`SET 'execution.target'`: 'local' (threads in this process, the default) or 'ray' (actors on
+        a Ray cluster, `'ray.address'`); Ray is an optional extra, imported only when chosen."""
+        target = self.config.get("execution.target", "local").strip().lower()
+        if target == "local":
+            return JobExecutor
+        if target == "ray":
+            from runtime.ray_executor import RayJobExecutor
+
+            return RayJobExecutor
+        raise SqlStreamError(f"unknown execution.target '{target}'; use 'local' or 'ray'")
 
     # ---------------------------------------------------------------- DDL & meta
     def _create(self, node: exp.Create) -> StatementResult:
