@@ -17,6 +17,8 @@ BUILTIN: dict[str, str] = {
     "duckdb": "runtime.connectors.duckdb_table",
     "nexmark": "runtime.connectors.nexmark",
     "kafka": "runtime.connectors.kafka",
+    "postgres": "runtime.connectors.postgres",
+    "jdbc": "runtime.connectors.postgres",  # Flink's name; only PostgreSQL URLs are accepted
 }
 
 
