@@ -362,8 +362,8 @@ class RayJobExecutor(JobExecutor):
 
     def run(self) -> JobResult:
         if not self.ray.is_initialized():
-            # connects to 'ray.address', or starts a local Ray; the connection serves the process's
-            # next Ray jobs too (a local Ray starts in seconds) and ray.init shuts it down at exit
+            # connects to 'ray.address', or starts a local Ray; kept for the process's next Ray jobs
+            # (starting a local Ray takes seconds), and ray.init's exit hook shuts it down
             self.ray.init(address=self.config.raw.get("ray.address") or None, include_dashboard=False,
                           logging_level="warning")
         return super().run()
