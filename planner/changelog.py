@@ -13,7 +13,7 @@ def _first_updating(node: LogicalNode) -> LogicalNode | None:
         found = _first_updating(child)
         if found is not None:
             return found
-    if isinstance(node, Aggregate):
+    if node.updating and not any(c.updating for c in node.inputs):
         return node
     return None
 

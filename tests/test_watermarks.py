@@ -29,7 +29,7 @@ def chunk(seconds: list[int], split: str) -> Chunk:
 
 
 def emitted(out: list) -> list[int]:
-    base = int(BASE.replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
+    base = int(BASE.replace(tzinfo=dt.UTC).timestamp() * 1000)
     return [(e.timestamp - base) // 1000 for e in out if isinstance(e, Watermark)]
 
 
