@@ -180,9 +180,8 @@ class Lowering:
         if isinstance(node, Join):
             return self._lower_join(node)
         if isinstance(node, LookupJoin):
-            from runtime.operators.lookup_join import LookupJoinOperator
-
             from runtime.connectors.registry import get_connector
+            from runtime.operators.lookup_join import LookupJoinOperator
 
             up = self.lower(node.left)
             table, kind, keys, columns, residual = node.table, node.kind, node.keys, node.columns, node.residual
