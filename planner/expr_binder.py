@@ -35,6 +35,8 @@ _BINARY: dict[type, str] = {
     exp.And: "AND",
     exp.Or: "OR",
     exp.DPipe: "CONCAT",
+    exp.NullSafeNEQ: "IS_DISTINCT_FROM",
+    exp.NullSafeEQ: "IS_NOT_DISTINCT_FROM",
 }
 
 # Hook consulted before the default rules; returns IR to use for the node, or None.

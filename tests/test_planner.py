@@ -87,3 +87,10 @@ def test_views_are_expanded(tmp_path: Path) -> None:
         CREATE VIEW evens AS SELECT a FROM t WHERE a % 2 = 0;
         SELECT a FROM evens WHERE a > 2;""")
     assert sorted(got.column("a").to_pylist()) == [4, 6, 8]
+
+
+def test_is_distinct_from_treats_nulls_as_equal() -> None:
+    got = run_sql("""SELECT a IS DISTINCT FROM b AS d, a IS NOT DISTINCT FROM b AS nd
+        FROM (VALUES (1, 1), (1, CAST(NULL AS INT)), (CAST(NULL AS INT), CAST(NULL AS INT))) AS t(a, b);""")
+    assert list(zip(got.column("d").to_pylist(), got.column("nd").to_pylist(), strict=True)) == [
+        (False, True), (True, False), (False, True)]
