@@ -273,17 +273,28 @@ class SubtaskActor:
 
 
 class CoordinatorActor:
-    """The checkpoint coordinator of one attempt, in its own actor; drives the barrier protocol."""
+    """The checkpoint coordinator of one attempt, in its own actor; drives the barrier protocol.
+
+    It triggers periodic checkpoints itself rather than through
+    CheckpointCoordinator's loop, to keep them away from savepoints: none is
+    triggered while a savepoint is pending nor for one interval after it
+    completed, and once stopped (the driver's cancel) no checkpoint is
+    triggered or announced as complete.  So "savepoint, then cancel" (how the
+    CLI and the job manager stop a job) commits nothing past the savepoint,
+    rows that a restore from the savepoint would otherwise emit again.
+    """
 
     def __init__(self, root: str | None, retained: int, interval_ms: int | None, keys: list[SubtaskKey],
                  job_info: dict[str, Any], first_id: int) -> None:
         storage = CheckpointStorage(Path(root), retained) if root else None
         self.subtasks: dict[SubtaskKey, Any] = {}
         self.sources: list[SubtaskKey] = []
-        self.coordinator = CheckpointCoordinator(storage, interval_ms, keys, self._trigger, self._notify,
-                                                 job_info, first_id)
+        self.coordinator = CheckpointCoordinator(storage, None, keys, self._trigger, self._notify, job_info, first_id)
+        self.interval_s = interval_ms / 1000 if interval_ms and storage is not None else None
         self.lock = threading.Lock()
         self.finalized = False
+        self.savepoints_pending = 0
+        self.quiet_until = 0.0  # monotonic time before which no periodic checkpoint is triggered
         self.stopped = threading.Event()
 
     def attach(self, subtasks: dict[SubtaskKey, Any], sources: list[SubtaskKey]) -> None:
@@ -292,14 +303,24 @@ class CoordinatorActor:
         self.sources = sources
 
     def start(self) -> None:
-        self.coordinator.start()
+        if self.interval_s is not None:
+            threading.Thread(target=self._loop, name="checkpoint-trigger", daemon=True).start()
+
+    def _loop(self) -> None:
+        assert self.interval_s is not None
+        while not self.stopped.wait(self.interval_s):
+            with self.lock:
+                if self.finalized:
+                    return
+                quiet = self.savepoints_pending > 0 or time.monotonic() < self.quiet_until
+            if not quiet:
+                self.coordinator.trigger_checkpoint()
 
     def serve(self) -> None:
         """Returns when stopped; the driver waits on it, so a dead coordinator shows up as this call failing."""
         self.stopped.wait()
 
     def stop(self) -> None:
-        self.coordinator.stop()
         self.stopped.set()
 
     def directory_for(self, checkpoint_id: int, uid: str, subtask: int) -> Path:
@@ -315,21 +336,31 @@ class CoordinatorActor:
             final = not self.finalized and self.coordinator.all_finished()
             self.finalized = self.finalized or final
         if final:
-            self.coordinator.stop()
             self.coordinator.final_checkpoint()
 
     def trigger(self, savepoint_dir: str | None) -> Path:
         """Take a checkpoint (or a savepoint into ``savepoint_dir``) now; returns its path when complete."""
-        return self.coordinator.trigger_checkpoint(Path(savepoint_dir) if savepoint_dir else None).result()
+        with self.lock:
+            self.savepoints_pending += 1
+        try:
+            return self.coordinator.trigger_checkpoint(Path(savepoint_dir) if savepoint_dir else None).result()
+        finally:
+            with self.lock:
+                self.savepoints_pending -= 1
+                self.quiet_until = time.monotonic() + (self.interval_s or 0.0)
 
     def completed(self, since: int) -> list[CheckpointStats]:
         return self.coordinator.completed[since:]
 
     def _trigger(self, checkpoint_id: int, savepoint: bool) -> None:
+        if self.stopped.is_set():
+            return
         for key in self.sources:
             self.subtasks[key].control.remote(("trigger", checkpoint_id, savepoint))
 
     def _notify(self, checkpoint_id: int, final: bool) -> None:
+        if self.stopped.is_set():
+            return  # cancelled: sinks commit nothing more (a restore commits what the checkpoint staged)
         for handle in self.subtasks.values():
             handle.control.remote(("complete", checkpoint_id, final))
 
@@ -359,6 +390,13 @@ class RayJobExecutor(JobExecutor):
         # the current attempt's actors, by (chain uid, subtask index)
         self.actors: dict[SubtaskKey, Any] = {}
         self._actor_metrics: dict[SubtaskKey, dict[str, Metrics]] = {}
+
+    def cancel(self) -> None:
+        """Stop the coordinator first, so no checkpoint completes (and commits) once cancel was asked."""
+        super().cancel()  # first: the driver then takes the coordinator's stop for the cancel it is
+        client = self.coordinator
+        if isinstance(client, _CoordinatorClient):
+            client.actor.stop.remote()
 
     def run(self) -> JobResult:
         if not self.ray.is_initialized():
@@ -436,6 +474,8 @@ class RayJobExecutor(JobExecutor):
                     polled = collector.poll.remote(COLLECT_POLL_S)
                 elif ref == served:
                     self._get([ref], "the checkpoint coordinator")
+                    if self.cancel_event.is_set():
+                        return  # cancel() stopped it
                     raise JobFailure(JobError("the checkpoint coordinator stopped while the job was running"))
                 else:
                     self._get([ref], f"subtask {self._name(running.pop(ref))}")
