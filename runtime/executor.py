@@ -155,6 +155,22 @@ class JobExecutor:
             raise JobError("the job is not running")
         return self.coordinator.trigger_checkpoint(savepoint_dir=Path(directory))
 
+    def stop_with_savepoint(self, directory: str | Path, timeout_s: float = 120) -> Path:
+        """Savepoint, then cancel, with nothing committed past the savepoint.
+
+        Periodic checkpoints (and the final commit of a job that ends meanwhile) are
+        suspended first, so a restore from the savepoint replays nothing already committed.
+        """
+        if not self.running.wait(timeout=30) or self.coordinator is None:
+            raise JobError("the job is not running")
+        suspend = getattr(self.coordinator, "suspend", None)  # the Ray coordinator keeps its own quiet period
+        if suspend is not None:
+            suspend()
+        try:
+            return self.savepoint(directory).result(timeout=timeout_s)
+        finally:
+            self.cancel()
+
     def run(self) -> JobResult:
         restore = self.restore
         restarts = 0
@@ -245,7 +261,7 @@ class JobExecutor:
                     raise JobFailure(failures[0])
                 if self.cancel_event.is_set():
                     break
-                if not finalized and coordinator.all_finished():
+                if not finalized and coordinator.all_finished() and not coordinator.suspended:
                     coordinator.stop()
                     coordinator.final_checkpoint()
                     finalized = True

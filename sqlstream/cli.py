@@ -89,10 +89,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if executor is None:
             raise SqlStreamError("no job is running yet")
         target = directory / f"savepoint-{time.strftime('%Y%m%d-%H%M%S')}-{job.id}"
-        path = executor.savepoint(target).result(timeout=120)
         if stop:
-            executor.cancel()
-        return path
+            return executor.stop_with_savepoint(target)
+        return executor.savepoint(target).result(timeout=120)
 
     job.install_savepoint_handler(take_savepoint)
     reporter = None

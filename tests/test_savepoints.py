@@ -41,8 +41,7 @@ def _run_until_savepoint(script: str, savepoint_root: Path, after_s: float) -> P
         time.sleep(0.05)
     executor = session.current_executor
     assert executor is not None, errors
-    path = executor.savepoint(savepoint_root / "sp").result(timeout=60)
-    executor.cancel()
+    path = executor.stop_with_savepoint(savepoint_root / "sp")
     assert done.wait(60)
     assert not errors, errors
     return path

@@ -65,6 +65,8 @@ class CheckpointCoordinator:
         self.latest_completed: int | None = None
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
+        # stop-with-savepoint: no periodic checkpoint (or final commit) may commit past the savepoint
+        self.suspended = False
 
     # ------------------------------------------------------------ periodic trigger
     def start(self) -> None:
@@ -75,7 +77,12 @@ class CheckpointCoordinator:
     def _loop(self) -> None:
         interval = self.interval_ms / 1000.0  # type: ignore[operator]
         while not self.stop_event.wait(interval):
-            self.trigger_checkpoint()
+            if not self.suspended:
+                self.trigger_checkpoint()
+
+    def suspend(self) -> None:
+        """Take no more checkpoints (before a stop-with-savepoint)."""
+        self.suspended = True
 
     def stop(self) -> None:
         self.stop_event.set()
