@@ -24,6 +24,13 @@ committed transactions, plus any aborted one whose marker is visible, which
 the successor then skipped, as a correct broker's successor would have
 rewritten it -- must equal the failure-free run and DuckDB exactly.  The
 others are the aborted records tansu shows; the test reports how many there were.
+
+tansu also, now and then, never ends the transaction of a killed and fenced
+producer, so the stable end of its partition stays put and read_committed
+readers stop short for good.  The test then takes the records from a
+read_uncommitted reader (after checking that the read_committed ones are a
+prefix of them): tansu returns aborted records either way, so that is what
+read_committed would have returned.
 """
 
 from __future__ import annotations
@@ -108,11 +115,11 @@ class Record:
     timestamp_ms: int
 
 
-def read_committed(bootstrap: str, topic: str) -> list[Record]:
-    """Every record a read_committed assign() consumer returns, in offset order per partition."""
+def read_committed(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[Record]:
+    """Every record an assign() consumer returns up to the end (read_committed: the stable end)."""
     consumer = Consumer({
         "bootstrap.servers": bootstrap, "group.id": "test-raw", "enable.auto.commit": False,
-        "isolation.level": "read_committed", "enable.partition.eof": True,
+        "isolation.level": isolation, "enable.partition.eof": True,
     })
     partitions = sorted(consumer.list_topics(timeout=10).topics[topic].partitions)
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
@@ -129,6 +136,13 @@ def read_committed(bootstrap: str, topic: str) -> list[Record]:
             elif m.error().code() == KafkaError._PARTITION_EOF:
                 at_end.add(m.partition())
     consumer.close()
+    return out
+
+
+def by_partition(records: list[Record]) -> dict[int, list[bytes]]:
+    out: dict[int, list[bytes]] = {}
+    for r in records:
+        out.setdefault(r.partition, []).append(r.value)
     return out
 
 
@@ -223,11 +237,22 @@ def test_sigkill_and_restore_commits_every_window_exactly_once(kafka_broker: str
     run = run_with_kills(kafka_broker, tmp_path / "killed", seed=7)
     assert run.kills >= 2, "the harness should have killed the job several times"
     records = read_committed(kafka_broker, run.topic)
-    markers = read_committed(kafka_broker, f"{run.topic}.__sqlstream_commits")
+    markers_topic = f"{run.topic}.__sqlstream_commits"
+    markers = read_committed(kafka_broker, markers_topic)
+    everything = read_committed(kafka_broker, run.topic, "read_uncommitted")
+    stuck = len(records) < len(everything)
+    if stuck:
+        # tansu at times never ends a transaction whose producer was killed and fenced: its stable
+        # end stays where that transaction began, and read_committed readers stop there for good.
+        # tansu returns aborted records anyway, so read_uncommitted shows what read_committed would.
+        read, whole = by_partition(records), by_partition(everything)
+        assert all(whole[p][:len(values)] == values for p, values in read.items()), "not a prefix"
+        records, markers = everything, read_committed(kafka_broker, markers_topic, "read_uncommitted")
     marked, aborted = split_by_marker(run, records, markers)
     assert sorted(as_row(r.value) for r in marked) == expected
     # what tansu shows of aborted transactions are copies of output rows, never anything else
     assert not Counter(as_row(r.value) for r in aborted) - Counter(expected)
     print(f"\n{run.kills} kills in {len(run.lifetimes)} runs; read_committed returned {len(records)} records "
-          f"for {len(expected)} rows: {len(aborted)} from aborted transactions")
+          f"for {len(expected)} rows: {len(aborted)} from aborted transactions"
+          + ("; its stable end was stuck, so read_uncommitted was read" if stuck else ""))
     assert time.monotonic() - started < 60
