@@ -294,6 +294,7 @@ class CoordinatorActor:
         self.lock = threading.Lock()
         self.finalized = False
         self.savepoints_pending = 0
+        self.suspended = False  # stop-with-savepoint: no periodic checkpoint, no final commit
         self.quiet_until = 0.0  # monotonic time before which no periodic checkpoint is triggered
         self.stopped = threading.Event()
 
@@ -312,7 +313,7 @@ class CoordinatorActor:
             with self.lock:
                 if self.finalized:
                     return
-                quiet = self.savepoints_pending > 0 or time.monotonic() < self.quiet_until
+                quiet = self.suspended or self.savepoints_pending > 0 or time.monotonic() < self.quiet_until
             if not quiet:
                 self.coordinator.trigger_checkpoint()
 
@@ -322,6 +323,11 @@ class CoordinatorActor:
 
     def stop(self) -> None:
         self.stopped.set()
+
+    def suspend(self) -> None:
+        """Before a stop-with-savepoint: take no more checkpoints, and no final one if the job ends meanwhile."""
+        with self.lock:
+            self.suspended = True
 
     def directory_for(self, checkpoint_id: int, uid: str, subtask: int) -> Path:
         return self.coordinator.directory_for(checkpoint_id, uid, subtask)
@@ -333,7 +339,7 @@ class CoordinatorActor:
         """Record a finished subtask; once all have finished, publish the final checkpoint (sinks commit)."""
         self.coordinator.subtask_finished(key, snapshot)
         with self.lock:
-            final = not self.finalized and self.coordinator.all_finished()
+            final = not self.finalized and not self.suspended and self.coordinator.all_finished()
             self.finalized = self.finalized or final
         if final:
             self.coordinator.final_checkpoint()
@@ -375,6 +381,12 @@ class _CoordinatorClient:
     def __init__(self, actor: Any) -> None:
         self.actor = actor
         self.completed: list[CheckpointStats] = []
+
+    def suspend(self) -> None:
+        import ray
+
+        # waited for: Ray may reorder calls on a threaded actor, and this must precede the savepoint
+        ray.get(self.actor.suspend.remote())
 
     def trigger_checkpoint(self, savepoint_dir: Path | None = None) -> Future:
         return self.actor.trigger.remote(str(savepoint_dir) if savepoint_dir else None).future()

@@ -149,8 +149,7 @@ def test_rescale_from_parallelism_2_to_4_through_a_savepoint_on_ray(ray_cluster:
     first = Background(script)
     executor = first.running_executor()
     wait_for(lambda: committed(out).num_rows > 0, what="committed output")
-    savepoint = executor.savepoint(tmp_path / "sp").result(timeout=60)
-    executor.cancel()
+    savepoint = executor.stop_with_savepoint(tmp_path / "sp", timeout_s=60)
     assert first.result().job.cancelled
     partial = rows(committed(out))
     expected = expected_rows()
