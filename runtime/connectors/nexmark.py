@@ -515,7 +515,7 @@ class NexmarkSource(SourceReader):
         self._base_events = 0
 
     def open(self) -> None:
-        _pool(self._cfg.seed)
+        _pool(self._cfg.seed)  # built now (once per process and seed), not during the first read
         self._base_time = time.monotonic()
         self._base_events = self._events
 
