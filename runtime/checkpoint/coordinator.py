@@ -40,6 +40,17 @@ class CheckpointStats:
     size_bytes: int
 
 
+def _size_of(path: Path) -> int:
+    """Bytes under ``path``; files that vanish meanwhile (pruned) count as nothing."""
+    total = 0
+    for f in path.rglob("*") if path.exists() else ():
+        try:
+            total += f.stat().st_size if f.is_file() else 0
+        except FileNotFoundError:
+            continue
+    return total
+
+
 class CheckpointCoordinator:
     def __init__(
         self,
@@ -59,6 +70,7 @@ class CheckpointCoordinator:
         self.job_info = job_info
         self.next_id = first_id
         self.lock = threading.Lock()
+        self.publish_lock = threading.Lock()
         self.pending: dict[int, PendingCheckpoint] = {}
         self.finished: dict[SubtaskKey, Any] = {}
         self.completed: list[CheckpointStats] = []
@@ -163,17 +175,23 @@ class CheckpointCoordinator:
             for older in [n for n in self.pending if n < pending.checkpoint_id]:
                 self.pending.pop(older).future.cancel()
         metadata = self._metadata(pending, finished=False)
-        if pending.savepoint_dir is not None:
-            pending.savepoint_dir.mkdir(parents=True, exist_ok=True)
-            write_metadata(pending.savepoint_dir, metadata)
-            path = pending.savepoint_dir
-        else:
-            assert self.storage is not None
-            path = self.storage.complete(pending.checkpoint_id, metadata)
-        size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-        self.completed.append(CheckpointStats(pending.checkpoint_id, time.monotonic() - pending.started, size))
-        self.latest_completed = pending.checkpoint_id
-        self.notify_complete(pending.checkpoint_id, False)
+        # one completion at a time: publishing prunes older checkpoints, and a newer one must win
+        with self.publish_lock:
+            if self.latest_completed is not None and pending.checkpoint_id < self.latest_completed:
+                pending.future.cancel()
+                return
+            target = pending.savepoint_dir or self.storage.checkpoint_dir(pending.checkpoint_id)  # type: ignore[union-attr]
+            size = _size_of(target)  # measured before publishing: pruning may follow it
+            if pending.savepoint_dir is not None:
+                pending.savepoint_dir.mkdir(parents=True, exist_ok=True)
+                write_metadata(pending.savepoint_dir, metadata)
+                path = pending.savepoint_dir
+            else:
+                assert self.storage is not None
+                path = self.storage.complete(pending.checkpoint_id, metadata)
+            self.completed.append(CheckpointStats(pending.checkpoint_id, time.monotonic() - pending.started, size))
+            self.latest_completed = pending.checkpoint_id
+            self.notify_complete(pending.checkpoint_id, False)
         pending.future.set_result(path)
 
     def final_checkpoint(self) -> None:
@@ -182,7 +200,8 @@ class CheckpointCoordinator:
             n = self.next_id
             self.next_id += 1
             pending = PendingCheckpoint(n, None, time.monotonic(), dict(self.finished))
-        if self.storage is not None:
-            self.storage.complete(n, self._metadata(pending, finished=True))
-        self.latest_completed = n
-        self.notify_complete(n, True)
+        with self.publish_lock:
+            if self.storage is not None:
+                self.storage.complete(n, self._metadata(pending, finished=True))
+            self.latest_completed = n
+            self.notify_complete(n, True)

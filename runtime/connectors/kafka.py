@@ -495,6 +495,9 @@ class KafkaSink(SinkWriter):
         self._prepared = False
         # (transactional id, run) -> highest committed checkpoint order, from the marker topic
         self._committed: dict[tuple[str, str], float] = {}
+        # read lazily, at the first commit: a predecessor of another subtask killed mid-commit can hold
+        # the marker topic's stable end back until its transaction times out, and open() must not wait
+        self._markers_loaded = False
 
     @property
     def exactly_once(self) -> bool:
@@ -525,7 +528,6 @@ class KafkaSink(SinkWriter):
                     f"table '{self._table}': cannot initialize Kafka transactions for transactional id "
                     f"'{self._txid}' on '{self._bootstrap}': {e.args[0].str()}"
                 ) from None
-            self._load_markers()
         self._producer = producer
 
     def _create_marker_topic(self) -> None:
@@ -728,6 +730,9 @@ class KafkaSink(SinkWriter):
         if not self.exactly_once:
             return
         self.open()  # after a restore, commit may come before open
+        if not self._markers_loaded:
+            self._load_markers()
+            self._markers_loaded = True
         for c in sorted((c for c in committables if c is not None), key=lambda c: _order(c["checkpoint"])):
             self._continue_run(c)
             done = (c["transactional_id"], c["run"])
