@@ -37,11 +37,11 @@ from runtime.connectors.base import (
     SourceReader,
     parse_duration_ms,
 )
+from runtime.connectors.throttle import Throttle
 from sqlstream.errors import ConnectorError
 
 FIELD_OPTIONS = ("kind", "min", "max", "length", "start", "end", "max-past", "null-rate")
 _DEFAULT_STRING_LENGTH = 100
-_MAX_BLOCK_S = 0.02  # read_batch waits at most this long for the throttle, then returns None
 _MASK64 = (1 << 64) - 1
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _MS_PER_DAY = 86_400_000
@@ -359,42 +359,25 @@ class DataGenSource(SourceReader):
         self._seed: int | None = None
         self._start_ms: int | None = None
         self._rows = 0  # rows returned so far by this subtask
-        self._base_time = 0.0  # throttle: monotonic time when self._base_rows had been returned
-        self._base_rows = 0
+        self._throttle = Throttle(self._rate, ctx.batch_size)
 
     def open(self) -> None:
         if self._seed is None:
             self._seed = self._seed_option if self._seed_option is not None else secrets.randbits(63)
         if self._start_ms is None:
             self._start_ms = time.time_ns() // 1_000_000
-        self._base_time = time.monotonic()
-        self._base_rows = self._rows
+        self._throttle.start(self._rows)
 
     @property
     def finished(self) -> bool:
         return self._limit is not None and self._rows >= self._limit
 
-    def _allowed(self) -> int:
-        """Rows the throttle lets out now; at most one second (or one batch) of backlog."""
-        now = time.monotonic()
-        allowed = int((now - self._base_time) * self._rate) - (self._rows - self._base_rows)
-        cap = max(int(self._rate), self._ctx.batch_size)
-        if allowed > cap:
-            self._base_time = now - cap / self._rate
-            self._base_rows = self._rows
-            allowed = cap
-        return allowed
-
     def read_batch(self) -> pa.RecordBatch | None:
         if self.finished:
             return None
-        allowed = self._allowed()
+        allowed = self._throttle.wait(self._rows)
         if allowed <= 0:
-            due = (self._rows - self._base_rows + 1) / self._rate - (time.monotonic() - self._base_time)
-            time.sleep(min(max(due, 0.0), _MAX_BLOCK_S))
-            allowed = self._allowed()
-            if allowed <= 0:
-                return None
+            return None
         n = min(allowed, self._ctx.batch_size)
         if self._limit is not None:
             n = min(n, self._limit - self._rows)

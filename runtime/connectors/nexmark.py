@@ -36,7 +36,6 @@ import difflib
 import functools
 import math
 import re
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +48,7 @@ from catalog.tables import TableDef
 from catalog.types import sql_type_name
 from runtime.connectors.base import Connector, Option, SourceContext, SourceReader
 from runtime.connectors.datagen import _random_u64, _unit_float
+from runtime.connectors.throttle import Throttle
 from sqlstream.errors import ConnectorError
 
 # The generator's constants (GeneratorConfig, PersonGenerator, AuctionGenerator, BidGenerator).
@@ -76,7 +76,6 @@ LAST_NAMES = ("Shultz", "Abrams", "Spencer", "White", "Bartels", "Walton", "Smit
 MIN_STRING_LENGTH = 3
 DEFAULT_BASE_TIME_MS = 1_577_836_800_000  # 2020-01-01 00:00:00 UTC: fixed, so runs are identical
 
-_MAX_BLOCK_S = 0.02  # read_batch waits at most this long for the throttle, then returns None
 _POOL_BYTES = 1 << 20
 MAX_AVG_SIZE = _POOL_BYTES // 4  # an extra string is sliced out of the pool
 _TS = pa.timestamp("ms")
@@ -511,41 +510,22 @@ class NexmarkSource(SourceReader):
         share = getattr(self._cfg, f"{self._kind}_proportion") / self._chunk
         self._step = max(1, math.ceil(ctx.batch_size / share))
         self._events = 0  # event numbers consumed so far by this subtask
-        self._base_time = 0.0  # throttle: monotonic time when self._base_events had been consumed
-        self._base_events = 0
+        self._throttle = Throttle(self._rate, self._step)
 
     def open(self) -> None:
         _pool(self._cfg.seed)  # built now (once per process and seed), not during the first read
-        self._base_time = time.monotonic()
-        self._base_events = self._events
+        self._throttle.start(self._events)
 
     @property
     def finished(self) -> bool:
         return self._limit is not None and self._events >= self._limit
 
-    def _allowed(self) -> int:
-        """Event numbers the throttle lets out now; at most one second (or one batch) of backlog."""
-        if not self._limited:
-            return self._step
-        now = time.monotonic()
-        allowed = int((now - self._base_time) * self._rate) - (self._events - self._base_events)
-        cap = max(int(self._rate), self._step)
-        if allowed > cap:
-            self._base_time = now - cap / self._rate
-            self._base_events = self._events
-            allowed = cap
-        return allowed
-
     def read_batch(self) -> pa.RecordBatch | None:
         if self.finished:
             return None
-        allowed = self._allowed()
+        allowed = self._throttle.wait(self._events) if self._limited else self._step
         if allowed <= 0:
-            due = (self._events - self._base_events + 1) / self._rate - (time.monotonic() - self._base_time)
-            time.sleep(min(max(due, 0.0), _MAX_BLOCK_S))
-            allowed = self._allowed()
-            if allowed <= 0:
-                return None
+            return None
         n = min(allowed, self._step)
         if self._limit is not None:
             n = min(n, self._limit - self._events)
