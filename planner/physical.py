@@ -238,8 +238,10 @@ class Lowering:
             bounds = spec.interval
             return self.add("IntervalJoin", detail, schema, inputs,
                             make_operator=lambda: IntervalJoinOperator(kind, lk, rk, residual, bounds, ls, rs, schema))
+        append_only = not (node.left.updating or node.right.updating)
         return self.add("Join", detail, schema, inputs,
-                        make_operator=lambda: RegularJoinOperator(kind, lk, rk, residual, ls, rs, schema))
+                        make_operator=lambda: RegularJoinOperator(kind, lk, rk, residual, ls, rs, schema,
+                                                                  append_only))
 
 
 def node_detail(node: LogicalNode) -> str:

@@ -8,6 +8,11 @@ one go: candidate pairs are gathered per distinct key, the residual
 condition is evaluated on all pairs at once with Arrow, then rows are
 applied in order so that retractions and paddings come out right.
 State expires after ``table.exec.state.ttl`` if it is set.
+
+An INNER join of two append-only inputs on the hashmap backend runs in the
+vectorized form of runtime/operators/join_columnar.py instead; the rocksdb
+backend keeps this per-key form, whose state can exceed memory.  Savepoints
+convert between the two in restore_state, so a job can switch backends.
 """
 
 from __future__ import annotations
@@ -22,8 +27,11 @@ from runtime.elements import Chunk, RowKind
 from runtime.evaluator import Predicate
 from runtime.hashing import key_groups
 from runtime.operators.base import Operator, OperatorContext, Output
+from runtime.operators.join_columnar import ColumnarInnerJoin
 
 _INSERTS = (RowKind.INSERT, RowKind.UPDATE_AFTER)
+# the columnar form's state names (keyed state "left"/"right" is the per-key form's)
+COLUMNAR_STATES = ("join-left", "join-right")
 
 
 def rows_of(batch: pa.RecordBatch) -> list[tuple]:
@@ -61,20 +69,57 @@ class RegularJoinOperator(Operator):
 
     def __init__(self, kind: str, left_keys: tuple[int, ...], right_keys: tuple[int, ...],
                  residual: Expr | None, left_schema: pa.Schema, right_schema: pa.Schema,
-                 schema: pa.Schema) -> None:
+                 schema: pa.Schema, append_only: bool = False) -> None:
+        """``append_only``: neither input retracts (the planner knows it from the plan)."""
         self.kind = kind
         self.keys = (left_keys, right_keys)
         self.widths = (len(left_schema), len(right_schema))
+        self.side_schemas = (left_schema, right_schema)
+        self.residual = residual
         self.schema = schema
         self.pairs = PairFilter(residual, schema)
         # which sides keep their unmatched rows (NULL-padded)
         self.outer = (kind in ("LEFT", "FULL"), kind in ("RIGHT", "FULL"))
+        self.append_only = append_only
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
         ttl = ttl_of(ctx)
         # join key -> tuple of (row, associations) entries, per side
         self.sides = (ctx.keyed_state.state("left", ttl), ctx.keyed_state.state("right", ttl))
+        self.columnar: ColumnarInnerJoin | None = None
+        backend = ctx.keyed_state
+        if self.append_only and self.kind == "INNER" and backend.name == "hashmap":
+            states = (backend.columnar(COLUMNAR_STATES[0]), backend.columnar(COLUMNAR_STATES[1]))
+            self.columnar = ColumnarInnerJoin(self.keys, self.residual, self.side_schemas, self.schema,
+                                              states, ttl, ctx.max_parallelism)
+
+    def restore_state(self, state: Any) -> None:
+        backend = self.ctx.keyed_state
+        if self.columnar is not None:
+            # per-key rows restored from a rocksdb savepoint join the columnar store
+            for side, st in enumerate(self.sides):
+                entries = list(st.items())
+                rows = [row for _, _, stored in entries for row, _ in stored]
+                for kg, key, _ in entries:
+                    st.delete(kg, key)
+                if rows:
+                    self.columnar.store(build_batch(rows, self.side_schemas[side]), side)
+            return
+        for side, name in enumerate(COLUMNAR_STATES):
+            # rows restored from a hashmap savepoint (columnar) become per-key entries
+            columnar = backend.columnar_states.pop(name, None)
+            table = None if columnar is None else columnar.frozen()
+            if table is None:
+                continue
+            names = self.side_schemas[side].names
+            groups = table.column("$kg").to_pylist()
+            rows = rows_of(table.select(names))
+            by_key: dict[tuple[int, tuple], list[tuple]] = {}
+            for g, row in zip(groups, rows, strict=True):
+                by_key.setdefault((g, tuple(row[k] for k in self.keys[side])), []).append((row, 0))
+            for (g, key), entries in by_key.items():
+                self.sides[side].put(g, key, tuple(entries))
 
     def _join(self, side: int, row: tuple, other: tuple) -> tuple:
         return row + other if side == 0 else other + row
@@ -84,6 +129,9 @@ class RegularJoinOperator(Operator):
         return row + nulls if side == 0 else nulls + row
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
+        if self.columnar is not None:
+            out = self.columnar.process(chunk.batch, input_index)
+            return [Chunk(out)] if out is not None else []
         side, other_side = input_index, 1 - input_index
         batch = chunk.batch
         rows = rows_of(batch)
