@@ -37,9 +37,9 @@ def engine_rows(query: str) -> list[tuple]:
     select = re.split(rf"INSERT INTO nexmark_{query}\s", text, maxsplit=1)[1].strip().rstrip(";")
     # the blackhole sink's DDL is not needed; the query's own CREATE VIEWs are
     views = re.findall(r"CREATE VIEW .*?;", text, flags=re.S)
-    ddl = substitute((QUERIES / "ddl.sql").read_text(), {"EVENTS_NUM": str(EVENTS), "TPS": str(TPS)})
     # unthrottled: the rate only spaces the event times
-    ddl = ddl.replace(f"'first-event.rate' = '{TPS}'", f"'first-event.rate' = '{TPS}', 'rate.limited' = 'false'")
+    ddl = substitute((QUERIES / "ddl.sql").read_text(),
+                     {"EVENTS_NUM": str(EVENTS), "TPS": str(TPS), "RATE_LIMITED": "false"})
     return rows(run_sql(ddl + "\n".join(views) + "\n" + select + ";"))
 
 

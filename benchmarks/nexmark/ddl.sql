@@ -1,7 +1,9 @@
 -- The Nexmark source tables for sqlstream: one flat table per event kind over one event stream.
--- run.py substitutes ${EVENTS_NUM} (events over all three kinds) and ${TPS} (events per second;
--- it also spaces the event times, as in nexmark-flink). nexmark-flink declares one `datagen` table
--- with ROW columns and views over it; the three tables here have the views' columns.
+-- run.py substitutes ${EVENTS_NUM} (events over all three kinds), ${TPS} (events per second;
+-- it also spaces the event times, as in nexmark-flink) and ${RATE_LIMITED} ('false' emits at
+-- full speed with the same event times: run.py --unthrottled and --memory). nexmark-flink
+-- declares one `datagen` table with ROW columns and views over it; the three tables here have
+-- the views' columns.
 -- `dateTime` is quoted in all scripts: it is a reserved word in Flink 2.x (nexmark-flink's queries,
 -- written for Flink 1.x, leave it bare).
 
@@ -20,7 +22,8 @@ CREATE TABLE person (
     'kind' = 'person',
     'events.num' = '${EVENTS_NUM}',
     'first-event.rate' = '${TPS}',
-    'next-event.rate' = '${TPS}'
+    'next-event.rate' = '${TPS}',
+    'rate.limited' = '${RATE_LIMITED}'
 );
 
 CREATE TABLE auction (
@@ -40,7 +43,8 @@ CREATE TABLE auction (
     'kind' = 'auction',
     'events.num' = '${EVENTS_NUM}',
     'first-event.rate' = '${TPS}',
-    'next-event.rate' = '${TPS}'
+    'next-event.rate' = '${TPS}',
+    'rate.limited' = '${RATE_LIMITED}'
 );
 
 CREATE TABLE bid (
@@ -57,5 +61,6 @@ CREATE TABLE bid (
     'kind' = 'bid',
     'events.num' = '${EVENTS_NUM}',
     'first-event.rate' = '${TPS}',
-    'next-event.rate' = '${TPS}'
+    'next-event.rate' = '${TPS}',
+    'rate.limited' = '${RATE_LIMITED}'
 );

@@ -7,6 +7,10 @@ tiny number of events (its start-up: planning, building the job, the
 generator's set-up, ...) and on ``--events``; the processing time is the
 difference, and events/s is ``--events`` over it.
 
+``--memory`` runs each query on ``--events`` and ten times as many events,
+with the source unthrottled and event times spaced by ``--tps`` (so that
+windows fire along the way), and prints how much peak RSS grew.
+
 ``--generator-only`` measures the nexmark source alone.  ``--flink`` also runs
 each query on Flink (PyFlink in its own venv, see benchmarks/README.md) over
 the same events exported as CSV, with Flink's own start-up measured the same
@@ -118,9 +122,10 @@ def run_child(cmd: list[str], timeout: float, env: dict[str, str] | None = None)
 class SqlstreamSide:
     """Writes each query's script to a temporary directory and runs it in a child process."""
 
-    def __init__(self, workdir: Path, tps: int, settings: dict[str, str]) -> None:
+    def __init__(self, workdir: Path, tps: int, settings: dict[str, str], rate_limited: bool = True) -> None:
         self.workdir = workdir
         self.tps = tps
+        self.rate_limited = rate_limited
         self.env = {**os.environ, "NEXMARK_SETTINGS": json.dumps(settings)}
         self.side_input = workdir / "side_input.csv"
         write_side_input(self.side_input)
@@ -129,7 +134,7 @@ class SqlstreamSide:
         out_dir = self.workdir / f"out-{query}-{events}"
         shutil.rmtree(out_dir, ignore_errors=True)
         values = {"EVENTS_NUM": str(events), "TPS": str(self.tps), "OUTPUT_DIR": str(out_dir),
-                  "SIDE_INPUT": str(self.side_input)}
+                  "SIDE_INPUT": str(self.side_input), "RATE_LIMITED": str(self.rate_limited).lower()}
         path = self.workdir / f"{query}-{events}.sql"
         path.write_text(script_for(query, "ddl.sql", values))
         return [sys.executable, str(Path(__file__).resolve()), "--child", str(path)]
@@ -231,7 +236,8 @@ def generator_only(events: int, tps: int) -> dict[str, Any]:
     from sqlstream.session import Session
 
     session = Session()
-    for stmt in parse_script(substitute((HERE / "ddl.sql").read_text(), {"EVENTS_NUM": str(events), "TPS": str(tps)})):
+    values = {"EVENTS_NUM": str(events), "TPS": str(tps), "RATE_LIMITED": "true"}
+    for stmt in parse_script(substitute((HERE / "ddl.sql").read_text(), values)):
         session.execute_statement(stmt.node)
     connector = get_connector("nexmark")
     out: dict[str, Any] = {}
@@ -297,6 +303,36 @@ def print_table(results: dict[str, dict[str, Any]], flink: bool) -> None:
         print(n)
 
 
+def memory_growth(ours: SqlstreamSide, queries: list[str], events: int, timeout: float) -> dict[str, Any]:
+    """Each query on ``events`` and 10x ``events``: peak RSS of both runs and its growth."""
+    results: dict[str, Any] = {}
+    for q in queries:
+        small = run_child(ours.command(q, events), timeout, ours.env)
+        large = run_child(ours.command(q, 10 * events), timeout, ours.env) if small["status"] == "ok" else small
+        results[q] = {"small": small, "large": large}
+        print(f"{q}: {small['status']}, {large['status']}", file=sys.stderr, flush=True)
+    return results
+
+
+def print_memory(results: dict[str, Any], events: int) -> None:
+    header = ["query", f"RSS MB @ {events:,}", f"RSS MB @ {10 * events:,}", "growth", "events/s (large)"]
+    rows = []
+    for q, r in results.items():
+        small, large = r["small"], r["large"]
+        if small["status"] != "ok" or large["status"] != "ok":
+            bad = small if small["status"] != "ok" else large
+            rows.append([q, bad["status"], bad.get("error", "")[:60], "", ""])
+            continue
+        growth = large["peak_rss_mb"] / small["peak_rss_mb"] - 1
+        rate = 10 * events / max(large["script_s"], 1e-9)
+        rows.append([q, f"{small['peak_rss_mb']:.0f}", f"{large['peak_rss_mb']:.0f}", f"{growth:+.0%}", fmt_rate(rate)])
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    print(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    print("-+-".join("-" * w for w in widths))
+    for row in rows:
+        print(" | ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000_000, help="events per query (all kinds)")
@@ -305,6 +341,10 @@ def main() -> int:
     parser.add_argument("--parallelism", type=int, default=1, help="parallelism.default on both engines")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per query run")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--unthrottled", action="store_true",
+                        help="emit at full speed; --tps then only spaces the event times")
+    parser.add_argument("--memory", action="store_true",
+                        help="peak RSS at --events and 10x --events, unthrottled (try --tps 10000)")
     parser.add_argument("--generator-only", action="store_true", help="measure the nexmark source alone")
     parser.add_argument("--flink", action="store_true", help="also run each query on Apache Flink (PyFlink)")
     parser.add_argument("--flink-python", default=DEFAULT_FLINK_PYTHON, help="python of the PyFlink venv")
@@ -326,7 +366,15 @@ def main() -> int:
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="nexmark-"))
     workdir.mkdir(parents=True, exist_ok=True)
     settings = {"parallelism.default": str(args.parallelism)}
-    ours = SqlstreamSide(workdir, args.tps, settings)
+    ours = SqlstreamSide(workdir, args.tps, settings, rate_limited=not (args.unthrottled or args.memory))
+    if args.memory:
+        growth = memory_growth(ours, queries, args.events, args.timeout)
+        print(f"Nexmark peak RSS, {args.events:,} and {10 * args.events:,} events, event times at "
+              f"{args.tps:,}/s, unthrottled, parallelism {args.parallelism}")
+        print_memory(growth, args.events)
+        if args.json:
+            Path(args.json).write_text(json.dumps({"events": args.events, "tps": args.tps, "memory": growth}, indent=2))
+        return 0
     theirs = FlinkSide(workdir, args.flink_python, args.parallelism) if args.flink else None
     results: dict[str, dict[str, Any]] = {}
     for q in queries:
