@@ -43,7 +43,7 @@ def test_hash_index_probe_returns_every_row_with_an_equal_hash(batches: list[lis
     stored: list[int] = []
     for b in batches:
         ids = np.arange(len(stored), len(stored) + len(b), dtype=np.int64)
-        index.add(np.array(b, np.uint64), ids, 0)
+        index.add(np.array(b, np.uint64), ids)
         stored += b
     positions, ids = index.probe(np.array(queries, np.uint64))
     got = Counter(zip(positions.tolist(), ids.tolist(), strict=True))
@@ -52,13 +52,16 @@ def test_hash_index_probe_returns_every_row_with_an_equal_hash(batches: list[lis
     assert len(index.runs) <= int(np.log2(max(len(stored), 1))) + 2  # merged into O(log n) runs
 
 
-def test_hash_index_merges_drop_rows_expired_below_the_first_live_id() -> None:
+def test_hash_index_merges_and_prunes_leave_dropped_rows_out() -> None:
     index = HashIndex()
-    index.add(np.array([5, 5, 7], np.uint64), np.array([0, 1, 2]), 0)
-    index.add(np.array([5, 7, 9], np.uint64), np.array([3, 4, 5]), 2)  # ids 0 and 1 expired
+    index.add(np.array([5, 5, 7], np.uint64), np.array([0, 1, 2]))
+    index.add(np.array([5, 7, 9], np.uint64), np.array([3, 4, 5]), alive=lambda ids: ids >= 1)  # id 0 dropped
     assert len(index.runs) == 1
     _, ids = index.probe(np.array([5], np.uint64))
-    assert sorted(ids.tolist()) == [3]
+    assert sorted(ids.tolist()) == [1, 3]
+    index.prune(lambda ids: ids % 2 == 1)
+    _, ids = index.probe(np.array([5, 7, 9], np.uint64))
+    assert sorted(ids.tolist()) == [1, 3, 5]
 
 
 def _batch(schema: pa.Schema, rows_: list[tuple]) -> pa.RecordBatch:

@@ -16,6 +16,8 @@ in the order they arrived on the other side.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,6 +28,7 @@ from runtime.hashing import hash_columns
 from runtime.state.base import ColumnarState, now_ms
 
 HASH, KEY_GROUP, TIME = "$h", "$kg", "$t"
+Alive = Callable[[np.ndarray], np.ndarray]  # row ids -> which are still stored
 # adjacent stored tables are concatenated while they stay below this many rows (fewer chunks
 # to gather from, at most log2(TARGET / batch) copies of a row)
 TARGET_TABLE_ROWS = 1 << 16
@@ -40,17 +43,21 @@ class HashIndex:
     def __len__(self) -> int:
         return sum(len(h) for h, _ in self.runs)
 
-    def add(self, hashes: np.ndarray, ids: np.ndarray, first_live: int) -> None:
+    def add(self, hashes: np.ndarray, ids: np.ndarray, alive: Alive | None = None) -> None:
+        """Index rows; ``alive`` (ids -> mask), if given, lets merges leave dead ids out."""
         order = np.argsort(hashes, kind="stable")
         self.runs.append((hashes[order], ids[order]))
         # binary-counter merging: a run never sits on a smaller one, so there are O(log n) runs
         while len(self.runs) >= 2 and len(self.runs[-2][0]) <= len(self.runs[-1][0]):
             (h1, i1), (h2, i2) = self.runs.pop(-2), self.runs.pop()
-            self.runs.append(_merge(h1, i1, h2, i2, first_live))
+            if alive is not None:
+                keep1, keep2 = alive(i1), alive(i2)
+                h1, i1, h2, i2 = h1[keep1], i1[keep1], h2[keep2], i2[keep2]
+            self.runs.append(_merge(h1, i1, h2, i2))
 
-    def prune(self, first_live: int) -> None:
-        """Forget ids below ``first_live`` (rows expired by TTL)."""
-        runs = [(h[i >= first_live], i[i >= first_live]) for h, i in self.runs]
+    def prune(self, alive: Alive) -> None:
+        """Forget the ids of dropped rows."""
+        runs = [(h[keep], i[keep]) for h, i in self.runs for keep in [alive(i)]]
         self.runs = [r for r in runs if len(r[0])]
 
     def probe(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -76,12 +83,8 @@ class HashIndex:
         return np.concatenate(positions), np.concatenate(ids)
 
 
-def _merge(h1: np.ndarray, i1: np.ndarray, h2: np.ndarray, i2: np.ndarray,
-           first_live: int) -> tuple[np.ndarray, np.ndarray]:
-    """Merge two sorted runs (dropping ids expired by TTL) in linear time."""
-    if first_live:
-        keep1, keep2 = i1 >= first_live, i2 >= first_live
-        h1, i1, h2, i2 = h1[keep1], i1[keep1], h2[keep2], i2[keep2]
+def _merge(h1: np.ndarray, i1: np.ndarray, h2: np.ndarray, i2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge two sorted runs in linear time."""
     # where each element of the second run lands among the first: a vectorized merge
     at = np.searchsorted(h1, h2, side="right") + np.arange(len(h2))
     hashes = np.empty(len(h1) + len(h2), np.uint64)
@@ -94,20 +97,28 @@ def _merge(h1: np.ndarray, i1: np.ndarray, h2: np.ndarray, i2: np.ndarray,
 
 
 class JoinSideStore:
-    """One input's stored rows: Arrow tables in arrival order, global row ids, a hash index.
+    """One input's stored rows: Arrow tables in arrival order, row ids, a hash index.
 
-    Row ids count every row ever stored, so they stay valid when adjacent
-    tables are concatenated and when expired tables are dropped from the front.
+    Every stored row gets the next id, for good; a table covers a range of
+    ids, so ids stay valid when neighbouring tables are concatenated and when
+    tables are dropped (state TTL, or a watermark that no future row of the
+    other side can match them past).  The index keeps dead ids until a merge
+    or a prune filters them out; lookups check liveness.
     """
 
-    def __init__(self, state: ColumnarState, schema: pa.Schema, ttl_ms: int | None) -> None:
+    def __init__(self, state: ColumnarState, schema: pa.Schema, ttl_ms: int | None,
+                 horizon: int | None = None) -> None:
         self.state = state
         self.names = schema.names  # the input's own columns (stored tables also carry $h, $kg[, $t])
         self.types = schema.types
         self.ttl_ms = ttl_ms
+        # the column whose per-table maximum tells when a table can be dropped (see drop_below)
+        self.horizon = schema.names[horizon] if horizon is not None else None
         self.index = HashIndex()
-        self.first_id = 0  # id of the first row of state.tables[0]
-        self.starts = np.zeros(0, np.int64)  # id of the first row of each table
+        self.starts: list[int] = []  # first id of each table
+        self.maxima: list[tuple[int | None, int | None]] = []  # per table: (max horizon, max $t)
+        self.next_id = 0
+        self.dropped = False
         self._reindex()
 
     @property
@@ -124,16 +135,43 @@ class JoinSideStore:
             table = table.drop_columns([TIME]) if TIME in table.column_names else \
                 table.append_column(TIME, pa.array(np.full(table.num_rows, now_ms(), np.int64)))
         self.state.tables = [table] if table is not None else []
-        self.first_id = 0
-        self._restart()
-        if self.state.tables:
-            table = self.state.tables[0]
-            hashes = table.column(HASH).to_numpy()
-            self.index.add(hashes, np.arange(len(hashes), dtype=np.int64), 0)
+        self.starts = [0] if table is not None else []
+        self.maxima = [self._maxima(table)] if table is not None else []
+        self.next_id = 0 if table is None else table.num_rows
+        self.dropped = False
+        self._layout()
+        if table is not None:
+            self.index.add(table.column(HASH).to_numpy(), np.arange(table.num_rows, dtype=np.int64))
 
-    def _restart(self) -> None:
+    def _maxima(self, table: pa.Table) -> tuple[int | None, int | None]:
+        top = None
+        if self.horizon is not None:
+            top = pc.max(table.column(self.horizon)).cast(pa.int64()).as_py() if \
+                not pa.types.is_timestamp(table.schema.field(self.horizon).type) else \
+                pc.max(table.column(self.horizon).cast(pa.timestamp("ms")).cast(pa.int64())).as_py()
+        written = pc.max(table.column(TIME)).as_py() if self.ttl_ms is not None else None
+        return top, written
+
+    def _layout(self) -> None:
+        """Numpy views of the table ranges, for vectorized id lookups."""
         sizes = np.array([t.num_rows for t in self.state.tables], np.int64)
-        self.starts = self.first_id + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self._starts = np.array(self.starts, np.int64)
+        self._sizes = sizes
+        self._offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+
+    def _locate(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(live mask, position in the concatenation of the stored tables) of each id."""
+        table = np.searchsorted(self._starts, ids, side="right") - 1
+        live = table >= 0
+        table = np.maximum(table, 0)
+        within = ids - self._starts[table] if len(self._starts) else ids
+        if len(self._starts):
+            live &= within < self._sizes[table]
+            return live, self._offsets[table] + within
+        return np.zeros(len(ids), bool), within
+
+    def alive(self, ids: np.ndarray) -> np.ndarray:
+        return self._locate(ids)[0]
 
     def append(self, batch: pa.RecordBatch, hashes: np.ndarray, key_groups: np.ndarray) -> None:
         columns = {name: batch.column(i) for i, name in enumerate(self.names)}
@@ -141,49 +179,65 @@ class JoinSideStore:
         columns[KEY_GROUP] = pa.array(key_groups.astype(np.int16))
         if self.ttl_ms is not None:
             columns[TIME] = pa.array(np.full(batch.num_rows, now_ms(), np.int64))
-        first = self.first_id + self.num_rows
-        tables = self.state.tables
-        tables.append(pa.table(columns))
-        # concatenate small neighbours (a new table each time: a frozen snapshot may hold the old)
+        first = self.next_id
+        self.next_id += batch.num_rows
+        tables, table = self.state.tables, pa.table(columns)
+        tables.append(table)
+        self.starts.append(first)
+        self.maxima.append(self._maxima(table))
+        # concatenate small neighbours with contiguous ids (into a new table: a frozen snapshot
+        # may hold the old ones)
         while (len(tables) >= 2 and tables[-2].num_rows <= tables[-1].num_rows
-               and tables[-2].num_rows + tables[-1].num_rows <= TARGET_TABLE_ROWS):
+               and tables[-2].num_rows + tables[-1].num_rows <= TARGET_TABLE_ROWS
+               and self.starts[-2] + tables[-2].num_rows == self.starts[-1]):
             last = tables.pop()
+            self.starts.pop()
+            (h1, t1), (h2, t2) = self.maxima.pop(-2), self.maxima.pop()
             tables[-1] = pa.concat_tables([tables[-1], last]).combine_chunks()
-        self._restart()
-        live = self.first_id if self.ttl_ms is not None else 0
-        self.index.add(hashes, np.arange(first, first + batch.num_rows, dtype=np.int64), live)
+            self.maxima.append((_max(h1, h2), _max(t1, t2)))
+        self._layout()
+        ids = np.arange(first, first + batch.num_rows, dtype=np.int64)
+        self.index.add(hashes, ids, self.alive if self.dropped else None)
 
     def expire(self) -> None:
-        """Drop the oldest tables once every row in them outlived the state TTL."""
-        if self.ttl_ms is None:
+        """Drop the tables whose every row outlived the state TTL."""
+        if self.ttl_ms is not None:
+            cutoff = now_ms() - self.ttl_ms
+            self._drop([written is not None and written < cutoff for _, written in self.maxima])
+
+    def drop_below(self, bound: int) -> None:
+        """Drop the tables whose horizon column is below ``bound`` in every row (NULLs match nothing)."""
+        self._drop([top is None or top < bound for top, _ in self.maxima])
+
+    def _drop(self, dead: list[bool]) -> None:
+        if not any(dead):
             return
-        cutoff = now_ms() - self.ttl_ms
-        tables = self.state.tables
-        dropped = False
-        while tables and pc.max(tables[0].column(TIME)).as_py() < cutoff:
-            self.first_id += tables.pop(0).num_rows
-            dropped = True
-        if dropped:
-            self._restart()
-            if len(self.index) > 2 * self.num_rows:  # mostly dead entries: rebuild the index
-                self.index.prune(self.first_id)
+        keep = [i for i, d in enumerate(dead) if not d]
+        self.state.tables = [self.state.tables[i] for i in keep]
+        self.starts = [self.starts[i] for i in keep]
+        self.maxima = [self.maxima[i] for i in keep]
+        self.dropped = True
+        self._layout()
+        if len(self.index) > 2 * self.num_rows + TARGET_TABLE_ROWS:  # mostly dead entries
+            self.index.prune(self.alive)
 
     def gather(self, ids: np.ndarray) -> tuple[pa.Table, np.ndarray]:
-        """The stored rows with these ids (in this order), and which ids are still live (TTL)."""
-        live = ids >= self.first_id
-        ids = ids[live]
+        """The stored rows with these ids (in this order), and which ids are still live."""
+        live, positions = self._locate(ids)
         tables = self.state.tables
-        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables) if tables else None
-        if table is None or len(ids) == 0:
-            return pa.table({n: pa.array([], t) for n, t in zip(self.names, self.types, strict=True)}), \
-                np.zeros(len(live), bool)
-        rows = table.take(pa.array(ids - self.first_id))
-        if self.ttl_ms is not None:
+        if not live.any():
+            return pa.table({n: pa.array([], t) for n, t in zip(self.names, self.types, strict=True)}), live
+        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+        rows = table.take(pa.array(positions[live]))
+        if self.ttl_ms is not None:  # rows of a table that has not expired as a whole
             fresh = pc.greater_equal(rows.column(TIME), now_ms() - self.ttl_ms)
-            keep = live.copy()
-            keep[live] = fresh.to_numpy(zero_copy_only=False)
-            return rows.filter(fresh), keep
+            live[live] = fresh.to_numpy(zero_copy_only=False)
+            return rows.filter(fresh), live
         return rows, live
+
+
+def _max(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 class ColumnarInnerJoin:
