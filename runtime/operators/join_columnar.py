@@ -10,8 +10,9 @@ merged like an LSM tree, so probing a batch costs a couple of binary
 searches per run over the whole batch and adding one costs a sort of the
 batch plus amortized linear merges: no Python step per row or per key.
 
-Output order is deterministic: for each incoming row in order, its matches
-in the order they arrived on the other side.
+Output order is deterministic: the matched stored rows in the order they
+arrived, each with its matching incoming rows in their order (so stored rows
+are gathered table by table).
 """
 
 from __future__ import annotations
@@ -222,13 +223,22 @@ class JoinSideStore:
             self.index.prune(self.alive)
 
     def gather(self, ids: np.ndarray) -> tuple[pa.Table, np.ndarray]:
-        """The stored rows with these ids (in this order), and which ids are still live."""
+        """The stored rows with these ids, given in ascending order, and which ids are still live.
+
+        Taken table by table: one take over many chunks costs far more than a
+        take per chunk (measured 24 ms against 4 ms for 8 k rows out of 10 tables).
+        """
         live, positions = self._locate(ids)
-        tables = self.state.tables
         if not live.any():
             return pa.table({n: pa.array([], t) for n, t in zip(self.names, self.types, strict=True)}), live
-        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-        rows = table.take(pa.array(positions[live]))
+        positions = positions[live]
+        bounds = np.searchsorted(positions, self._offsets[1:])  # where each next table begins
+        parts = []
+        for table, lo, hi, offset in zip(self.state.tables, np.r_[0, bounds], np.r_[bounds, len(positions)],
+                                         self._offsets, strict=True):
+            if hi > lo:
+                parts.append(table.take(pa.array(positions[lo:hi] - offset)))
+        rows = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
         if self.ttl_ms is not None:  # rows of a table that has not expired as a whole
             fresh = pc.greater_equal(rows.column(TIME), now_ms() - self.ttl_ms)
             live[live] = fresh.to_numpy(zero_copy_only=False)
@@ -293,7 +303,7 @@ class ColumnarInnerJoin:
         positions, ids = other.index.probe(hashes)
         if len(ids) == 0:
             return None
-        order = np.lexsort((ids, positions))  # by incoming row, then by arrival on the other side
+        order = np.lexsort((positions, ids))  # by arrival on the other side, then by incoming row
         positions, ids = positions[order], ids[order]
         stored, live = other.gather(ids)
         positions = positions[live]
