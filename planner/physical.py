@@ -219,6 +219,7 @@ class Lowering:
 
 
     def _lower_join(self, node: Join) -> int:
+        from planner.horizons import join_horizons
         from planner.joins import analyze
         from runtime.operators.interval_join import IntervalJoinOperator
         from runtime.operators.join import RegularJoinOperator
@@ -239,9 +240,11 @@ class Lowering:
             return self.add("IntervalJoin", detail, schema, inputs,
                             make_operator=lambda: IntervalJoinOperator(kind, lk, rk, residual, bounds, ls, rs, schema))
         append_only = not (node.left.updating or node.right.updating)
+        horizons = join_horizons(node.left, node.right, residual)
+        detail += "".join(f", {h.describe(side)}" for h, side in zip(horizons, ("left", "right"), strict=True) if h)
         return self.add("Join", detail, schema, inputs,
                         make_operator=lambda: RegularJoinOperator(kind, lk, rk, residual, ls, rs, schema,
-                                                                  append_only))
+                                                                  append_only, horizons))
 
 
 def node_detail(node: LogicalNode) -> str:

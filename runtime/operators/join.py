@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from planner.expressions import Expr
+from planner.horizons import Horizon
 from runtime.connectors.base import parse_duration_ms
 from runtime.elements import Chunk, RowKind
 from runtime.evaluator import Predicate
@@ -69,8 +70,10 @@ class RegularJoinOperator(Operator):
 
     def __init__(self, kind: str, left_keys: tuple[int, ...], right_keys: tuple[int, ...],
                  residual: Expr | None, left_schema: pa.Schema, right_schema: pa.Schema,
-                 schema: pa.Schema, append_only: bool = False) -> None:
-        """``append_only``: neither input retracts (the planner knows it from the plan)."""
+                 schema: pa.Schema, append_only: bool = False,
+                 horizons: tuple[Horizon | None, Horizon | None] = (None, None)) -> None:
+        """``append_only``: neither input retracts (the planner knows it from the plan);
+        ``horizons``: when a stored row of each side can no longer match (planner.horizons)."""
         self.kind = kind
         self.keys = (left_keys, right_keys)
         self.widths = (len(left_schema), len(right_schema))
@@ -81,6 +84,7 @@ class RegularJoinOperator(Operator):
         # which sides keep their unmatched rows (NULL-padded)
         self.outer = (kind in ("LEFT", "FULL"), kind in ("RIGHT", "FULL"))
         self.append_only = append_only
+        self.horizons = horizons
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
@@ -92,7 +96,13 @@ class RegularJoinOperator(Operator):
         if self.append_only and self.kind == "INNER" and backend.name == "hashmap":
             states = (backend.columnar(COLUMNAR_STATES[0]), backend.columnar(COLUMNAR_STATES[1]))
             self.columnar = ColumnarInnerJoin(self.keys, self.residual, self.side_schemas, self.schema,
-                                              states, ttl, ctx.max_parallelism)
+                                              states, ttl, ctx.max_parallelism, self.horizons)
+
+    def on_watermark(self, timestamp: int) -> Output:
+        # the per-key form keeps its rows (as Flink does, until state TTL)
+        if self.columnar is not None:
+            self.columnar.drop_behind(timestamp)
+        return []
 
     def restore_state(self, state: Any) -> None:
         backend = self.ctx.keyed_state

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from planner.expressions import Expr
+from planner.horizons import Horizon
 from runtime.evaluator import Predicate
 from runtime.hashing import hash_columns
 from runtime.state.base import ColumnarState, now_ms
@@ -256,13 +257,15 @@ class ColumnarInnerJoin:
     def __init__(self, keys: tuple[tuple[int, ...], tuple[int, ...]], residual: Expr | None,
                  schemas: tuple[pa.Schema, pa.Schema], schema: pa.Schema,
                  states: tuple[ColumnarState, ColumnarState], ttl_ms: int | None,
-                 max_parallelism: int) -> None:
+                 max_parallelism: int, horizons: tuple[Horizon | None, Horizon | None] = (None, None)) -> None:
         self.keys = keys
         self.schemas = schemas
         self.schema = schema
         self.predicate = Predicate(residual) if residual is not None else None
         self.max_parallelism = max_parallelism
-        self.sides = tuple(JoinSideStore(st, s, ttl_ms) for st, s in zip(states, schemas, strict=True))
+        self.horizons = horizons
+        self.sides = tuple(JoinSideStore(st, s, ttl_ms, h.column if h else None)
+                           for st, s, h in zip(states, schemas, horizons, strict=True))
         # one integer-like key column of one type on both sides: equal hashes mean equal keys
         # (the hash is a bijection of int64), so matches need no comparison of the keys
         types = [s.field(k[0]).type for k, s in zip(keys, schemas, strict=True)] if len(keys[0]) == 1 else []
@@ -278,6 +281,12 @@ class ColumnarInnerJoin:
         out = self._match(batch, hashes, side, other)
         self.sides[side].append(batch, hashes, hashes % np.uint64(self.max_parallelism))
         return out
+
+    def drop_behind(self, watermark: int) -> None:
+        """Drop stored tables no later row of the other side can match (planner.horizons)."""
+        for store, horizon in zip(self.sides, self.horizons, strict=True):
+            if horizon is not None:
+                store.drop_below(watermark + horizon.offset)
 
     def store(self, batch: pa.RecordBatch, side: int) -> None:
         """Store rows without matching them (state taken over from the per-key form)."""
