@@ -61,10 +61,17 @@ def watermark_bounded(node: LogicalNode, index: int) -> int | None:
             return None
 
 
-def join_horizons(left: LogicalNode, right: LogicalNode, residual: Expr | None) -> tuple[Horizon | None, Horizon | None]:
-    """For each side, the horizon the residual condition gives its stored rows (or None)."""
+def join_horizons(left: LogicalNode, right: LogicalNode, keys: tuple[tuple[int, ...], tuple[int, ...]],
+                  residual: Expr | None) -> tuple[Horizon | None, Horizon | None]:
+    """For each side, the horizon its stored rows get from the condition (or None).
+
+    Bounds come from residual comparisons of two time columns and from equi-key pairs of
+    time columns (``l.window_end = r.window_end``: a difference of exactly 0).
+    """
     width = len(left.schema)
-    found: list[Horizon | None] = [None, None]
+    bounds: list[tuple[int, int, int | None, int | None]] = []  # (left col, right col, lower, upper)
+    for lcol, rcol in zip(*keys, strict=True):
+        bounds.append((lcol, rcol, 0, 0))
     for c in conjuncts(residual):
         columns = [_time_offset(a) for a in getattr(c, "args", ())[:2]]
         if len(columns) != 2 or None in columns:
@@ -73,12 +80,13 @@ def join_horizons(left: LogicalNode, right: LogicalNode, residual: Expr | None) 
         if (ia < width) == (ib < width):
             continue
         lcol, rcol = (ia, ib - width) if ia < width else (ib, ia - width)
+        bound = _bound(c, width, lcol, rcol)  # lower <= left - right <= upper
+        if bound is not None:
+            bounds.append((lcol, rcol, *bound))
+    found: list[Horizon | None] = [None, None]
+    for lcol, rcol, lower, upper in bounds:
         if not (_is_time(left.schema.field(lcol).type) and _is_time(right.schema.field(rcol).type)):
             continue
-        bound = _bound(c, width, lcol, rcol)  # lower <= left - right <= upper
-        if bound is None:
-            continue
-        lower, upper = bound
         # stored left row: right <= left - lower, and later right rows are >= W + margin
         margin = watermark_bounded(right, rcol)
         if lower is not None and margin is not None:

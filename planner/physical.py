@@ -240,7 +240,7 @@ class Lowering:
             return self.add("IntervalJoin", detail, schema, inputs,
                             make_operator=lambda: IntervalJoinOperator(kind, lk, rk, residual, bounds, ls, rs, schema))
         append_only = not (node.left.updating or node.right.updating)
-        horizons = join_horizons(node.left, node.right, residual)
+        horizons = join_horizons(node.left, node.right, (lk, rk), residual)
         detail += "".join(f", {h.describe(side)}" for h, side in zip(horizons, ("left", "right"), strict=True) if h)
         return self.add("Join", detail, schema, inputs,
                         make_operator=lambda: RegularJoinOperator(kind, lk, rk, residual, ls, rs, schema,

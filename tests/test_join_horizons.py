@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 
 from planner.horizons import Horizon, join_horizons
+from planner.joins import analyze
 from planner.logical import Join
 from planner.optimizer import optimize
 from planner.planner import select_plan
@@ -103,12 +104,17 @@ def _join(tmp_path: Path, sql: str) -> Join:
     raise AssertionError("no join in the plan")
 
 
+def _horizons(join: Join) -> tuple[Horizon | None, Horizon | None]:
+    spec = analyze(join)
+    return join_horizons(join.left, join.right, (spec.left_keys, spec.right_keys), spec.residual)
+
+
 def test_the_side_bounded_by_a_window_end_gets_a_horizon_on_either_side(tmp_path: Path) -> None:
     join = _join(tmp_path, Q7)
-    assert join_horizons(join.left, join.right, join.condition) == (Horizon(2, 1 - 10_000), None)
+    assert _horizons(join) == (Horizon(2, 1 - 10_000), None)
     swapped = _join(tmp_path, Q7.replace("FROM bids B JOIN (", "FROM (").replace(
         "GROUP BY window_start, window_end) B1", "GROUP BY window_start, window_end) B1 JOIN bids B"))
-    left, right = join_horizons(swapped.left, swapped.right, swapped.condition)
+    left, right = _horizons(swapped)
     assert left is None and right is not None and right.offset == 1 - 10_000
 
 
@@ -116,7 +122,7 @@ def test_no_horizon_against_a_column_that_can_come_late(tmp_path: Path) -> None:
     # the other side is the source itself: its late rows still join, so nothing may be forgotten
     join = _join(tmp_path, """SELECT a.id FROM bids a JOIN (SELECT price, ts AS t2 FROM bids) b
         ON a.price = b.price WHERE a.ts BETWEEN b.t2 - INTERVAL '1' SECOND AND b.t2""")
-    assert join_horizons(join.left, join.right, join.condition) == (None, None)
+    assert _horizons(join) == (None, None)
 
 
 def test_stored_rows_behind_the_horizon_are_dropped_and_state_stays_flat() -> None:
@@ -141,3 +147,25 @@ def test_stored_rows_behind_the_horizon_are_dropped_and_state_stays_flat() -> No
     assert max(stored[200:]) <= max(stored[:200]) * 1.1  # flat
     assert max(stored) < 20 * 1000 + 2 * 65536  # the 10 s horizon plus the tables not yet all behind it
     assert op.columnar.sides[1].num_rows == 40  # the side without a horizon keeps every row
+
+
+WINDOWS_JOIN = """SELECT l.price, l.n, r.m, l.wend FROM
+  (SELECT price, COUNT(*) AS n, window_start AS wstart, window_end AS wend
+   FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY price, window_start, window_end) l
+JOIN
+  (SELECT MAX(id) AS m, window_start AS wstart, window_end AS wend
+   FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end) r
+ON l.wstart = r.wstart AND l.wend = r.wend"""
+
+
+def test_equal_window_ends_bound_both_sides_of_a_join_of_window_aggregations(tmp_path: Path) -> None:
+    join = _join(tmp_path, WINDOWS_JOIN)
+    left, right = _horizons(join)
+    assert left == Horizon(3, 1) and right == Horizon(2, 1)  # each side's window_end column
+    table, _ = _bids(500, 0, seed=4)
+    got = rows(run_sql(_ddl(table, tmp_path / "bids2.csv", 2) + WINDOWS_JOIN + ";"))
+    assert got == duckdb_rows("""
+        WITH t AS (SELECT *, epoch_ms((epoch_ms(ts::TIMESTAMP) // 10000) * 10000 + 10000) AS wend FROM bids)
+        SELECT l.price, l.n, r.m, l.wend FROM
+          (SELECT price, COUNT(*) AS n, wend FROM t GROUP BY price, wend) l
+          JOIN (SELECT MAX(id) AS m, wend FROM t GROUP BY wend) r ON l.wend = r.wend""", bids=table)
