@@ -37,6 +37,7 @@ from planner.logical import (
     WindowAggregate,
     WindowSpec,
     WindowTVF,
+    window_properties,
 )
 from planner.scope import Scope, ScopeColumn, plan_error
 from runtime.connectors.base import parse_duration_ms
@@ -47,6 +48,17 @@ from sqlstream.errors import PlanError
 class Relation:
     node: LogicalNode
     scope: Scope
+
+
+@dataclass
+class WindowGrouping:
+    """What a GROUP BY over windowed rows aggregates: see QueryBinder._window_grouping."""
+
+    window: WindowSpec
+    input: LogicalNode  # the aggregation's input
+    scope: Scope  # its columns, as the GROUP BY and aggregate arguments name them
+    roles: list[str | None]  # per grouping key: the window column it is, or None for a plain key
+    input_window: tuple[int, int] | None  # cascaded: the input's window_start and window_end columns
 
 
 def _parse_expression(text: str) -> exp.Expression:
@@ -506,8 +518,7 @@ class QueryBinder:
 
         windowed = self._window_grouping(rel, key_nodes)
         if windowed is not None:
-            tvf, base, base_scope, roles = windowed
-            input_node, input_scope = base, base_scope
+            input_node, input_scope, roles = windowed.input, windowed.scope, windowed.roles
         else:
             input_node, input_scope = rel.node, rel.scope
             roles = [None] * len(key_nodes)
@@ -545,7 +556,8 @@ class QueryBinder:
             input_node = Project(input_node, pre_exprs, pre_names, input_node.rowtime)
 
         if windowed is not None:
-            agg_node: LogicalNode = WindowAggregate(input_node, tvf.window, key_cols, key_names, aggs)
+            agg_node: LogicalNode = WindowAggregate(input_node, windowed.window, key_cols, key_names, aggs,
+                                                    windowed.input_window)
         else:
             agg_node = Aggregate(input_node, [int(k) for k in key_cols], aggs, key_names)
 
@@ -587,10 +599,28 @@ class QueryBinder:
         exprs, names = self._bind_items(items, Scope.of(out_schema), post)
         return Project(out, exprs, names, _rowtime_through(exprs, out.rowtime))
 
-    def _window_grouping(
-        self, rel: Relation, key_nodes: list[exp.Expression]
-    ) -> tuple[WindowTVF, LogicalNode, Scope, list[str | None]] | None:
-        """If this is GROUP BY window_start, window_end, ... over a window TVF: the fused pieces."""
+    def _window_grouping(self, rel: Relation, key_nodes: list[exp.Expression]) -> WindowGrouping | None:
+        """GROUP BY window_start, window_end, ... over windowed rows: how to build the window aggregation.
+
+        Directly over a windowing TVF (through WHERE filters on its input columns) the TVF
+        fuses into the aggregation, which assigns the windows itself.  Over any other input whose
+        window properties say that two grouping columns are the window_start and
+        window_end of one window (a window aggregation's output, renamed or not), the
+        aggregation is cascaded: it takes each row's window from those columns.
+        """
+        fused = self._fused_window_grouping(rel, key_nodes)
+        windows = window_properties(rel.node)
+        if fused is not None or not windows or rel.node.updating:
+            return fused
+        indexes = [rel.scope.resolve(k).index if isinstance(k, exp.Column) else None for k in key_nodes]
+        for window in windows:
+            roles = [None if i is None else window.role(i) for i in indexes]
+            if {"window_start", "window_end"} <= set(roles):
+                assert window.start is not None and window.end is not None
+                return WindowGrouping(window.window, rel.node, rel.scope, roles, (window.start, window.end))
+        return None
+
+    def _fused_window_grouping(self, rel: Relation, key_nodes: list[exp.Expression]) -> WindowGrouping | None:
         filters: list[Expr] = []
         node = rel.node
         while isinstance(node, Filter):
@@ -609,16 +639,17 @@ class QueryBinder:
             roles.append(role)
         if not ({"window_start", "window_end"} <= {r for r in roles if r}):
             return None
+        if any(i >= width for pred in filters for i in referenced_columns(pred)):
+            if node.window.kind == "SESSION":  # sessions only exist once merged by the aggregation
+                raise PlanError(
+                    "a WHERE condition on window_start/window_end/window_time of a SESSION window before "
+                    "the window aggregation is not supported; filter after aggregating (HAVING) instead"
+                )
+            return None  # a WHERE on the window columns needs them computed first: cascaded, not fused
         base = node.input
         for pred in reversed(filters):
-            if any(i >= width for i in referenced_columns(pred)):
-                raise PlanError(
-                    "a WHERE condition on window_start/window_end/window_time before the window "
-                    "aggregation is not supported; filter after aggregating (HAVING) instead"
-                )
             base = Filter(base, pred)
-        base_scope = Scope(rel.scope.columns[:width])
-        return node, base, base_scope, roles
+        return WindowGrouping(node.window, base, Scope(rel.scope.columns[:width]), roles, None)
 
     def _agg_call(self, node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:
         if isinstance(node, exp.Anonymous):  # an aggregate UDF

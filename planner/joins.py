@@ -3,9 +3,13 @@
 The condition is split into conjuncts: ``left.k = right.k`` equalities are
 the keys both inputs are partitioned and stored by; comparisons bounding
 ``left.time - right.time`` between constants make an interval join (state
-expires with the watermark); equal ``window_start`` and ``window_end`` of two
-windowing TVFs make a window join (rows wait for their window to end); the
-rest is a residual predicate evaluated on candidate pairs.
+expires with the watermark); equal ``window_start`` and ``window_end`` of
+windows of the same spec on both sides make a window join (rows wait for
+their window to end).  Window columns are known from the inputs' window
+properties (planner.logical.WindowColumns), so the inputs may be windowing
+TVFs, window aggregations (cascaded or not) or window joins, through
+projections and filters.  The rest is a residual predicate evaluated on
+candidate pairs.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from planner.expressions import Call, Cast, ColumnRef, Expr, Literal, referenced_columns
+from planner.logical import WindowColumns, window_properties
 
 MIN_BOUND = -(2**62)
 MAX_BOUND = 2**62
@@ -32,8 +37,24 @@ class IntervalBounds:
 
 @dataclass(frozen=True)
 class WindowJoin:
-    left_end: int
-    right_end: int  # index within the right input
+    """The window columns equated by a window join; the right's index within the right input."""
+
+    left: WindowColumns
+    right: WindowColumns
+
+    @property
+    def left_end(self) -> int:
+        assert self.left.end is not None
+        return self.left.end
+
+    @property
+    def right_end(self) -> int:
+        assert self.right.end is not None
+        return self.right.end
+
+    def describe(self) -> str:
+        return (f"window={self.left.window.describe(time=False)} on window_start ${self.left.start}=${self.right.start}, "
+                f"window_end ${self.left.end}=${self.right.end}")
 
 
 @dataclass(frozen=True)
@@ -45,14 +66,16 @@ class JoinSpec:
     interval: IntervalBounds | None
     window: WindowJoin | None
 
-    def describe(self) -> str:
+    def describe(self, window_columns: bool = False) -> str:
+        """``window_columns``: name the window and its columns instead of just "window join" (the
+        physical plan keeps the short form: operator ids, hence savepoints, are derived from it)."""
         keys = ", ".join(f"${lk}=${rk}" for lk, rk in zip(self.left_keys, self.right_keys, strict=True))
         parts = [f"keys=[{keys}]"]
         if self.interval is not None:
             b = self.interval
             parts.append(f"interval: {b.lower}ms <= ${b.left_time} - right.${b.right_time} <= {b.upper}ms")
         if self.window is not None:
-            parts.append("window join")
+            parts.append(self.window.describe() if window_columns else "window join")
         if self.residual is not None:
             parts.append(f"where={self.residual}")
         return ", ".join(parts)
@@ -174,19 +197,19 @@ def analyze(join) -> JoinSpec:  # noqa: ANN001 - planner.logical.Join (import cy
 
 
 def _window_join(join, left_keys: list[int], right_keys: list[int], width: int) -> tuple[WindowJoin, list[int]] | None:  # noqa: ANN001
-    from planner.logical import WindowTVF
-
-    left, right = join.left, join.right
-    if not (isinstance(left, WindowTVF) and isinstance(right, WindowTVF)):
-        return None
-    lw, rw = len(left.input.schema), len(right.input.schema)
+    """The window columns of one spec that the equi keys equate (window_start and window_end on
+    both sides), and which key pairs they are; None if the join is not a window join."""
+    if join.left.updating or join.right.updating:
+        return None  # window columns only mean "complete once the watermark passes" on append-only rows
     pairs = list(zip(left_keys, right_keys, strict=True))
-    start = (lw, rw) in pairs
-    end = (lw + 1, rw + 1) in pairs
-    if not (start and end):
-        return None
-    used = [i for i, p in enumerate(pairs) if p in ((lw, rw), (lw + 1, rw + 1))]
-    return WindowJoin(lw + 1, rw + 1), used
+    for lw in window_properties(join.left):
+        for rw in window_properties(join.right):
+            if not lw.window.same_windows(rw.window) or None in (lw.start, lw.end, rw.start, rw.end):
+                continue
+            start, end = (lw.start, rw.start), (lw.end, rw.end)
+            if start in pairs and end in pairs:
+                return WindowJoin(lw, rw), [i for i, p in enumerate(pairs) if p in (start, end)]
+    return None
 
 
 def side_of(e: Expr, width: int) -> str:

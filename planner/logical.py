@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from catalog.tables import TableDef
-from planner.expressions import Expr
+from planner.expressions import ColumnRef, Expr
 
 
 @dataclass
@@ -59,6 +59,10 @@ class WatermarkAssign:
         return self.rowtime_index
 
     @property
+    def window_properties(self) -> tuple[WindowColumns, ...]:
+        return window_properties(self.input)
+
+    @property
     def updating(self) -> bool:
         return self.input.updating
 
@@ -83,6 +87,16 @@ class Project:
         return self.rowtime_out
 
     @property
+    def window_properties(self) -> tuple[WindowColumns, ...]:
+        """Window columns passed through as column references keep their meaning (renamed or not)."""
+        mapping: dict[int, int] = {}
+        for i, e in enumerate(self.exprs):
+            if isinstance(e, ColumnRef):
+                mapping.setdefault(e.index, i)
+        moved = (w.through(mapping) for w in window_properties(self.input))
+        return tuple(w for w in moved if w is not None)
+
+    @property
     def updating(self) -> bool:
         return self.input.updating
 
@@ -103,6 +117,10 @@ class Filter:
     @property
     def rowtime(self) -> int | None:
         return self.input.rowtime
+
+    @property
+    def window_properties(self) -> tuple[WindowColumns, ...]:
+        return window_properties(self.input)
 
     @property
     def updating(self) -> bool:
@@ -129,7 +147,17 @@ class WindowSpec:
     offset_ms: int = 0
     partition_keys: tuple[int, ...] = ()  # SESSION ... PARTITION BY
 
-    def describe(self) -> str:
+    def same_windows(self, other: WindowSpec) -> bool:
+        """Whether both specs cut event time into the same windows, wherever their time columns are.
+
+        Window joins need it of their two inputs.  Sessions depend on the data, so two
+        session specs never promise the same windows.
+        """
+        shape = lambda w: (w.kind, w.size_ms, w.slide_ms, w.step_ms, w.offset_ms)  # noqa: E731
+        return self.kind != "SESSION" and shape(self) == shape(other)
+
+    def describe(self, time: bool = True) -> str:
+        """``time=False`` leaves out the time column (it belongs to the TVF's input, not here)."""
         parts = {
             "TUMBLE": f"size={self.size_ms}ms",
             "HOP": f"slide={self.slide_ms}ms, size={self.size_ms}ms",
@@ -138,7 +166,42 @@ class WindowSpec:
         }[self.kind]
         if self.offset_ms:
             parts += f", offset={self.offset_ms}ms"
-        return f"{self.kind}(time=${self.time_index}, {parts})"
+        return f"{self.kind}(time=${self.time_index}, {parts})" if time else f"{self.kind}({parts})"
+
+
+@dataclass(frozen=True)
+class WindowColumns:
+    """Window properties: the output columns that hold the bounds of each row's window.
+
+    Rows carrying window columns of ``window`` arrive, at any operator, before the
+    watermark passes their window's end - 1: that is what lets a GROUP BY or a join on
+    them fire once per window and forget it (a cascaded window aggregation, a window
+    join).  ``window`` is the spec of the windowing TVF that assigned the windows, so its
+    column indexes refer to that TVF's input; compare specs with ``same_windows``.
+    """
+
+    window: WindowSpec
+    start: int | None
+    end: int | None
+    time: int | None
+
+    def role(self, index: int) -> str | None:
+        """'window_start' | 'window_end' | 'window_time' if column ``index`` is one of them."""
+        for name, col in zip(WINDOW_COLUMNS, (self.start, self.end, self.time), strict=True):
+            if col == index:
+                return name
+        return None
+
+    def through(self, mapping: dict[int, int]) -> WindowColumns | None:
+        """The same columns after ``mapping`` (old index -> new); None when none of them is left."""
+        moved = [None if c is None else mapping.get(c) for c in (self.start, self.end, self.time)]
+        return None if moved == [None, None, None] else WindowColumns(self.window, *moved)
+
+
+def window_properties(node: LogicalNode) -> tuple[WindowColumns, ...]:
+    """A node's window properties.  Nodes that neither make nor pass on window columns (scans,
+    regular aggregations and joins, unions, nodes defined in planner.over) have none."""
+    return getattr(node, "window_properties", ())
 
 
 @dataclass
@@ -157,6 +220,11 @@ class WindowTVF:
     @property
     def rowtime(self) -> int | None:
         return len(self.input.schema) + 2  # window_time
+
+    @property
+    def window_properties(self) -> tuple[WindowColumns, ...]:
+        width = len(self.input.schema)
+        return (*window_properties(self.input), WindowColumns(self.window, width, width + 1, width + 2))
 
     @property
     def updating(self) -> bool:
@@ -210,10 +278,18 @@ class Aggregate:
 
 @dataclass
 class WindowAggregate:
-    """GROUP BY window_start, window_end, keys over a windowing TVF: append-only, fires on watermark.
+    """GROUP BY window_start, window_end, keys over windowed rows: append-only, fires on watermark.
 
     ``outputs`` lists, in output order, what each grouping column is: a window
     property ('window_start' | 'window_end' | 'window_time') or an input key column index.
+
+    With ``input_window`` None the windows are assigned here, from the time
+    attribute ``window.time_index`` (the fused form of a windowing TVF and its
+    GROUP BY).  A cascaded window aggregation groups rows whose windows were
+    assigned upstream (by a window aggregation, a TVF, a window join): then
+    ``input_window`` holds the input columns of each row's window_start and
+    window_end, no row is assigned again (HOP rows are not re-expanded), and
+    ``window`` is the upstream spec, of which only the shape matters here.
     """
 
     input: LogicalNode
@@ -221,6 +297,7 @@ class WindowAggregate:
     outputs: list[str | int]
     output_names: list[str]
     aggs: list[AggCall]
+    input_window: tuple[int, int] | None = None
 
     @property
     def key_indexes(self) -> list[int]:
@@ -229,7 +306,8 @@ class WindowAggregate:
     @property
     def schema(self) -> pa.Schema:
         in_schema = self.input.schema
-        ts = in_schema.field(self.window.time_index).type
+        ts_column = self.window.time_index if self.input_window is None else self.input_window[1]
+        ts = in_schema.field(ts_column).type
         fields = []
         for name, o in zip(self.output_names, self.outputs, strict=True):
             fields.append(pa.field(name, ts if isinstance(o, str) else in_schema.field(o).type))
@@ -241,6 +319,11 @@ class WindowAggregate:
             if o == "window_time":
                 return i
         return None
+
+    @property
+    def window_properties(self) -> tuple[WindowColumns, ...]:
+        found = [self.outputs.index(r) if r in self.outputs else None for r in WINDOW_COLUMNS]
+        return () if found == [None, None, None] else (WindowColumns(self.window, *found),)
 
     @property
     def updating(self) -> bool:
@@ -281,6 +364,19 @@ class Join:
             # time-bounded joins keep the left input's event time (Flink keeps both)
             return self.left.rowtime
         return None
+
+    @property
+    def window_properties(self) -> tuple[WindowColumns, ...]:
+        """A window join's window columns, on the sides whose rows are never NULL-padded."""
+        from planner.joins import analyze
+
+        window = analyze(self).window
+        if window is None:
+            return ()
+        width = len(self.left.schema)
+        right = window.right.through({i: width + i for i in range(len(self.right.schema))})
+        assert right is not None  # a window join equates both window_start and window_end
+        return {"INNER": (window.left, right), "LEFT": (window.left,), "RIGHT": (right,), "FULL": ()}[self.kind]
 
     @property
     def updating(self) -> bool:
@@ -462,14 +558,17 @@ def _describe(node: LogicalNode) -> str:
         return f"GroupAggregate(keys=[{keys}], aggs=[{', '.join(a.describe() for a in node.aggs)}])"
     if isinstance(node, WindowAggregate):
         outs = ", ".join(o if isinstance(o, str) else f"${o}" for o in node.outputs)
-        return (
-            f"WindowAggregate({node.window.describe()}, groups=[{outs}], "
-            f"aggs=[{', '.join(a.describe() for a in node.aggs)}])"
-        )
+        if node.input_window is None:
+            window = node.window.describe()
+        else:
+            start, end = node.input_window
+            window = f"cascaded, {node.window.describe(time=False)} from window_start=${start}, window_end=${end}"
+        return f"WindowAggregate({window}, groups=[{outs}], aggs=[{', '.join(a.describe() for a in node.aggs)}])"
     if isinstance(node, Join):
         from planner.joins import analyze
 
-        return f"Join({node.kind}, {analyze(node).describe()})"
+        spec = analyze(node)
+        return f"{'WindowJoin' if spec.window is not None else 'Join'}({node.kind}, {spec.describe(True)})"
     if isinstance(node, LookupJoin):
         keys = ", ".join(f"${i}={c}" for i, c in node.keys)
         where = f", where={node.residual}" if node.residual is not None else ""

@@ -111,7 +111,8 @@ def _rewrite(node: LogicalNode) -> LogicalNode:
     if isinstance(node, Aggregate):
         return Aggregate(_rewrite(node.input), node.keys, node.aggs, node.key_names)
     if isinstance(node, WindowAggregate):
-        return WindowAggregate(_rewrite(node.input), node.window, node.outputs, node.output_names, node.aggs)
+        return WindowAggregate(_rewrite(node.input), node.window, node.outputs, node.output_names, node.aggs,
+                               node.input_window)
     if isinstance(node, Union):
         return Union([_rewrite(c) for c in node.children])
     if isinstance(node, Join):
@@ -242,13 +243,20 @@ def prune(node: LogicalNode, required: set[int]) -> tuple[LogicalNode, dict[int,
             out[width + j] = new_width + j
         return WindowTVF(child, spec), out
     if isinstance(node, WindowAggregate):
-        needed = {node.window.time_index} | set(node.window.partition_keys) | set(node.key_indexes)
-        needed |= {a.arg for a in node.aggs if a.arg is not None}
+        needed = set(node.key_indexes) | {a.arg for a in node.aggs if a.arg is not None}
+        if node.input_window is None:
+            needed |= {node.window.time_index} | set(node.window.partition_keys)
+        else:
+            needed |= set(node.input_window)  # cascaded: the window spec's columns are not this input's
         child, mapping = prune(node.input, needed)
         outputs = [o if isinstance(o, str) else mapping[o] for o in node.outputs]
         aggs = [_remap_agg(a, mapping) for a in node.aggs]
         identity = {i: i for i in range(len(node.schema))}
-        return WindowAggregate(child, _remap_window(node.window, mapping), outputs, node.output_names, aggs), identity
+        if node.input_window is None:
+            window, input_window = _remap_window(node.window, mapping), None
+        else:
+            window, input_window = node.window, (mapping[node.input_window[0]], mapping[node.input_window[1]])
+        return WindowAggregate(child, window, outputs, node.output_names, aggs, input_window), identity
     if isinstance(node, Aggregate):
         needed = set(node.keys) | {a.arg for a in node.aggs if a.arg is not None}
         child, mapping = prune(node.input, needed)

@@ -114,7 +114,7 @@ class Lowering:
         from runtime.operators.session_agg import SessionWindowAggOperator
         from runtime.operators.union import UnionOperator
         from runtime.operators.watermark import WatermarkAssigner
-        from runtime.operators.window_agg import WindowAggOperator
+        from runtime.operators.window_agg import WindowAggOperator, partition_columns
         from runtime.operators.window_tvf import WindowTVFOperator
 
         schema = node.schema
@@ -164,14 +164,15 @@ class Lowering:
                             make_operator=lambda: WindowTVFOperator(w, schema))
         if isinstance(node, WindowAggregate):
             up = self.lower(node.input)
-            w, outputs, aggs = node.window, node.outputs, node.aggs
-            keys = tuple(node.key_indexes) or tuple(w.partition_keys)
+            w, outputs, aggs, input_window = node.window, node.outputs, node.aggs, node.input_window
             detail = node_detail(node)
-            if w.kind == "SESSION":
+            if w.kind == "SESSION" and input_window is None:
+                keys = tuple(node.key_indexes) or tuple(w.partition_keys)
                 return self.add("SessionWindowAggregate", detail, schema, [Exchange(up, "hash", keys)],
                                 make_operator=lambda: SessionWindowAggOperator(w, outputs, aggs, schema))
+            keys = partition_columns(node.key_indexes, input_window)
             return self.add("WindowAggregate", detail, schema, [Exchange(up, "hash", keys)],
-                            make_operator=lambda: WindowAggOperator(w, outputs, aggs, schema))
+                            make_operator=lambda: WindowAggOperator(w, outputs, aggs, schema, input_window))
         if isinstance(node, Aggregate):
             up = self.lower(node.input)
             keys, aggs, retracting = node.keys, node.aggs, node.input.updating

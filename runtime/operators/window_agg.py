@@ -6,6 +6,11 @@ the partials into per-window accumulators in keyed state.  on_watermark
 emits every window whose end - 1 <= watermark, once, as append-only rows.
 Timers (window end -> keys) are an in-memory index rebuilt from the keyed
 state on restore, so they need no snapshot of their own.
+
+A cascaded window aggregation (``input_window`` set) aggregates rows whose
+windows were assigned upstream: each row's window is read from its
+window_start and window_end columns, rows are not assigned again, and a row
+whose window already fired is late.  Everything after that is shared.
 """
 
 from __future__ import annotations
@@ -72,17 +77,31 @@ class WindowOutput:
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
 
+def partition_columns(key_indexes: list[int], input_window: tuple[int, int] | None) -> tuple[int, ...]:
+    """The input columns a window aggregation's input is hash-partitioned by (its key groups).
+
+    The group keys; a cascaded aggregation without any uses the window end instead of
+    sending every row to one subtask (each window is aggregated on its own anyway).
+    """
+    if key_indexes or input_window is None:
+        return tuple(key_indexes)
+    return (input_window[1],)
+
+
 class WindowAggOperator(Operator):
     name = "WindowAggregate"
     keyed = True
 
-    def __init__(self, window: WindowSpec, outputs: list[str | int],
-                 aggs: list[AggCall], schema: pa.Schema) -> None:
+    def __init__(self, window: WindowSpec, outputs: list[str | int], aggs: list[AggCall],
+                 schema: pa.Schema, input_window: tuple[int, int] | None = None) -> None:
+        """``input_window``: cascaded, the input columns of each row's window_start and window_end."""
         self.window = window
+        self.input_window = input_window
         self.outputs = outputs
         self.schema = schema
         self.aggs = aggs
         self.key_indexes = [o for o in outputs if isinstance(o, int)]
+        self.partition = list(partition_columns(self.key_indexes, input_window))
         self.functions = [aggregates.make(a) for a in aggs]
         self.pre_aggregate = aggregates.PreAggregator(self.functions)
         self.output = WindowOutput(outputs, schema, self.functions)
@@ -104,19 +123,11 @@ class WindowAggOperator(Operator):
             self.columnar = ColumnarWindowAggregates(self.aggs, len(self.key_indexes), backend.columnar("partials"), distincts)
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
-        batch, ts_arrow = rows_with_event_time(chunk.batch, self.window.time_index, self.ctx.metrics)
-        ts = ts_arrow.to_numpy(zero_copy_only=False)
-        if self.watermark != MIN_WATERMARK:
-            on_time = first_window_end(self.window, ts) - 1 > self.watermark
-            late = int(len(ts) - np.count_nonzero(on_time))
-            if late:
-                self.ctx.metrics.late_records_dropped += late
-                batch, ts = batch.filter(pa.array(on_time)), ts[on_time]
-        if batch.num_rows == 0:
+        windowed = self._windows(chunk.batch)
+        if windowed is None:
             return []
-        rows, starts, ends = assign(self.window, ts)
-        expanded = batch.take(pa.array(rows)) if len(rows) != batch.num_rows else batch
-        kg = key_group_column(expanded, self.key_indexes, self.ctx.max_parallelism)
+        expanded, starts, ends = windowed
+        kg = key_group_column(expanded, self.partition, self.ctx.max_parallelism)
         keys = [pa.array(ends), pa.array(starts), kg] + [expanded.column(k) for k in self.key_indexes]
         if self.columnar is not None:
             self.columnar.add(keys, expanded)
@@ -137,6 +148,27 @@ class WindowAggOperator(Operator):
             windows.put(group, skey, accs)
             self._add_timer(end, group, skey)
         return []
+
+    def _windows(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, np.ndarray, np.ndarray] | None:
+        """The on-time rows, one per (row, window), with their window starts and ends (ms)."""
+        time_column = self.window.time_index if self.input_window is None else self.input_window[1]
+        batch, ts_arrow = rows_with_event_time(batch, time_column, self.ctx.metrics)
+        ts = ts_arrow.to_numpy(zero_copy_only=False)
+        if self.watermark != MIN_WATERMARK:
+            # a row is late when its earliest window fired (cascaded: its one window)
+            first_end = ts if self.input_window is not None else first_window_end(self.window, ts)
+            on_time = first_end - 1 > self.watermark
+            late = int(len(ts) - np.count_nonzero(on_time))
+            if late:
+                self.ctx.metrics.late_records_dropped += late
+                batch, ts = batch.filter(pa.array(on_time)), ts[on_time]
+        if batch.num_rows == 0:
+            return None
+        if self.input_window is not None:
+            starts = event_times(batch, self.input_window[0]).to_numpy(zero_copy_only=False)
+            return batch, starts, ts
+        rows, starts, ends = assign(self.window, ts)
+        return (batch.take(pa.array(rows)) if len(rows) != batch.num_rows else batch), starts, ends
 
     def _add_timer(self, end: int, group: int, skey: tuple) -> None:
         bucket = self.timers.get(end)
