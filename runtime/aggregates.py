@@ -86,7 +86,11 @@ class Count(AggFunction):
 
 
 class Sum(AggFunction):
-    """SUM keeps a count of non-null inputs so that an emptied group yields NULL."""
+    """SUM keeps a count of non-null inputs so that an emptied group yields NULL.
+
+    The total takes every partial sum, even one whose count nets to zero: a -U 3 and a +U 5 of
+    one group in one batch count 0 but move the total by 2.
+    """
 
     def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
         x = self.arg(batch)
@@ -101,8 +105,7 @@ class Sum(AggFunction):
         return [None, 0]
 
     def merge(self, acc: list[Any], values: list[Any]) -> None:
-        if values[1]:
-            acc[0] = _add(acc[0], values[0])
+        acc[0] = _add(acc[0], values[0])
         acc[1] += values[1] or 0
 
     def result(self, acc: list[Any]) -> Any:
