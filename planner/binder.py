@@ -19,6 +19,13 @@ from planner import dialect, script
 from planner.expr_binder import ExprBinder, coerce, contains_aggregate, is_aggregate
 from planner.expressions import ColumnRef, Expr, Literal, referenced_columns
 from planner.functions import common_type
+from planner.group_windows import (
+    GroupWindow,
+    auxiliary,
+    bind_group_window,
+    group_window_kind,
+    window_spec,
+)
 from planner.joins import conjoin, equi_keys
 from planner.logical import (
     WINDOW_COLUMNS,
@@ -57,7 +64,9 @@ class WindowGrouping:
     window: WindowSpec
     input: LogicalNode  # the aggregation's input
     scope: Scope  # its columns, as the GROUP BY and aggregate arguments name them
-    roles: list[str | None]  # per grouping key: the window column it is, or None for a plain key
+    # per grouping key: the window column it is, all three for a legacy group window
+    # (GROUP BY TUMBLE(ts, size)), or None for a plain key
+    roles: list[str | tuple[str, ...] | None]
     input_window: tuple[int, int] | None  # cascaded: the input's window_start and window_end columns
 
 
@@ -239,7 +248,6 @@ class QueryBinder:
         return Relation(node, Scope.of(node.schema, alias or table.name))
 
     def _bind_window_tvf(self, tvf: dialect.WindowTVF) -> Relation:
-        node = tvf
         inner = self._bind_from(tvf.table)
         rowtime = inner.node.rowtime
         time_ref = inner.scope.resolve(tvf.time_col)
@@ -253,29 +261,8 @@ class QueryBinder:
         ms = [dialect.interval_ms(i) for i in tvf.expressions]
         if tvf.offset is not None:
             ms.append(dialect.interval_ms(tvf.offset))
-        kind = tvf.kind
-        expected = {"TUMBLE": (1, 2), "HOP": (2, 3), "CUMULATE": (2, 3), "SESSION": (1, 1)}[kind]
-        if not expected[0] <= len(ms) <= expected[1]:
-            raise plan_error(f"{kind} takes {expected[0]} interval argument(s), got {len(ms)}", node)
-        if any(v <= 0 for v in ms[: expected[0]]):
-            raise plan_error(f"{kind} window sizes must be positive", node)
         partition = tuple(inner.scope.resolve(c).index for c in tvf.partition_by)
-        if partition and kind != "SESSION":
-            raise plan_error("PARTITION BY is only allowed in a SESSION window", node)
-        if kind == "TUMBLE":
-            spec = WindowSpec("TUMBLE", rowtime, size_ms=ms[0], offset_ms=ms[1] if len(ms) > 1 else 0)
-        elif kind == "HOP":
-            slide, size = ms[0], ms[1]
-            if size % slide != 0:
-                raise plan_error(f"HOP size ({size} ms) must be an integral multiple of the slide ({slide} ms)", node)
-            spec = WindowSpec("HOP", rowtime, size_ms=size, slide_ms=slide, offset_ms=ms[2] if len(ms) > 2 else 0)
-        elif kind == "CUMULATE":
-            step, size = ms[0], ms[1]
-            if size % step != 0:
-                raise plan_error(f"CUMULATE size ({size} ms) must be an integral multiple of the step ({step} ms)", node)
-            spec = WindowSpec("CUMULATE", rowtime, size_ms=size, step_ms=step, offset_ms=ms[2] if len(ms) > 2 else 0)
-        else:
-            spec = WindowSpec("SESSION", rowtime, gap_ms=ms[0], partition_keys=partition)
+        spec = window_spec(tvf.kind, rowtime, ms, tvf, partition)
         out = WindowTVF(inner.node, spec)
         qualifier = tvf.alias or None
         cols = list(inner.scope.columns) + [
@@ -433,7 +420,9 @@ class QueryBinder:
         all_keys: dict[str, exp.Expression] = {}
         for s in sets:
             for k in s:
-                all_keys.setdefault(k.sql(dialect=dialect.Flink), k)
+                # a group window is no column that can read as NULL
+                if group_window_kind(k) is None:
+                    all_keys.setdefault(k.sql(dialect=dialect.Flink), k)
         probe = sel.copy()
         probe.set("group", None)
         probe.set("having", None)
@@ -444,6 +433,10 @@ class QueryBinder:
             present = {k.sql(dialect=dialect.Flink) for k in s}
 
             def null_out(node: exp.Expression, present: set[str] = present) -> exp.Expression:
+                if is_aggregate(node) or isinstance(node, exp.Filter):
+                    # aggregates read the input rows, where every key has its value; a copy
+                    # (not the node itself) stops the transform from descending into them
+                    return node.copy()
                 text = node.sql(dialect=dialect.Flink)
                 if text in key_types and text not in present and not isinstance(node, exp.Alias):
                     to = exp.DataType.build(sql_type_name(key_types[text]), dialect=dialect.Flink)
@@ -505,9 +498,12 @@ class QueryBinder:
         for k in key_nodes:
             if contains_aggregate(k):
                 raise plan_error("aggregate functions are not allowed in GROUP BY", k)
+        filter_conditions: list[exp.Expression] = []
+        items = [_inline_filters(i, filter_conditions) for i in items]
+        having_node = None if having is None else _inline_filters(having.this, filter_conditions)
         agg_nodes: list[exp.Expression] = []
         seen: set[str] = set()
-        for src in [*items, *([having.this] if having is not None else [])]:
+        for src in [*items, *([having_node] if having_node is not None else [])]:
             for n in src.walk():
                 if is_aggregate(n) and n.sql() not in seen:
                     for inner in (a for arg in n.iter_expressions() for a in arg.walk()):
@@ -516,7 +512,14 @@ class QueryBinder:
                     seen.add(n.sql())
                     agg_nodes.append(n)
 
-        windowed = self._window_grouping(rel, key_nodes)
+        group_window = self._group_window(rel, key_nodes)
+        if group_window is not None:
+            roles_of_keys: list[str | tuple[str, ...] | None] = [
+                WINDOW_COLUMNS if k is group_window.call else None for k in key_nodes
+            ]
+            windowed = WindowGrouping(group_window.window, rel.node, rel.scope, roles_of_keys, None)
+        else:
+            windowed = self._window_grouping(rel, key_nodes)
         if windowed is not None:
             input_node, input_scope, roles = windowed.input, windowed.scope, windowed.roles
         else:
@@ -529,6 +532,8 @@ class QueryBinder:
                 )
 
         binder = ExprBinder(input_scope)
+        for condition in filter_conditions:
+            _require_boolean(binder.bind(condition), condition, "FILTER")
         pre_exprs: list[Expr] = [ColumnRef(i, c.name, c.type) for i, c in enumerate(input_scope.columns)]
         pre_names = [c.name for c in input_scope.columns]
 
@@ -541,11 +546,20 @@ class QueryBinder:
 
         key_cols: list[int | str] = []
         key_names: list[str] = []
+        # the output column of each grouping key, by its text and (plain columns) by name
+        key_lookup: dict[str, int] = {}
+        key_columns: dict[str, int] = {}
+        window_output = 0  # a legacy group window's outputs: window_start, window_end, window_time
         for node, role in zip(key_nodes, roles, strict=True):
-            if role is not None:
-                key_cols.append(role)
-            else:
-                key_cols.append(column_of(binder.bind(node)))
+            if isinstance(role, tuple):
+                window_output = len(key_cols)
+                key_cols.extend(role)
+                key_names.extend(role)
+                continue
+            key_lookup[node.sql()] = len(key_cols)
+            if isinstance(node, exp.Column):
+                key_columns[node.name.lower()] = len(key_cols)
+            key_cols.append(column_of(binder.bind(node)) if role is None else role)
             key_names.append(node.alias_or_name if isinstance(node, exp.Column) else f"$key{len(key_names)}")
 
         aggs: list[AggCall] = []
@@ -562,16 +576,16 @@ class QueryBinder:
             agg_node = Aggregate(input_node, [int(k) for k in key_cols], aggs, key_names)
 
         # expressions above the aggregate see group keys and aggregate results only
-        key_lookup = {n.sql(): i for i, n in enumerate(key_nodes)}
-        key_columns = {
-            n.name.lower(): i for i, n in enumerate(key_nodes) if isinstance(n, exp.Column)
-        }
-        agg_lookup = {n.sql(): len(key_nodes) + i for i, n in enumerate(agg_nodes)}
+        agg_lookup = {n.sql(): len(key_cols) + i for i, n in enumerate(agg_nodes)}
         out_schema = agg_node.schema
 
         def intercept(node: exp.Expression) -> Expr | None:
             text = node.sql()
             index = key_lookup.get(text)
+            if group_window is not None and auxiliary(node) is not None:
+                assert isinstance(node, exp.Anonymous)
+                role = group_window.check_auxiliary(node, input_scope)
+                index = window_output + WINDOW_COLUMNS.index(role)
             if index is None:
                 index = agg_lookup.get(text)
             if index is None and isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
@@ -590,14 +604,27 @@ class QueryBinder:
 
         post = ExprBinder(Scope.of(out_schema), intercept)
         out: LogicalNode = agg_node
-        if having is not None:
-            pred = post.bind(having.this)
-            _require_boolean(pred, having.this, "HAVING")
+        if having_node is not None:
+            pred = post.bind(having_node)
+            _require_boolean(pred, having_node, "HAVING")
             out = Filter(out, pred)
         if any(_star(i) is not None for i in items):
             raise plan_error("SELECT * cannot be used with GROUP BY; list the columns", sel)
         exprs, names = self._bind_items(items, Scope.of(out_schema), post)
         return Project(out, exprs, names, _rowtime_through(exprs, out.rowtime))
+
+    def _group_window(self, rel: Relation, key_nodes: list[exp.Expression]) -> GroupWindow | None:
+        """The legacy group window (TUMBLE/HOP/SESSION(ts, ...)) among the grouping keys, if any."""
+        calls = [k for k in key_nodes if group_window_kind(k) is not None]
+        if not calls:
+            return None
+        if len(calls) > 1:
+            first, second = (c.sql(dialect=dialect.Flink) for c in calls[:2])
+            raise plan_error(
+                f"GROUP BY takes one group window, found {first} and {second}", calls[1]
+            )
+        assert isinstance(calls[0], exp.Anonymous)
+        return bind_group_window(calls[0], rel.scope, rel.node.rowtime)
 
     def _window_grouping(self, rel: Relation, key_nodes: list[exp.Expression]) -> WindowGrouping | None:
         """GROUP BY window_start, window_end, ... over windowed rows: how to build the window aggregation.
@@ -719,6 +746,49 @@ def _grouping_sets(group: exp.Group) -> list[list[exp.Expression]] | None:
     for opts in options_per_item:
         sets = [a + b for a in sets for b in opts]
     return sets
+
+
+def _inline_filters(node: exp.Expression, conditions: list[exp.Expression]) -> exp.Expression:
+    """``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)``, collecting each ``c``.
+
+    Aggregates skip NULL arguments, so only rows where ``c`` is TRUE reach the aggregate
+    (``COUNT(*)`` counts ``CASE WHEN c THEN 1 END``): every aggregation path, vectorized or not,
+    serves FILTER unchanged.  Aggregate UDFs see NULL arguments, so FILTER is refused on them.
+    """
+
+    def inline(n: exp.Expression) -> exp.Expression:
+        if not isinstance(n, exp.Filter):
+            return n
+        agg, condition = n.this, n.expression.this
+        if not is_aggregate(agg):
+            raise plan_error(
+                f"FILTER (WHERE ...) only applies to an aggregate function, not to {agg.sql()}", n
+            )
+        if isinstance(agg, exp.Anonymous):
+            raise plan_error(
+                f"FILTER (WHERE ...) is not supported on the aggregate function {agg.name}", n
+            )
+        name = agg.sql_name()
+        for inner in condition.walk():
+            if is_aggregate(inner):
+                raise plan_error(
+                    f"aggregate functions are not allowed in the FILTER condition of {name}", inner
+                )
+        conditions.append(condition)
+        agg = agg.copy()
+        arg = agg.this
+        holder, slot = (arg, "expressions") if isinstance(arg, exp.Distinct) else (agg, "this")
+        values = list(arg.expressions) if isinstance(arg, exp.Distinct) else [arg]
+        if len(values) != 1 or (values[0] is None and not isinstance(agg, exp.Count)):
+            return agg  # malformed: _agg_call names the problem
+        value = values[0]
+        if value is None or isinstance(value, exp.Star):  # COUNT(*)
+            value = exp.Literal.number(1)
+        case = exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())])
+        holder.set(slot, [case] if slot == "expressions" else case)
+        return agg
+
+    return node.transform(inline)
 
 
 def _keep_name(original: exp.Expression, rewritten: exp.Expression) -> exp.Expression:

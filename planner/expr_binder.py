@@ -126,6 +126,20 @@ class ExprBinder:
             if isinstance(arg, Literal) and arg.value is None:
                 return Literal(None, target)
             return Cast(arg, target, safe)
+        if isinstance(node, exp.Filter):
+            if not is_aggregate(node.this):
+                raise plan_error(
+                    "FILTER (WHERE ...) only applies to an aggregate function, "
+                    f"not to {node.this.sql()}",
+                    node,
+                )
+            raise plan_error(
+                f"{node.sql()} is not allowed here "
+                "(only in the SELECT list or HAVING of an aggregating query)",
+                node,
+            )
+        if isinstance(node, exp.Anonymous):
+            _refuse_group_window_call(node)
         if isinstance(node, exp.Func):
             translated = translate_call(node)
             if translated is None:
@@ -245,3 +259,28 @@ def contains_aggregate(node: exp.Expression) -> bool:
 def column_ref(index: int, scope: Scope) -> ColumnRef:
     c = scope.columns[index]
     return ColumnRef(index, c.name, c.type)
+
+
+def _refuse_group_window_call(node: exp.Anonymous) -> None:
+    """A legacy group window function out of place: a clear error, not 'unknown function'.
+
+    The aggregation binder consumes TUMBLE/HOP/SESSION(...) in GROUP BY and the matching
+    TUMBLE_START/... above it; any call that reaches here is misplaced.
+    """
+    from planner.group_windows import AUXILIARIES, GROUP_WINDOWS
+
+    name = node.name.upper()
+    if name in GROUP_WINDOWS:
+        params = ", ".join(("time_attribute", *GROUP_WINDOWS[name]))
+        raise plan_error(
+            f"the group window {name}({params}) is only allowed in GROUP BY; read its bounds with "
+            f"{name}_START, {name}_END or {name}_ROWTIME",
+            node,
+        )
+    if name in AUXILIARIES:
+        kind = AUXILIARIES[name][0]
+        params = ", ".join(("time_attribute", *GROUP_WINDOWS[kind]))
+        raise plan_error(
+            f"{name} needs the group window {kind}({params}) with the same arguments in GROUP BY",
+            node,
+        )
