@@ -37,10 +37,15 @@ def engine_rows(query: str) -> list[tuple]:
     select = re.split(rf"INSERT INTO nexmark_{query}\s", text, maxsplit=1)[1].strip().rstrip(";")
     # the blackhole sink's DDL is not needed; the query's own CREATE VIEWs are
     views = re.findall(r"CREATE VIEW .*?;", text, flags=re.S)
+    return nexmark_rows("\n".join(views) + "\n" + select)
+
+
+def nexmark_rows(statements: str) -> list[tuple]:
+    """The final rows of the last of ``statements`` (a SELECT), run over the nexmark DDL."""
     # unthrottled: the rate only spaces the event times
     ddl = substitute((QUERIES / "ddl.sql").read_text(),
                      {"EVENTS_NUM": str(EVENTS), "TPS": str(TPS), "RATE_LIMITED": "false"})
-    return rows(run_sql(ddl + "\n".join(views) + "\n" + select + ";"))
+    return rows(run_sql(ddl + statements + ";"))
 
 
 def test_events_span_several_windows(tables: dict[str, pa.Table]) -> None:
@@ -106,6 +111,55 @@ def test_q8_monitor_new_users(tables: dict[str, pa.Table]) -> None:
         ' a AS (SELECT DISTINCT seller, time_bucket(INTERVAL 10 SECOND, "dateTime") AS s FROM auction)'
         " SELECT p.id, p.name, p.s FROM p JOIN a ON p.id = a.seller AND p.s = a.s", **tables)
     assert expected and engine_rows("q8") == expected
+
+
+def test_q11_user_sessions(tables: dict[str, pa.Table]) -> None:
+    # a bidder's session ends 10 s after its last bid: a new one starts after a longer gap
+    ms = 'epoch_ms(CAST("dateTime" AS TIMESTAMP))'
+    expected = duckdb_rows(
+        f"WITH g AS (SELECT bidder, \"dateTime\","
+        f"  CASE WHEN {ms} - lag({ms}) OVER w < 10000 THEN 0 ELSE 1 END AS new_session"
+        "  FROM bid WINDOW w AS (PARTITION BY bidder ORDER BY \"dateTime\")),"
+        " s AS (SELECT *, SUM(new_session) OVER (PARTITION BY bidder ORDER BY \"dateTime\") AS sid"
+        "  FROM g)"
+        f" SELECT bidder, COUNT(*), MIN(\"dateTime\"), epoch_ms(MAX({ms}) + 10000)"
+        " FROM s GROUP BY bidder, sid", **tables)
+    tvf = nexmark_rows(
+        "SELECT bidder, COUNT(*) AS bid_count, window_start, window_end FROM TABLE(SESSION("
+        "  TABLE bid PARTITION BY bidder, DESCRIPTOR(`dateTime`), INTERVAL '10' SECOND))"
+        " GROUP BY bidder, window_start, window_end")
+    assert len(expected) > 100 and engine_rows("q11") == tvf == expected
+
+
+# Nexmark's price levels (q15, q16, q17)
+RANKS = ("price < 10000", "price >= 10000 AND price < 1000000", "price >= 1000000")
+DAY = "strftime(\"dateTime\", '%Y-%m-%d')"
+BID_LEVELS = ", ".join(["COUNT(*)", *(f"COUNT(*) FILTER (WHERE {r})" for r in RANKS)])
+DISTINCT_LEVELS = ", ".join(
+    f"COUNT(DISTINCT {c})" + "".join(f", COUNT(DISTINCT {c}) FILTER (WHERE {r})" for r in RANKS)
+    for c in ("bidder", "auction"))
+
+
+def test_q15_bidding_statistics_report(tables: dict[str, pa.Table]) -> None:
+    expected = duckdb_rows(
+        f"SELECT {DAY}, {BID_LEVELS}, {DISTINCT_LEVELS} FROM bid GROUP BY 1", **tables)
+    assert all(r[2] and r[3] and r[4] for r in expected)  # every price level has bids
+    assert engine_rows("q15") == expected
+
+
+def test_q16_channel_statistics_report(tables: dict[str, pa.Table]) -> None:
+    expected = duckdb_rows(
+        f"SELECT channel, {DAY}, MAX(strftime(\"dateTime\", '%H:%M')), {BID_LEVELS},"
+        f" {DISTINCT_LEVELS} FROM bid GROUP BY 1, 2", **tables)
+    assert len(expected) > 1 and engine_rows("q16") == expected
+
+
+def test_q17_auction_statistics_report(tables: dict[str, pa.Table]) -> None:
+    # Flink's AVG of a BIGINT is a BIGINT, truncated
+    expected = duckdb_rows(
+        f"SELECT auction, {DAY}, {BID_LEVELS}, MIN(price), MAX(price),"
+        " CAST(TRUNC(AVG(price)) AS BIGINT), SUM(price) FROM bid GROUP BY 1, 2", **tables)
+    assert len(expected) > 100 and engine_rows("q17") == expected
 
 
 def test_q20_expand_bid_with_auction(tables: dict[str, pa.Table]) -> None:
