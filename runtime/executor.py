@@ -25,6 +25,7 @@ from runtime.checkpoint import storage as chk_storage
 from runtime.checkpoint.coordinator import CheckpointCoordinator, CheckpointStats
 from runtime.checkpoint.storage import CheckpointError, CheckpointStorage
 from runtime.connectors.base import (
+    DEFAULT_BATCH_SIZE,
     SinkContext,
     SinkWriter,
     SourceContext,
@@ -45,7 +46,7 @@ from sqlstream.errors import JobError, SqlStreamError
 CHANNEL_CAPACITY = 2  # batches in flight per input channel: bounded, so slow sinks backpressure
 
 
-def create_reader(spec: SourceSpec, subtask: int = 0, parallelism: int = 1, batch_size: int = 8192) -> SourceReader:
+def create_reader(spec: SourceSpec, subtask: int = 0, parallelism: int = 1, batch_size: int = DEFAULT_BATCH_SIZE) -> SourceReader:
     if spec.values is not None:
         return TableReader(spec.values, batch_size)
     from runtime.connectors.registry import get_connector
@@ -100,7 +101,7 @@ class JobConfig:
     backend: str = "hashmap"
     restart_attempts: int = 0
     restart_delay_s: float = 1.0
-    batch_size: int = 8192
+    batch_size: int = DEFAULT_BATCH_SIZE
     raw: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -122,7 +123,7 @@ class JobConfig:
                 backend=(get("state.backend.type") or get("state.backend") or "hashmap").lower(),
                 restart_attempts=attempts,
                 restart_delay_s=parse_duration_ms(get("restart-strategy.fixed-delay.delay", "1 s")) / 1000,
-                batch_size=int(get("table.exec.batch-size", "8192")),
+                batch_size=int(get("table.exec.batch-size", str(DEFAULT_BATCH_SIZE))),
                 raw=dict(settings),
             )
         except ValueError as e:

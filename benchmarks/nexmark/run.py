@@ -339,6 +339,7 @@ def main() -> int:
     parser.add_argument("--tps", type=int, default=DEFAULT_TPS, help="first-event.rate: events/s and event spacing")
     parser.add_argument("--queries", help="comma-separated, e.g. q0,q1,q5 (default: all)")
     parser.add_argument("--parallelism", type=int, default=1, help="parallelism.default on both engines")
+    parser.add_argument("--batch-size", type=int, help="table.exec.batch-size (rows per source batch)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per query run")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--unthrottled", action="store_true",
@@ -366,6 +367,8 @@ def main() -> int:
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="nexmark-"))
     workdir.mkdir(parents=True, exist_ok=True)
     settings = {"parallelism.default": str(args.parallelism)}
+    if args.batch_size:
+        settings["table.exec.batch-size"] = str(args.batch_size)
     ours = SqlstreamSide(workdir, args.tps, settings, rate_limited=not (args.unthrottled or args.memory))
     if args.memory:
         growth = memory_growth(ours, queries, args.events, args.timeout)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from runtime.connectors.base import SinkWriter, SourceReader
+from runtime.connectors.base import DEFAULT_BATCH_SIZE, SinkWriter, SourceReader
 from runtime.elements import Chunk
 
 
@@ -30,7 +30,7 @@ class TableReader(SourceReader):
 
     bounded = True
 
-    def __init__(self, table: pa.Table, batch_size: int = 8192) -> None:
+    def __init__(self, table: pa.Table, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         self.batches = table.to_batches(max_chunksize=batch_size)
         self.next = 0
 
