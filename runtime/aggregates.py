@@ -229,10 +229,14 @@ class PreAggregator:
     def __init__(self, functions: list[AggFunction]) -> None:
         self.functions = functions
 
-    def __call__(
+    def grouped(
         self, keys: list[pa.Array], batch: pa.RecordBatch, sign: pa.Array | None
-    ) -> tuple[list[list[Any]], list[list[list[Any]]]]:
-        """(group key columns as Python lists, per function a list of per-group partial value lists)."""
+    ) -> tuple[pa.Table, list[str], list[list[str]]]:
+        """(one row per group, its key column names, per function the names of its partial columns).
+
+        Groups come in the order of their first row in the batch.  The columnar group
+        aggregation takes the table as it is; ``__call__`` turns it into Python values.
+        """
         columns: dict[str, pa.Array] = {f"k{i}": k for i, k in enumerate(keys)}
         specs = []
         layout: list[list[str]] = []
@@ -248,7 +252,13 @@ class PreAggregator:
             columns["k$"] = pa.nulls(batch.num_rows, pa.int8())
         table = pa.table(columns)
         key_names = [f"k{i}" for i in range(len(keys))] or ["k$"]
-        grouped = table.group_by(key_names, use_threads=False).aggregate(specs)
+        return table.group_by(key_names, use_threads=False).aggregate(specs), key_names, layout
+
+    def __call__(
+        self, keys: list[pa.Array], batch: pa.RecordBatch, sign: pa.Array | None
+    ) -> tuple[list[list[Any]], list[list[list[Any]]]]:
+        """(group key columns as Python lists, per function a list of per-group partial value lists)."""
+        grouped, key_names, layout = self.grouped(keys, batch, sign)
         key_lists = [grouped.column(k).to_pylist() for k in key_names] if keys else [[None] * grouped.num_rows]
         partials = [[grouped.column(n).to_pylist() for n in names] for names in layout]
         per_group = [

@@ -5,9 +5,18 @@ key's accumulators, and for every key whose result changed the operator
 emits -U(old) +U(new), or +I for a new key, or -D when a retraction empties
 the key (Flink's GroupAggFunction with mini-batch: one update per key and
 batch).  Input -U/-D rows retract (sign -1), so aggregates can be stacked.
+
+On the hashmap backend the aggregates that have an exact columnar form run
+vectorized (group_agg_columnar.py: accumulators in numpy columns, no Python
+step per key); the rocksdb backend, whose state must be able to exceed
+memory, and the other aggregates (DISTINCT, decimals, UDFs, MIN/MAX over
+retractions) keep one entry per key here.  Savepoints hold whichever form
+ran; restore_state converts between the two, so a job can switch backends.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,10 +26,14 @@ from planner.logical import AggCall
 from runtime import aggregates
 from runtime.connectors.base import parse_duration_ms
 from runtime.elements import Chunk, RowKind
+from runtime.hashing import hash_columns
 from runtime.operators.base import Operator, OperatorContext, Output
-from runtime.operators.keyed import fresh_or_copy, key_group_column
+from runtime.operators.group_agg_columnar import ColumnarGroupAggregates, supports
+from runtime.operators.keyed import fresh_or_copy
 
 _RETRACT_KINDS = pa.array([RowKind.UPDATE_BEFORE, RowKind.DELETE], pa.int8())
+# the columnar form's state (keyed state "groups" is the per-key form's)
+COLUMNAR_STATE = "group_columns"
 
 
 class GroupAggOperator(Operator):
@@ -29,6 +42,7 @@ class GroupAggOperator(Operator):
 
     def __init__(self, keys: list[int], aggs: list[AggCall], schema: pa.Schema, retracting: bool) -> None:
         self.keys = keys
+        self.aggs = aggs
         self.retracting = retracting
         self.functions = [aggregates.make(a, retracting) for a in aggs]
         # a hidden COUNT(*) tells when a key has no rows left
@@ -42,6 +56,38 @@ class GroupAggOperator(Operator):
         ttl = ctx.config.get("table.exec.state.ttl")
         ttl_ms = parse_duration_ms(ttl) if ttl and ttl not in ("0", "0 ms") else None
         self.groups = ctx.keyed_state.state("groups", ttl_ms)
+        self.columnar: ColumnarGroupAggregates | None = None
+        backend = ctx.keyed_state
+        if backend.name == "hashmap" and supports(self.aggs, self.retracting):
+            self.columnar = self._columnar_store(ttl_ms)
+            # columnar state restored from a hashmap snapshot (restore_all ran before open)
+            restored = backend.columnar_states.get(COLUMNAR_STATE)
+            if restored is not None:
+                for table in restored.tables:
+                    self.columnar.load(table)
+            backend.columnar_states[COLUMNAR_STATE] = self.columnar.state
+
+    def _columnar_store(self, ttl_ms: int | None) -> ColumnarGroupAggregates:
+        key_types = [self.schema.field(i).type for i in range(len(self.keys))]
+        return ColumnarGroupAggregates(COLUMNAR_STATE, self.aggs, key_types, ttl_ms, self.ctx.max_parallelism)
+
+    def restore_state(self, state: Any) -> None:
+        backend = self.ctx.keyed_state
+        if self.columnar is not None:
+            # per-key entries restored from a rocksdb savepoint join the columnar state
+            entries = list(self.groups.items())
+            for kg, key, _ in entries:
+                self.groups.delete(kg, key)
+            self.columnar.add_accumulators(entries)
+            return
+        restored = backend.columnar_states.pop(COLUMNAR_STATE, None)
+        if restored is not None:
+            # columnar state restored from a hashmap savepoint becomes per-key entries
+            converter = self._columnar_store(None)
+            for table in restored.tables:
+                converter.load(table)
+            for kg, key, value in converter.accumulators():
+                self.groups.put(kg, key, value)
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
         batch = chunk.batch
@@ -52,16 +98,30 @@ class GroupAggOperator(Operator):
             else:
                 retract = pc.is_in(chunk.kinds, value_set=_RETRACT_KINDS)
                 sign = pc.if_else(retract, -1, 1).cast(pa.int64())
-        kg = key_group_column(batch, self.keys, self.ctx.max_parallelism)
-        key_cols = [kg] + [batch.column(k) for k in self.keys]
+        # grouped by (key hash, *keys): both forms get the groups in the same order (Arrow's, which
+        # is not always that of their first rows), and the hash gives the key group
+        key_cols = [batch.column(k) for k in self.keys]
+        hashes = hash_columns(key_cols) if key_cols else np.zeros(batch.num_rows, np.uint64)
+        key_cols = [pa.array(hashes), *key_cols]
+        if self.columnar is not None:
+            grouped, _, layout = self.pre_aggregate.grouped(key_cols, batch, sign)
+            changes = self.columnar.process(grouped, layout)
+            if changes is None:
+                return []
+            columns, kinds = changes
+            return [Chunk(pa.RecordBatch.from_arrays(columns, schema=self.schema), pa.array(kinds))]
+        return self._process_per_key(key_cols, batch, sign)
+
+    def _process_per_key(self, key_cols: list[pa.Array], batch: pa.RecordBatch, sign: pa.Array | None) -> Output:
         key_lists, partials = self.pre_aggregate(key_cols, batch, sign)
         n_groups = len(key_lists[0])
         before: list[tuple] = []
         after: list[tuple] = []
         kinds_out: list[int] = []
         all_functions = [self.row_count, *self.functions]
+        max_parallelism = self.ctx.max_parallelism
         for g in range(n_groups):
-            group = key_lists[0][g]
+            group = key_lists[0][g] % max_parallelism
             key = tuple(col[g] for col in key_lists[1:])
             stored = self.groups.get(group, key)
             accs = fresh_or_copy(all_functions, None if stored is None else stored[0])

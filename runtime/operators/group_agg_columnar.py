@@ -1,0 +1,513 @@
+"""The vectorized form of the non-windowed GROUP BY: accumulators in numpy columns, one slot per key.
+
+The per-key form (group_agg.py) costs a Python step per key and batch, which
+is the hot path of every updating aggregation (Nexmark q4).  Here each key of
+the subtask owns a *slot*: a position in numpy arrays holding its row count,
+its accumulators, its 64-bit key hash, key group and (with a state TTL) the
+time it was last written; its key values are kept in Arrow tables covering
+slot ranges.  A batch, pre-aggregated per key by one Arrow group-by, is looked
+up in a hash index (join_columnar.HashIndex: sorted runs of hash and slot)
+with binary searches, and candidates whose hashes are equal get their keys
+compared, since hashes can collide (NULL is a key value like any other).  Then
+accumulators are merged, results computed and compared, state written and the
+changelog built, each as one numpy or Arrow operation over the batch's keys.
+
+The last emitted row of a key is not stored: it is the result of the key's
+stored accumulators (every batch that changes them either emits the new
+result or leaves an equal one), so it is recomputed for the keys of a batch.
+
+It serves COUNT, COUNT(*), SUM, AVG, MIN and MAX over an append-only input
+and COUNT, SUM and AVG over a retracting one, over integers and floats (MIN
+and MAX also strings, binaries, booleans and temporal values): what it can
+compute exactly as the per-key form does, which takes DISTINCT, decimals,
+aggregate UDFs and MIN/MAX over retractions.  The emitted changelog is row
+for row the per-key form's: groups in the order of their first row in the
+batch, ``-U`` then ``+U`` of a key adjacent, ``+I`` for a new key, ``-D`` when
+a retraction empties a key, nothing for a key whose result did not change.
+
+Only the hashmap backend runs it: its state lives in memory.  Checkpoints see
+it as a ``ColumnarState`` whose frozen table is a copy of the live slots (so
+later in-place updates never reach a snapshot being written), with a ``$kg``
+column for rescaling; group_agg.py converts to and from the per-key form on
+restore, so savepoints move between backends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from planner.logical import AggCall
+from runtime.elements import RowKind
+from runtime.hashing import hash_columns
+from runtime.operators.join_columnar import HashIndex
+from runtime.state.base import ColumnarState, now_ms
+
+HASH, KEY_GROUP, LIVE, COUNT, TIME = "$h", "$kg", "$live", "$n", "$t"
+# dead slots (deleted or expired keys) are compacted away once they outnumber the live ones
+COMPACT_MIN_DEAD = 4096
+# per group of a batch: nothing, -D, -U/+U, +I
+_NONE, _DELETE, _UPDATE, _INSERT = 0, 1, 2, 3
+_ROWS_EMITTED = np.array([0, 1, 2, 1], np.int64)
+
+
+def supports(aggs: list[AggCall], retracting: bool) -> bool:
+    """Whether every aggregate has an exact columnar form (see the module docstring)."""
+    for a in aggs:
+        if a.distinct or a.function not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
+            return False
+        if a.function in ("SUM", "AVG") and not (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)):
+            return False
+        if a.function in ("SUM", "AVG") and a.type == pa.float16():
+            return False
+        if a.function in ("MIN", "MAX") and (retracting or _storage(a.type) is None):
+            return False
+    return True
+
+
+def _storage(t: pa.DataType) -> tuple[Any, pa.DataType] | None:
+    """(numpy dtype, Arrow type of the same layout) that hold MIN/MAX values of type ``t``, if any."""
+    if pa.types.is_integer(t) or pa.types.is_boolean(t) or (pa.types.is_floating(t) and t != pa.float16()):
+        return np.dtype(t.to_pandas_dtype()), t
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        return np.dtype(np.int32), pa.int32()
+    if pa.types.is_timestamp(t) or pa.types.is_date64(t) or pa.types.is_time64(t) or pa.types.is_duration(t):
+        return np.dtype(np.int64), pa.int64()
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return np.dtype(object), t
+    return None
+
+
+def _plain(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+
+
+def _numbers(arr: pa.Array | pa.ChunkedArray, dtype: Any) -> np.ndarray:
+    """A numeric partial as numpy, NULL as 0 (a sum or count of nothing)."""
+    arr = _plain(arr)
+    return pc.fill_null(arr, 0).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+
+
+def _values(arr: pa.Array | pa.ChunkedArray, t: pa.DataType) -> tuple[np.ndarray, np.ndarray]:
+    """MIN/MAX values of type ``t`` as (numpy values in their storage dtype, valid mask)."""
+    storage = _storage(t)
+    assert storage is not None
+    dtype, physical = storage
+    arr = _plain(arr)
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    if dtype.kind == "O":
+        return arr.to_numpy(zero_copy_only=False).astype(object, copy=False), valid
+    if physical != t:
+        arr = arr.view(physical)
+    zero = False if pa.types.is_boolean(t) else 0
+    return pc.fill_null(arr, zero).to_numpy(zero_copy_only=False).astype(dtype, copy=False), valid
+
+
+def _arrow(values: np.ndarray, valid: np.ndarray, t: pa.DataType) -> pa.Array:
+    """The inverse of ``_values``."""
+    storage = _storage(t)
+    assert storage is not None
+    _, physical = storage
+    arr = pa.array(values, physical, mask=~valid)
+    return arr.view(t) if physical != t else arr
+
+
+class GroupState(ColumnarState):
+    """The backend's view of the columnar group state: frozen() copies the live slots into a table."""
+
+    def __init__(self, name: str, store: ColumnarGroupAggregates) -> None:
+        super().__init__(name)
+        self.store = store
+
+    def frozen(self) -> pa.Table | None:
+        return self.store.table()
+
+
+class ColumnarGroupAggregates:
+    """The keys, row counts and accumulators of one group aggregation subtask, in columnar form.
+
+    Accumulator columns per aggregate ``i`` (also the columns of the snapshot
+    table): COUNT ``c{i}``; SUM and AVG ``s{i}`` (the sum: int64 over integers,
+    float64 over floats) and ``n{i}`` (the count of non-NULL values, which
+    decides whether the result is NULL); MIN and MAX ``m{i}`` (with ``v{i}``,
+    whether it holds a value, in memory; a nullable column in the table).
+    """
+
+    def __init__(self, name: str, aggs: list[AggCall], key_types: list[pa.DataType], ttl_ms: int | None,
+                 max_parallelism: int) -> None:
+        self.aggs = aggs
+        # as in PreAggregator.grouped's table: k0 the key hash, k1 ... the group keys
+        self.key_names = [f"k{i + 1}" for i in range(len(key_types))]
+        self.key_types = key_types
+        self.ttl_ms = ttl_ms
+        self.max_parallelism = max_parallelism
+        self.state = GroupState(name, self)
+        self.dtypes: dict[str, Any] = {HASH: np.uint64, KEY_GROUP: np.int16, LIVE: bool, COUNT: np.int64}
+        if ttl_ms is not None:
+            self.dtypes[TIME] = np.int64
+        for i, a in enumerate(aggs):
+            if a.function == "COUNT":
+                self.dtypes[f"c{i}"] = np.int64
+            elif a.function in ("SUM", "AVG"):
+                self.dtypes[f"s{i}"] = np.int64 if pa.types.is_integer(a.type) else np.float64
+                self.dtypes[f"n{i}"] = np.int64
+            else:
+                storage = _storage(a.type)
+                assert storage is not None
+                self.dtypes[f"m{i}"], self.dtypes[f"v{i}"] = storage[0], bool
+        self.columns = {name: np.zeros(0, dtype) for name, dtype in self.dtypes.items()}
+        self.acc_names = [n for n in self.dtypes if n not in (HASH, KEY_GROUP, LIVE, TIME)]
+        self.size = 0  # slots in use, live or dead
+        self.live = 0
+        # key values of slots [starts[j], starts[j] + len(tables[j])), merged like a binary counter
+        self.key_tables: list[pa.Table] = []
+        self.key_starts: list[int] = []
+        self.index = HashIndex()
+        self.last_sweep = now_ms()
+
+    # ------------------------------------------------------------ slots
+    def _alive(self, slots: np.ndarray) -> np.ndarray:
+        return self.columns[LIVE][slots]
+
+    def _reserve(self, size: int) -> None:
+        capacity = len(self.columns[HASH])
+        if size <= capacity:
+            return
+        capacity = max(size, 2 * capacity, 1024)
+        for name, old in self.columns.items():
+            grown = np.full(capacity, None, object) if old.dtype.kind == "O" else np.zeros(capacity, old.dtype)
+            grown[: self.size] = old[: self.size]
+            self.columns[name] = grown
+
+    def _append(self, hashes: np.ndarray, keys: pa.Table | None, values: dict[str, np.ndarray],
+                written: np.ndarray | int) -> None:
+        """New live slots for keys not stored yet (``keys``: their k0.. columns, None without group
+        keys); ``values``: every accumulator column."""
+        n = len(hashes)
+        if n == 0:
+            return
+        start = self.size
+        self._reserve(start + n)
+        at = slice(start, start + n)
+        cols = self.columns
+        cols[HASH][at] = hashes
+        cols[KEY_GROUP][at] = (hashes % np.uint64(self.max_parallelism)).astype(np.int16)
+        cols[LIVE][at] = True
+        if TIME in cols:
+            cols[TIME][at] = written
+        for name, v in values.items():
+            cols[name][at] = v
+        self.size += n
+        self.live += n
+        if keys is not None:
+            self.key_tables.append(keys.combine_chunks())
+            self.key_starts.append(start)
+            # few tables (a binary counter: each is at least as large as the next), each row copied
+            # O(log n) times
+            while len(self.key_tables) >= 2 and self.key_tables[-2].num_rows <= self.key_tables[-1].num_rows:
+                last = self.key_tables.pop()
+                self.key_starts.pop()
+                self.key_tables[-1] = pa.concat_tables([self.key_tables[-1], last]).combine_chunks()
+        dead = self.size - self.live
+        self.index.add(hashes, np.arange(start, start + n, dtype=np.int64), self._alive if dead else None)
+
+    def _kill(self, slots: np.ndarray) -> None:
+        """Delete the keys of these slots (they stay dead until the next compaction)."""
+        slots = np.unique(slots)
+        slots = slots[self.columns[LIVE][slots]]
+        self.columns[LIVE][slots] = False
+        self.live -= len(slots)
+
+    def _keys(self, slots: np.ndarray) -> pa.Table:
+        """The key values of these slots, in their order: taken table by table (a take over many
+        chunks costs several times more)."""
+        starts = np.array(self.key_starts, np.int64)
+        table_of = np.searchsorted(starts, slots, side="right") - 1
+        order = np.argsort(table_of, kind="stable")
+        bounds = np.searchsorted(table_of[order], np.arange(len(starts) + 1))
+        parts = [table.take(pa.array(slots[order[lo:hi]] - start))
+                 for table, start, lo, hi in zip(self.key_tables, starts, bounds[:-1], bounds[1:], strict=True)
+                 if hi > lo]
+        if not parts:
+            return pa.table({n: pa.array([], t) for n, t in zip(self.key_names, self.key_types, strict=True)})
+        gathered = parts[0] if len(parts) == 1 else pa.concat_tables(parts).combine_chunks()
+        inverse = np.empty(len(order), np.int64)
+        inverse[order] = np.arange(len(order))
+        return gathered.take(pa.array(inverse))
+
+    def _compact(self) -> None:
+        """Drop dead slots: renumber the live ones and rebuild the index."""
+        keep = np.flatnonzero(self.columns[LIVE][: self.size])
+        if self.key_names:
+            self.key_tables, self.key_starts = ([self._keys(keep).combine_chunks()], [0]) if len(keep) else ([], [])
+        self.columns = {name: arr[keep] for name, arr in self.columns.items()}
+        self.size = self.live = len(keep)
+        self.index = HashIndex()
+        if len(keep):
+            self.index.add(self.columns[HASH], np.arange(len(keep), dtype=np.int64))
+
+    def _sweep(self, now: int) -> None:
+        """Drop keys not written for longer than the TTL (at most every half TTL: one pass over all)."""
+        assert self.ttl_ms is not None
+        if now - self.last_sweep < self.ttl_ms / 2:
+            return
+        self.last_sweep = now
+        expired = self.columns[LIVE][: self.size] & (self.columns[TIME][: self.size] < now - self.ttl_ms)
+        self._kill(np.flatnonzero(expired))
+
+    def _find(self, hashes: np.ndarray, keys: list[pa.Array], now: int) -> np.ndarray:
+        """The live slot of each key (-1: not stored, or expired, which then is dropped)."""
+        slots = np.full(len(hashes), -1, np.int64)
+        if self.live == 0:
+            return slots
+        positions, ids = self.index.probe(hashes)
+        ok = self._alive(ids)
+        if self.ttl_ms is not None:
+            expired = ok & (self.columns[TIME][ids] < now - self.ttl_ms)
+            self._kill(ids[expired])
+            ok &= ~expired
+        positions, ids = positions[ok], ids[ok]
+        if keys and len(ids):
+            stored = self._keys(ids)
+            same = np.ones(len(ids), bool)
+            for i, k in enumerate(keys):
+                mine, theirs = k.take(pa.array(positions)), stored.column(i)
+                equal = pc.fill_null(pc.equal(mine, theirs), False).to_numpy(zero_copy_only=False)
+                both_null = pc.and_(mine.is_null(), theirs.is_null()).to_numpy(zero_copy_only=False)
+                same &= equal | both_null
+            positions, ids = positions[same], ids[same]
+        slots[positions] = ids
+        return slots
+
+    # ------------------------------------------------------------ accumulators and results
+    def _gather(self, slots: np.ndarray, found: np.ndarray) -> dict[str, np.ndarray]:
+        """Accumulator columns for a batch's groups: the stored values where ``found``, else empty."""
+        out = {}
+        for name in self.acc_names:
+            arr = self.columns[name]
+            column = np.full(len(slots), None, object) if arr.dtype.kind == "O" else np.zeros(len(slots), arr.dtype)
+            column[found] = arr[slots[found]]
+            out[name] = column
+        return out
+
+    def _merge(self, old: dict[str, np.ndarray], grouped: pa.Table, layout: list[list[str]]) -> dict[str, np.ndarray]:
+        """Old accumulators plus the batch's partials (``layout``: per function its partial columns,
+        the hidden row count first), as the per-key functions of runtime/aggregates.py merge them."""
+        new = {COUNT: old[COUNT] + _numbers(grouped.column(layout[0][0]), np.int64)}
+        for i, a in enumerate(self.aggs):
+            names = layout[i + 1]
+            if a.function == "COUNT":
+                new[f"c{i}"] = old[f"c{i}"] + _numbers(grouped.column(names[0]), np.int64)
+            elif a.function in ("SUM", "AVG"):
+                s = f"s{i}"
+                new[s] = old[s] + _numbers(grouped.column(names[0]), self.dtypes[s])
+                new[f"n{i}"] = old[f"n{i}"] + _numbers(grouped.column(names[1]), np.int64)
+            else:
+                values, valid = _values(grouped.column(names[0]), a.type)
+                current, has = old[f"m{i}"], old[f"v{i}"]
+                # min(acc, v) / max(acc, v) in Python keep acc unless v is strictly better
+                better = np.zeros(len(valid), bool)
+                both = np.flatnonzero(valid & has)
+                if len(both):
+                    pick = np.less if a.function == "MIN" else np.greater
+                    better[both] = pick(values[both], current[both])
+                take = valid & (~has | better)
+                new[f"m{i}"] = np.where(take, values, current)
+                new[f"v{i}"] = has | valid
+        return new
+
+    def _results(self, accs: dict[str, np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each aggregate's (values, valid) before the cast to its SQL type: what the per-key form
+        compares (a SUM of FLOAT is compared as the double it is summed in)."""
+        out = []
+        for i, a in enumerate(self.aggs):
+            if a.function == "COUNT":
+                c = accs[f"c{i}"]
+                out.append((c, np.ones(len(c), bool)))
+            elif a.function == "SUM":
+                out.append((accs[f"s{i}"], accs[f"n{i}"] != 0))
+            elif a.function == "AVG":
+                total, count = accs[f"s{i}"], accs[f"n{i}"]
+                valid = count != 0
+                divisor = np.where(valid, count, 1)
+                if pa.types.is_integer(a.type):  # truncated toward zero, as Flink does
+                    q = np.abs(total) // divisor
+                    out.append((np.where(total >= 0, q, -q), valid))
+                else:
+                    out.append((total / divisor, valid))
+            else:
+                out.append((accs[f"m{i}"], accs[f"v{i}"]))
+        return out
+
+    def _result_array(self, i: int, values: np.ndarray, valid: np.ndarray) -> pa.Array:
+        a = self.aggs[i]
+        if a.function in ("MIN", "MAX"):
+            return _arrow(values, valid, a.type)
+        return pa.array(values, mask=~valid).cast(a.type)
+
+    # ------------------------------------------------------------ a batch
+    def process(self, grouped: pa.Table, layout: list[list[str]]) -> tuple[list[pa.Array], np.ndarray] | None:
+        """Merge a batch pre-aggregated by PreAggregator.grouped on (key hash, *keys), which are its
+        columns k0, k1, ...; the changelog's columns and row kinds."""
+        m = grouped.num_rows
+        if m == 0:
+            return None
+        now = now_ms()
+        if self.ttl_ms is not None:
+            self._sweep(now)
+        keys = [_plain(grouped.column(n)) for n in self.key_names]
+        hashes = _plain(grouped.column("k0")).to_numpy()
+        slots = self._find(hashes, keys, now)
+        found = slots >= 0
+        old = self._gather(slots, found)
+        new = self._merge(old, grouped, layout)
+        old_results, new_results = self._results(old), self._results(new)
+        changed = np.zeros(m, bool)
+        for (ov, ovalid), (nv, nvalid) in zip(old_results, new_results, strict=True):
+            changed |= ovalid != nvalid
+            both = np.flatnonzero(ovalid & nvalid)
+            if len(both):
+                changed[both] |= ov[both] != nv[both]
+        alive = new[COUNT] > 0
+        code = np.full(m, _NONE, np.int8)
+        code[found & ~alive] = _DELETE
+        code[found & alive & changed] = _UPDATE
+        code[~found & alive] = _INSERT
+        # state: write the kept keys in place, drop the emptied ones, append the new ones
+        kept = found & alive
+        at = slots[kept]
+        for name, values in new.items():
+            self.columns[name][at] = values[kept]
+        if TIME in self.columns:
+            self.columns[TIME][at] = now
+        self._kill(slots[found & ~alive])
+        inserted = ~found & alive
+        if inserted.any():
+            key_table = grouped.select(self.key_names).filter(pa.array(inserted)) if keys else None
+            self._append(hashes[inserted], key_table, {name: values[inserted] for name, values in new.items()}, now)
+        if self.size - self.live > max(self.live, COMPACT_MIN_DEAD):
+            self._compact()
+        return self._changelog(code, keys, old_results, new_results)
+
+    def _changelog(self, code: np.ndarray, keys: list[pa.Array], old_results: list[tuple[np.ndarray, np.ndarray]],
+                   new_results: list[tuple[np.ndarray, np.ndarray]]) -> tuple[list[pa.Array], np.ndarray] | None:
+        """Rows per group in group order: -D old; -U old, +U new; +I new."""
+        counts = _ROWS_EMITTED[code]
+        total = int(counts.sum())
+        if total == 0:
+            return None
+        group = np.repeat(np.arange(len(code)), counts)
+        first = np.repeat(np.cumsum(counts) - counts, counts)
+        second = np.arange(total) > first  # the +U of a pair
+        kind = code[group]
+        use_old = (kind == _DELETE) | ((kind == _UPDATE) & ~second)
+        kinds = np.select([kind == _DELETE, kind == _INSERT, second],
+                          [RowKind.DELETE, RowKind.INSERT, RowKind.UPDATE_AFTER], RowKind.UPDATE_BEFORE)
+        taken = pa.array(group)
+        columns = [k.take(taken) for k in keys]
+        for i, ((ov, ovalid), (nv, nvalid)) in enumerate(zip(old_results, new_results, strict=True)):
+            values = np.where(use_old, ov[group], nv[group])
+            valid = np.where(use_old, ovalid[group], nvalid[group])
+            columns.append(self._result_array(i, values, valid))
+        return columns, kinds.astype(np.int8)
+
+    # ------------------------------------------------------------ snapshots and restores
+    def table(self) -> pa.Table | None:
+        """A copy of the live keys and accumulators, with ``$kg`` for rescaling (the snapshot)."""
+        keep = np.flatnonzero(self.columns[LIVE][: self.size])
+        if len(keep) == 0:
+            return None
+        cols = self.columns
+        out: dict[str, pa.Array] = {HASH: pa.array(cols[HASH][keep]), KEY_GROUP: pa.array(cols[KEY_GROUP][keep])}
+        keys = self._keys(keep)
+        for name in self.key_names:
+            out[name] = keys.column(name)
+        out[COUNT] = pa.array(cols[COUNT][keep])
+        for i, a in enumerate(self.aggs):
+            if a.function in ("MIN", "MAX"):
+                out[f"m{i}"] = _arrow(cols[f"m{i}"][keep], cols[f"v{i}"][keep], a.type)
+            else:
+                for name in (f"c{i}",) if a.function == "COUNT" else (f"s{i}", f"n{i}"):
+                    out[name] = pa.array(cols[name][keep])
+        if TIME in cols:
+            out[TIME] = pa.array(cols[TIME][keep])
+        return pa.table(out)
+
+    def load(self, table: pa.Table) -> None:
+        """Add the keys of a snapshot table (restored, or converted from the per-key form)."""
+        if table.num_rows == 0:
+            return
+        table = table.combine_chunks()
+        values: dict[str, np.ndarray] = {COUNT: _numbers(table.column(COUNT), np.int64)}
+        for i, a in enumerate(self.aggs):
+            if a.function in ("MIN", "MAX"):
+                values[f"m{i}"], values[f"v{i}"] = _values(table.column(f"m{i}"), a.type)
+            else:
+                for name in (f"c{i}",) if a.function == "COUNT" else (f"s{i}", f"n{i}"):
+                    values[name] = _numbers(table.column(name), self.dtypes[name])
+        # restored under another TTL setting: restored keys count as written now
+        written = table.column(TIME).to_numpy() if TIME in table.column_names else now_ms()
+        keys = table.select(self.key_names) if self.key_names else None
+        self._append(table.column(HASH).to_numpy(), keys, values, written)
+
+    def add_accumulators(self, entries: list[tuple[int, tuple, Any]]) -> None:
+        """Take over per-key entries ((key group, key, (accumulators, last row))): a savepoint of
+        the per-key form (rocksdb) restored where the columnar form runs.  Python per key, once."""
+        if not entries:
+            return
+        keys = [pa.array([key[j] for _, key, _ in entries], t) for j, t in enumerate(self.key_types)]
+        accs = [value[0] for _, _, value in entries]
+        out: dict[str, pa.Array] = {
+            HASH: pa.array(hash_columns(keys) if keys else np.zeros(len(entries), np.uint64)),
+            **dict(zip(self.key_names, keys, strict=True)),
+            COUNT: pa.array([acc[0][0] for acc in accs], pa.int64()),
+        }
+        for i, a in enumerate(self.aggs):
+            column = [acc[i + 1] for acc in accs]
+            if a.function == "COUNT":
+                out[f"c{i}"] = pa.array([c[0] for c in column], pa.int64())
+            elif a.function in ("SUM", "AVG"):
+                sums = [0 if c[0] is None else c[0] for c in column]
+                out[f"s{i}"] = pa.array(sums, pa.int64() if self.dtypes[f"s{i}"] == np.int64 else pa.float64())
+                out[f"n{i}"] = pa.array([c[1] for c in column], pa.int64())
+            else:
+                out[f"m{i}"] = pa.array([c[0] for c in column], a.type)
+        self.load(pa.table(out))
+
+    def accumulators(self) -> list[tuple[int, tuple, Any]]:
+        """All keys as per-key entries (key group, key, (accumulators, last row)): a columnar
+        savepoint restored on rocksdb.  Python per key, once."""
+        keep = np.flatnonzero(self.columns[LIVE][: self.size])
+        if len(keep) == 0:
+            return []
+        accs = {name: arr[keep] for name, arr in self.columns.items()}
+        keys = self._keys(keep).to_pylist() if self.key_names else [{}] * len(keep)
+        results = [self._result_array(i, v, ok) if a.function in ("MIN", "MAX") else pa.array(v, mask=~ok)
+                   for i, (a, (v, ok)) in enumerate(zip(self.aggs, self._results(accs), strict=True))]
+        columns: list[list[Any]] = [accs[COUNT].tolist()]
+        for i, a in enumerate(self.aggs):
+            if a.function == "COUNT":
+                columns.append(accs[f"c{i}"].tolist())
+            elif a.function in ("SUM", "AVG"):
+                columns += [accs[f"s{i}"].tolist(), accs[f"n{i}"].tolist()]
+            else:
+                columns.append(_arrow(accs[f"m{i}"], accs[f"v{i}"], a.type).to_pylist())
+        results_py = [r.to_pylist() for r in results]
+        kgs = accs[KEY_GROUP].tolist()
+        out = []
+        for r in range(len(keep)):
+            key = tuple(keys[r].values())
+            acc: list[list[Any]] = [[columns[0][r]]]
+            c = 1
+            for a in self.aggs:
+                if a.function in ("SUM", "AVG"):
+                    acc.append([columns[c][r], columns[c + 1][r]])
+                    c += 2
+                else:
+                    acc.append([columns[c][r]])
+                    c += 1
+            out.append((kgs[r], key, (acc, key + tuple(res[r] for res in results_py))))
+        return out
