@@ -281,6 +281,29 @@ def test_state_ttl_expires_keys_and_a_returning_key_starts_fresh(backend: str, t
         assert op.columnar.live == 1
 
 
+@pytest.mark.parametrize("second", ["hashmap", "rocksdb"])
+def test_expired_keys_are_left_out_of_a_savepoint(second: str, tmp_path: Path) -> None:
+    ttl = {"table.exec.state.ttl": "300 ms"}
+    aggs = [AggCall("COUNT", None, False, pa.int64(), "n")]
+    schema = _schema(aggs)
+    a, b = (1, "a", None, 5, 1.0, None), (2, "b", None, 7, 2.0, None)
+    op = _operator("hashmap", tmp_path, aggs, False, config=ttl)
+    _changes(op, [(_batch([a]), None)])
+    time.sleep(0.2)
+    _changes(op, [(_batch([b]), None)])
+    time.sleep(0.15)  # a expired (350 ms unwritten) but not swept yet; b is 150 ms old
+    directory = tmp_path / "savepoint"
+    directory.mkdir()
+    handle = op.ctx.keyed_state.snapshot_all(1, canonical=True)(directory)
+    state = create_backend(second, range(128), tmp_path / f"restored-{second}")
+    state.restore_all([handle])
+    restored = GroupAggOperator(KEYS, aggs, schema, False)
+    restored.open(OperatorContext("group", state=state, config=ttl))
+    restored.restore_state(None)
+    assert _changes(restored, [(_batch([a, b]), None)]) == [
+        (INSERT, *a[:3], 1), (U_BEFORE, *b[:3], 1), (U_AFTER, *b[:3], 2)]
+
+
 @pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 def test_a_global_aggregate_without_keys(backend: str, tmp_path: Path) -> None:
     schema = pa.schema([pa.field("n", pa.int64()), pa.field("sv", pa.int64())])

@@ -55,11 +55,12 @@ class GroupAggOperator(Operator):
         # key -> (row count accumulator, accumulators, last emitted row or None); TTL as configured
         ttl = ctx.config.get("table.exec.state.ttl")
         ttl_ms = parse_duration_ms(ttl) if ttl and ttl not in ("0", "0 ms") else None
+        self.ttl_ms = ttl_ms
         self.groups = ctx.keyed_state.state("groups", ttl_ms)
         self.columnar: ColumnarGroupAggregates | None = None
         backend = ctx.keyed_state
         if backend.name == "hashmap" and supports(self.aggs, self.retracting):
-            self.columnar = self._columnar_store(ttl_ms)
+            self.columnar = self._columnar_store()
             # columnar state restored from a hashmap snapshot (restore_all ran before open)
             restored = backend.columnar_states.get(COLUMNAR_STATE)
             if restored is not None:
@@ -67,9 +68,9 @@ class GroupAggOperator(Operator):
                     self.columnar.load(table)
             backend.columnar_states[COLUMNAR_STATE] = self.columnar.state
 
-    def _columnar_store(self, ttl_ms: int | None) -> ColumnarGroupAggregates:
+    def _columnar_store(self) -> ColumnarGroupAggregates:
         key_types = [self.schema.field(i).type for i in range(len(self.keys))]
-        return ColumnarGroupAggregates(COLUMNAR_STATE, self.aggs, key_types, ttl_ms, self.ctx.max_parallelism)
+        return ColumnarGroupAggregates(COLUMNAR_STATE, self.aggs, key_types, self.ttl_ms, self.ctx.max_parallelism)
 
     def restore_state(self, state: Any) -> None:
         backend = self.ctx.keyed_state
@@ -83,7 +84,7 @@ class GroupAggOperator(Operator):
         restored = backend.columnar_states.pop(COLUMNAR_STATE, None)
         if restored is not None:
             # columnar state restored from a hashmap savepoint becomes per-key entries
-            converter = self._columnar_store(None)
+            converter = self._columnar_store()
             for table in restored.tables:
                 converter.load(table)
             for kg, key, value in converter.accumulators():

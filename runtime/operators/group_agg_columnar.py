@@ -415,9 +415,16 @@ class ColumnarGroupAggregates:
         return columns, kinds.astype(np.int8)
 
     # ------------------------------------------------------------ snapshots and restores
+    def _unexpired(self) -> np.ndarray:
+        """The slots of live keys written within the TTL (expired ones may not be swept yet)."""
+        live = self.columns[LIVE][: self.size]
+        if self.ttl_ms is not None:
+            live = live & (self.columns[TIME][: self.size] >= now_ms() - self.ttl_ms)
+        return np.flatnonzero(live)
+
     def table(self) -> pa.Table | None:
         """A copy of the live keys and accumulators, with ``$kg`` for rescaling (the snapshot)."""
-        keep = np.flatnonzero(self.columns[LIVE][: self.size])
+        keep = self._unexpired()
         if len(keep) == 0:
             return None
         cols = self.columns
@@ -480,7 +487,7 @@ class ColumnarGroupAggregates:
     def accumulators(self) -> list[tuple[int, tuple, Any]]:
         """All keys as per-key entries (key group, key, (accumulators, last row)): a columnar
         savepoint restored on rocksdb.  Python per key, once."""
-        keep = np.flatnonzero(self.columns[LIVE][: self.size])
+        keep = self._unexpired()
         if len(keep) == 0:
             return []
         accs = {name: arr[keep] for name, arr in self.columns.items()}
