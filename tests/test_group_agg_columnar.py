@@ -33,7 +33,8 @@ INSERT, U_BEFORE, U_AFTER, DELETE = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKi
 
 # input: three keys of mixed types, then values
 INPUT = pa.schema([("k1", pa.int64()), ("k2", pa.string()), ("k3", pa.timestamp("ms")),
-                   ("v", pa.int64()), ("f", pa.float64()), ("s", pa.string())])
+                   ("v", pa.int64()), ("f", pa.float64()), ("s", pa.string()), ("d", pa.date32()),
+                   ("b", pa.bool_())])
 KEYS = [0, 1, 2]
 APPEND_AGGS = [
     AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("COUNT", 3, False, pa.int64(), "nv"),
@@ -41,6 +42,7 @@ APPEND_AGGS = [
     AggCall("MIN", 3, False, pa.int64(), "minv"), AggCall("MAX", 5, False, pa.string(), "maxs"),
     AggCall("MIN", 2, False, pa.timestamp("ms"), "mint"), AggCall("SUM", 4, False, pa.float64(), "sf"),
     AggCall("AVG", 4, False, pa.float64(), "af"), AggCall("MAX", 4, False, pa.float64(), "maxf"),
+    AggCall("MAX", 6, False, pa.date32(), "maxd"), AggCall("MIN", 7, False, pa.bool_(), "minb"),
 ]
 RETRACT_AGGS = [a for a in APPEND_AGGS if a.function in ("COUNT", "SUM", "AVG")]
 
@@ -78,8 +80,9 @@ def _tuples(batch: pa.RecordBatch | pa.Table) -> list[tuple]:
 
 
 def _batch(rows_: list[tuple], schema: pa.Schema = INPUT) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([pa.array([r[i] for r in rows_], f.type) for i, f in enumerate(schema)],
-                                      schema=schema)
+    """Rows as a batch; columns a row leaves out at its end are NULL."""
+    columns = [pa.array([r[i] if i < len(r) else None for r in rows_], f.type) for i, f in enumerate(schema)]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _row(rng: random.Random, keys: int) -> tuple:
@@ -88,7 +91,8 @@ def _row(rng: random.Random, keys: int) -> tuple:
     return (None if k % 11 == 0 else k % 7, None if k % 13 == 0 else f"c{k % 5}é",
             None if k % 17 == 0 else dt.datetime(2024, 1, 1) + dt.timedelta(seconds=k // 35),
             rng.choice([None, *range(-5, 20)]), rng.choice([None, 0.1, 2.5, -1.25, 1e10]),
-            rng.choice([None, "", "a", "b", "zz", "ü"]))
+            rng.choice([None, "", "a", "b", "zz", "ü"]), rng.choice([None, dt.date(2024, 2, 29), dt.date(1999, 1, 1)]),
+            rng.choice([None, True, False]))
 
 
 def _append_only(seed: int, batches: int = 30, keys: int = 200) -> list[Batch]:

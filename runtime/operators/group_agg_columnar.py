@@ -59,16 +59,14 @@ def supports(aggs: list[AggCall], retracting: bool) -> bool:
     for a in aggs:
         if a.distinct or a.function not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
             return False
-        if a.function in ("SUM", "AVG") and not (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)):
-            return False
-        if a.function in ("SUM", "AVG") and a.type == pa.float16():
+        if a.function in ("SUM", "AVG") and not (pa.types.is_integer(a.type) or a.type in (pa.float32(), pa.float64())):
             return False
         if a.function in ("MIN", "MAX") and (retracting or _storage(a.type) is None):
             return False
     return True
 
 
-def _storage(t: pa.DataType) -> tuple[Any, pa.DataType] | None:
+def _storage(t: pa.DataType) -> tuple[np.dtype, pa.DataType] | None:
     """(numpy dtype, Arrow type of the same layout) that hold MIN/MAX values of type ``t``, if any."""
     if pa.types.is_integer(t) or pa.types.is_boolean(t) or (pa.types.is_floating(t) and t != pa.float16()):
         return np.dtype(t.to_pandas_dtype()), t
