@@ -142,6 +142,7 @@ class JobExecutor:
         self.subtask_metrics: dict[str, list[Metrics]] = {}  # node label -> one Metrics per subtask
         self.coordinator: CheckpointCoordinator | None = None
         self.running = threading.Event()
+        self.live_subtasks: list[Subtask] = []  # those of the current attempt
         self.chains = build_chains(flow, config.parallelism)
         if config.checkpoint_interval_ms and config.checkpoint_dir is None:
             config.checkpoint_dir = Path(tempfile.mkdtemp(prefix="sqlstream-checkpoints-"))
@@ -168,9 +169,21 @@ class JobExecutor:
         if suspend is not None:
             suspend()
         try:
-            return self.savepoint(directory).result(timeout=timeout_s)
+            path = self.savepoint(directory).result(timeout=timeout_s)
+            self._await_notified(self.coordinator.latest_completed, timeout_s)
+            return path
         finally:
             self.cancel()
+
+    def _await_notified(self, checkpoint_id: int | None, timeout_s: float) -> None:
+        """Let every running subtask see the savepoint complete (sinks commit it) before cancelling,
+        as Flink's stop-with-savepoint does; a subtask that cannot within the timeout leaves its
+        pre-committed output to the restore, which commits it then."""
+        deadline = time.monotonic() + timeout_s
+        while checkpoint_id is not None and time.monotonic() < deadline:
+            if all(st.notified >= checkpoint_id or st.finished.is_set() for st in self.live_subtasks):
+                return
+            time.sleep(0.01)
 
     def run(self) -> JobResult:
         restore = self.restore
@@ -251,6 +264,7 @@ class JobExecutor:
             pool.shutdown(wait=False)
             raise
         all_subtasks = [st for sts in subtasks.values() for st in sts]
+        self.live_subtasks = all_subtasks
         for st in all_subtasks:
             st.start()
         coordinator.start()

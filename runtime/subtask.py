@@ -137,6 +137,7 @@ class Subtask(threading.Thread):
         self.replay: deque = deque()
         self.ended: set[int] = set()
         self.final_commit = threading.Event()
+        self.notified = 0  # the newest checkpoint whose completion this subtask's operators have seen
 
     @property
     def key(self) -> tuple[str, int]:
@@ -247,6 +248,7 @@ class Subtask(threading.Thread):
                 _, n, final = message
                 for task in self.tasks:
                     task.operator.notify_checkpoint_complete(n, final)
+                self.notified = max(self.notified, n)
                 if final:
                     self.final_commit.set()
 
