@@ -24,12 +24,11 @@ import pyarrow.compute as pc
 
 from planner.logical import AggCall
 from runtime import aggregates
-from runtime.connectors.base import parse_duration_ms
 from runtime.elements import Chunk, RowKind
 from runtime.hashing import hash_columns
 from runtime.operators.base import Operator, OperatorContext, Output
 from runtime.operators.group_agg_columnar import ColumnarGroupAggregates, supports
-from runtime.operators.keyed import fresh_or_copy
+from runtime.operators.keyed import fresh_or_copy, state_ttl
 
 _RETRACT_KINDS = pa.array([RowKind.UPDATE_BEFORE, RowKind.DELETE], pa.int8())
 # the columnar form's state (keyed state "groups" is the per-key form's)
@@ -53,8 +52,7 @@ class GroupAggOperator(Operator):
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
         # key -> (row count accumulator, accumulators, last emitted row or None); TTL as configured
-        ttl = ctx.config.get("table.exec.state.ttl")
-        ttl_ms = parse_duration_ms(ttl) if ttl and ttl not in ("0", "0 ms") else None
+        ttl_ms = state_ttl(ctx)
         self.ttl_ms = ttl_ms
         self.groups = ctx.keyed_state.state("groups", ttl_ms)
         self.columnar: ColumnarGroupAggregates | None = None

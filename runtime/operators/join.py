@@ -23,12 +23,12 @@ import pyarrow as pa
 
 from planner.expressions import Expr
 from planner.horizons import Horizon
-from runtime.connectors.base import parse_duration_ms
 from runtime.elements import Chunk, RowKind
 from runtime.evaluator import Predicate
 from runtime.hashing import key_groups
 from runtime.operators.base import Operator, OperatorContext, Output
 from runtime.operators.join_columnar import ColumnarInnerJoin
+from runtime.operators.keyed import state_ttl
 
 _INSERTS = (RowKind.INSERT, RowKind.UPDATE_AFTER)
 # the columnar form's state names (keyed state "left"/"right" is the per-key form's)
@@ -43,11 +43,6 @@ def rows_of(batch: pa.RecordBatch) -> list[tuple]:
 def build_batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
     arrays = [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(schema)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def ttl_of(ctx: OperatorContext) -> int | None:
-    ttl = ctx.config.get("table.exec.state.ttl")
-    return parse_duration_ms(ttl) if ttl and parse_duration_ms(ttl) > 0 else None
 
 
 class PairFilter:
@@ -88,7 +83,7 @@ class RegularJoinOperator(Operator):
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
-        ttl = ttl_of(ctx)
+        ttl = state_ttl(ctx)
         # join key -> tuple of (row, associations) entries, per side
         self.sides = (ctx.keyed_state.state("left", ttl), ctx.keyed_state.state("right", ttl))
         self.columnar: ColumnarInnerJoin | None = None
@@ -118,8 +113,7 @@ class RegularJoinOperator(Operator):
             return
         for side, name in enumerate(COLUMNAR_STATES):
             # rows restored from a hashmap savepoint (columnar) become per-key entries
-            columnar = backend.columnar_states.pop(name, None)
-            table = None if columnar is None else columnar.frozen()
+            table = backend.take_columnar(name)
             if table is None:
                 continue
             names = self.side_schemas[side].names

@@ -1,4 +1,4 @@
-"""What keyed operators share: the key group of each row, and copy-on-write accumulators."""
+"""What keyed operators share: the key group of each row, copy-on-write accumulators, state TTL."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import numpy as np
 import pyarrow as pa
 
 from runtime import aggregates
+from runtime.connectors.base import parse_duration_ms
 from runtime.hashing import key_groups
+from runtime.operators.base import OperatorContext
 
 
 def key_group_column(batch: pa.RecordBatch, key_indexes: list[int], max_parallelism: int) -> pa.Array:
@@ -23,3 +25,10 @@ def fresh_or_copy(functions: list[aggregates.AggFunction], stored: list[list[Any
     if stored is None:
         return [fn.create() for fn in functions]
     return [fn.copy(a) for fn, a in zip(functions, stored, strict=True)]
+
+
+def state_ttl(ctx: OperatorContext) -> int | None:
+    """Flink's table.exec.state.ttl in ms: how long a key's state lives unwritten; None (or 0): forever."""
+    ttl = ctx.config.get("table.exec.state.ttl")
+    ms = parse_duration_ms(ttl) if ttl else 0
+    return ms if ms > 0 else None

@@ -36,10 +36,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from runtime.connectors.base import parse_duration_ms
 from runtime.elements import MIN_WATERMARK, Chunk, RowKind
 from runtime.operators.base import Operator, OperatorContext, Output
-from runtime.operators.keyed import key_group_column
+from runtime.operators.keyed import key_group_column, state_ttl
 from runtime.operators.window_agg import event_times
 
 # (column index, descending, nulls first)
@@ -139,12 +138,6 @@ def python_rows(batch: pa.RecordBatch) -> list[tuple]:
 def build_batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
     columns = [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(schema)]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
-
-
-def state_ttl(ctx: OperatorContext) -> int | None:
-    """Flink's table.exec.state.ttl: how long a key's state lives without being touched."""
-    ttl = ctx.config.get("table.exec.state.ttl")
-    return parse_duration_ms(ttl) if ttl and ttl not in ("0", "0 ms") else None
 
 
 class _Descending:

@@ -165,8 +165,7 @@ class WindowJoinOperator(Operator):
             return
         for side, name in enumerate(COLUMNAR_STATES):
             # rows restored from a hashmap savepoint (columnar) become per-key entries
-            columnar = backend.columnar_states.pop(name, None)
-            table = None if columnar is None else columnar.frozen()
+            table = backend.take_columnar(name)
             if table is None:
                 continue
             rows = rows_of(table.select(list(range(self.widths[side]))))

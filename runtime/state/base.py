@@ -162,6 +162,12 @@ class StateBackend(ABC):
                 if mine.num_rows:
                     self.columnar(name).tables.append(mine)
 
+    def take_columnar(self, name: str) -> pa.Table | None:
+        """Remove a columnar state and return its rows: a columnar snapshot restored where the
+        operator keeps the per-key form (rocksdb) is converted once, then forgotten."""
+        st = self.columnar_states.pop(name, None)
+        return None if st is None else st.frozen()
+
     def state(self, name: str, ttl_ms: int | None = None) -> KeyedState:
         st = self.states.get(name)
         if st is None:
