@@ -186,3 +186,31 @@ def test_q22_url_directories(tables: dict[str, pa.Table]) -> None:
         "SELECT auction, bidder, price, channel, split_part(url, '/', 4), split_part(url, '/', 5),"
         " split_part(url, '/', 6) FROM bid", **tables)
     assert engine_rows("q22") == expected
+
+
+def test_q9_winning_bids(tables: dict[str, pa.Table]) -> None:
+    # event times are 1 ms apart, so ORDER BY price DESC, dateTime ASC has no ties to break
+    expected = duckdb_rows(
+        "SELECT id, itemName, description, initialBid, reserve, \"dateTime\", expires, seller, category, extra,"
+        " auction, bidder, price, bid_dateTime, bid_extra FROM ("
+        "  SELECT A.*, B.auction, B.bidder, B.price, B.\"dateTime\" AS bid_dateTime, B.extra AS bid_extra,"
+        "   ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, B.\"dateTime\" ASC) AS rownum"
+        "  FROM auction A, bid B WHERE A.id = B.auction AND B.\"dateTime\" BETWEEN A.\"dateTime\" AND A.expires)"
+        " WHERE rownum <= 1", **tables)
+    assert expected and engine_rows("q9") == expected
+
+
+def test_q18_last_bid_per_bidder_and_auction(tables: dict[str, pa.Table]) -> None:
+    expected = duckdb_rows(
+        'SELECT auction, bidder, price, channel, url, "dateTime", extra FROM ('
+        ' SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY "dateTime" DESC) AS rank_number'
+        " FROM bid) WHERE rank_number <= 1", **tables)
+    assert expected and engine_rows("q18") == expected
+
+
+def test_q19_top_ten_bids_per_auction(tables: dict[str, pa.Table]) -> None:
+    # price ties are broken by arrival, which is event time order here
+    expected = duckdb_rows(
+        "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC, \"dateTime\")"
+        " AS rank_number FROM bid) WHERE rank_number <= 10", **tables)
+    assert expected and engine_rows("q19") == expected

@@ -419,7 +419,7 @@ def _run(make: Callable[[], Operator], elements: list[Chunk | Watermark], backen
         op = make()
         store = create_backend(backend, range(128), tmp / f"local{len(list(tmp.iterdir()))}")
         if handle is not None:
-            store.restore([handle])
+            store.restore_all([handle])
         op.open(OperatorContext("op", state=store))
         if handle is not None:
             op.restore_state(state)
@@ -432,7 +432,7 @@ def _run(make: Callable[[], Operator], elements: list[Chunk | Watermark], backen
             assert op.ctx.state is not None
             folder = tmp / "snapshot"
             folder.mkdir()
-            handle = op.ctx.state.snapshot(1, canonical=True)(folder)
+            handle = op.ctx.state.snapshot_all(1, canonical=True)(folder)
             op = start(op.snapshot_state(1), handle)
         emitted = op.process_batch(e) if isinstance(e, Chunk) else op.on_watermark(e.timestamp)
         for chunk in emitted:

@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 from runtime.elements import MIN_WATERMARK, Chunk, RowKind
 from runtime.operators.base import Operator, OperatorContext, Output
 from runtime.operators.keyed import key_group_column, state_ttl
+from runtime.operators.rank_columnar import ColumnarTopN
 from runtime.operators.window_agg import event_times
 
 # (column index, descending, nulls first)
@@ -46,6 +47,7 @@ SortSpec = Sequence[tuple[int, bool, bool]]
 Group = tuple[int, tuple, np.ndarray]  # key group, partition key, row indexes in arrival order
 
 _RETRACT = (RowKind.UPDATE_BEFORE, RowKind.DELETE)
+COLUMNAR_STATE = "ranked-columnar"  # the vectorized Top-N's rows ("ranked" is the per-key form's)
 
 
 # ------------------------------------------------------------------ shared pieces
@@ -289,9 +291,43 @@ class TopNOperator(Operator):
         super().open(ctx)
         # partition key -> its rows in rank order (the top `end` rows; all rows over an updating input)
         self.ranked = ctx.keyed_state.state("ranked", state_ttl(ctx))
+        # over an append-only input on the hashmap backend: the vectorized form (rank_columnar.py)
+        self.columnar: ColumnarTopN | None = None
+        backend = ctx.keyed_state
+        if backend.name == "hashmap" and not self.retracting:
+            self.columnar = self._columnar_store()
+            restored = backend.columnar_states.get(COLUMNAR_STATE)  # restore_all ran before open
+            if restored is not None:
+                for table in restored.tables:
+                    self.columnar.load(table)
+            backend.columnar_states[COLUMNAR_STATE] = self.columnar.state
+
+    def _columnar_store(self) -> ColumnarTopN:
+        r = self.ranking
+        input_schema = pa.schema(list(self.schema)[: len(self.schema) - (1 if r.output_rank else 0)])
+        return ColumnarTopN(COLUMNAR_STATE, self.keys, self.sort, r.start, self.end, r.output_rank,
+                            self.newer_wins, input_schema, self.schema, state_ttl(self.ctx),
+                            self.ctx.max_parallelism)
+
+    def restore_state(self, state: Any) -> None:
+        if self.columnar is not None:
+            # per-key rankings restored from a rocksdb savepoint join the columnar store
+            entries = list(self.ranked.items())
+            for kg, key, _ in entries:
+                self.ranked.delete(kg, key)
+            self.columnar.add_ranked(entries)
+            return
+        table = self.ctx.keyed_state.take_columnar(COLUMNAR_STATE)
+        if table is not None:
+            # rows restored from a hashmap savepoint (columnar) become per-key rankings
+            for kg, key, rows in self._columnar_store().ranked(table):
+                self.ranked.put(kg, key, rows)
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
         batch = chunk.batch
+        if self.columnar is not None:
+            changes = self.columnar.process(batch)
+            return [Chunk(changes[0], changes[1])] if changes is not None else []
         maxp = self.ctx.max_parallelism
         if self.retracting:
             groups = group_rows(batch, self.keys, maxp)
