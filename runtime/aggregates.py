@@ -151,7 +151,12 @@ class MinMax(AggFunction):
 
 class CountDistinct(AggFunction):
     def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
-        return [(self.arg(batch), "distinct", pc.CountOptions(mode="only_valid"))]
+        x = self.arg(batch)
+        if pa.types.is_floating(x.type):
+            # -0.0 + 0.0 is 0.0: Arrow's distinct keeps -0.0 and 0.0 apart, but they are one value
+            # (in the set here and in the columnar form, which takes the partial as it is)
+            x = pc.add(x, pa.scalar(0.0, x.type))
+        return [(x, "distinct", pc.CountOptions(mode="only_valid"))]
 
     def create(self) -> list[Any]:
         return [set()]

@@ -5,7 +5,8 @@ still runs the per-key form (group_agg.py).  Both must emit the same
 changelog row for row, never merge keys whose hashes merely collide, carry
 their state through savepoints onto the other backend and another
 parallelism, expire keys after the state TTL, and materialize to DuckDB's
-GROUP BY.
+GROUP BY.  COUNT(DISTINCT) over an append-only input runs columnar too, its
+values kept as (slot, value) pairs under a hash index.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +23,10 @@ import pytest
 
 from planner.logical import AggCall
 from runtime.elements import Chunk, RowKind
-from runtime.hashing import _GOLDEN, _NULL_HASH, hash_columns
+from runtime.hashing import _GOLDEN, _NULL_HASH, _mix, hash_array, hash_columns
 from runtime.operators.base import OperatorContext
 from runtime.operators.group_agg import COLUMNAR_STATE, GroupAggOperator
+from runtime.operators.group_agg_columnar import _pair_hashes
 from runtime.state import create_backend
 from sqlstream.session import Session
 from tests.conftest import apply_changelog, duckdb_rows, rows, run_sql
@@ -34,7 +37,7 @@ INSERT, U_BEFORE, U_AFTER, DELETE = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKi
 # input: three keys of mixed types, then values
 INPUT = pa.schema([("k1", pa.int64()), ("k2", pa.string()), ("k3", pa.timestamp("ms")),
                    ("v", pa.int64()), ("f", pa.float64()), ("s", pa.string()), ("d", pa.date32()),
-                   ("b", pa.bool_())])
+                   ("b", pa.bool_()), ("t", pa.timestamp("ms"))])
 KEYS = [0, 1, 2]
 APPEND_AGGS = [
     AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("COUNT", 3, False, pa.int64(), "nv"),
@@ -45,6 +48,14 @@ APPEND_AGGS = [
     AggCall("MAX", 6, False, pa.date32(), "maxd"), AggCall("MIN", 7, False, pa.bool_(), "minb"),
 ]
 RETRACT_AGGS = [a for a in APPEND_AGGS if a.function in ("COUNT", "SUM", "AVG")]
+# COUNT(DISTINCT) of every value type (BIGINT, VARCHAR, TIMESTAMP, DATE, DOUBLE, BOOLEAN) next to others
+DISTINCT_AGGS = [
+    AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("COUNT", 3, True, pa.int64(), "dv"),
+    AggCall("COUNT", 5, True, pa.int64(), "ds"), AggCall("COUNT", 8, True, pa.int64(), "dt"),
+    AggCall("SUM", 3, False, pa.int64(), "sv"), AggCall("COUNT", 6, True, pa.int64(), "dd"),
+    AggCall("COUNT", 4, True, pa.int64(), "df"), AggCall("COUNT", 7, True, pa.int64(), "db"),
+    AggCall("MAX", 5, False, pa.string(), "maxs"), AggCall("COUNT", 3, False, pa.int64(), "nv"),
+]
 
 
 def _schema(aggs: list[AggCall]) -> pa.Schema:
@@ -98,6 +109,21 @@ def _row(rng: random.Random, keys: int) -> tuple:
 def _append_only(seed: int, batches: int = 30, keys: int = 200) -> list[Batch]:
     rng = random.Random(seed)
     return [(_batch([_row(rng, keys) for _ in range(rng.randint(0, 60))]), None) for _ in range(batches)]
+
+
+def _distinct_row(rng: random.Random, keys: int) -> tuple:
+    """A row whose values repeat (few of each type, NULL among them; -0.0 and 0.0 are one)."""
+    return (*_row(rng, keys)[:3], rng.choice([None, *range(30)]), rng.choice([None, 0.0, -0.0, 1.5, 2.5]),
+            rng.choice([None, "", *(f"s{j}é" for j in range(12))]),
+            rng.choice([None, dt.date(2024, 2, 29), dt.date(1999, 1, 1), dt.date(1970, 1, 1)]),
+            rng.choice([None, True, False]),
+            rng.choice([None, *(dt.datetime(2024, 1, 1, 12) + dt.timedelta(milliseconds=j) for j in range(8))]))
+
+
+def _distinct_input(seed: int, batches: int = 30, keys: int = 60, rows_: int = 60) -> list[Batch]:
+    rng = random.Random(seed)
+    return [(_batch([_distinct_row(rng, keys) for _ in range(rng.randint(0, rows_))]), None)
+            for _ in range(batches)]
 
 
 def _retracting(seed: int, batches: int = 40, keys: int = 120) -> list[Batch]:
@@ -158,9 +184,10 @@ def test_columnar_changelog_equals_the_per_key_changelog_on_retracting_input(see
 
 
 def test_unsupported_aggregates_keep_the_per_key_form(tmp_path: Path) -> None:
+    # COUNT(DISTINCT) of a retracting input would need a count per value
     distinct = [AggCall("COUNT", 3, True, pa.int64(), "d")]
     decimal = [AggCall("SUM", 3, False, pa.decimal128(20, 2), "d")]
-    for aggs, retracting in ((distinct, False), (decimal, False), (APPEND_AGGS, True)):
+    for aggs, retracting in ((distinct, True), (decimal, False), (APPEND_AGGS, True)):
         op = GroupAggOperator(KEYS, aggs, _schema(aggs), retracting)
         op.open(OperatorContext("group", state=create_backend("hashmap", range(128))))
         assert op.columnar is None
@@ -219,12 +246,20 @@ def _mine(inputs: list[Batch], groups: range) -> list[Batch]:
     return out
 
 
+CASES = {"append": (APPEND_AGGS, False), "retract": (RETRACT_AGGS, True), "distinct": (DISTINCT_AGGS, False)}
+
+
+def _case_input(case: str) -> list[Batch]:
+    return {"append": lambda: _append_only(8, 40), "retract": lambda: _retracting(8),
+            "distinct": lambda: _distinct_input(8, 40)}[case]()
+
+
 @pytest.mark.parametrize(("first", "second"), [("hashmap", "rocksdb"), ("rocksdb", "hashmap"), ("hashmap", "hashmap")])
-@pytest.mark.parametrize("retracting", [False, True])
+@pytest.mark.parametrize("case", CASES)
 def test_state_moves_through_a_savepoint_to_another_backend_and_parallelism(
-        first: str, second: str, retracting: bool, tmp_path: Path) -> None:
-    aggs = RETRACT_AGGS if retracting else APPEND_AGGS
-    inputs = _retracting(8) if retracting else _append_only(8, 40)
+        first: str, second: str, case: str, tmp_path: Path) -> None:
+    aggs, retracting = CASES[case]
+    inputs = _case_input(case)
     before, after = inputs[:20], inputs[20:]
     old = _operator(first, tmp_path, aggs, retracting)
     _changes(old, before)
@@ -247,9 +282,11 @@ def test_state_moves_through_a_savepoint_to_another_backend_and_parallelism(
         assert len(want) > 20 and _changes(new, _mine(after, groups)) == want
 
 
-def test_a_snapshot_is_not_changed_by_later_batches(tmp_path: Path) -> None:
-    inputs = _append_only(9, 30, keys=80)
-    op = _operator("hashmap", tmp_path, APPEND_AGGS, False)
+@pytest.mark.parametrize("case", ["append", "distinct"])
+def test_a_snapshot_is_not_changed_by_later_batches(case: str, tmp_path: Path) -> None:
+    aggs, _ = CASES[case]
+    inputs = _append_only(9, 30, keys=80) if case == "append" else _distinct_input(9, 30)
+    op = _operator("hashmap", tmp_path, aggs, False)
     _changes(op, inputs[:15])
     write = op.ctx.keyed_state.snapshot_all(1)  # frozen now, written after more batches
     continued = _changes(op, inputs[15:])
@@ -258,7 +295,7 @@ def test_a_snapshot_is_not_changed_by_later_batches(tmp_path: Path) -> None:
     handle = write(directory)
     state = create_backend("hashmap", range(128))
     state.restore_all([handle])
-    restored = GroupAggOperator(KEYS, APPEND_AGGS, _schema(APPEND_AGGS), False)
+    restored = GroupAggOperator(KEYS, aggs, _schema(aggs), False)
     restored.open(OperatorContext("group", state=state))
     restored.restore_state(None)
     assert continued and _changes(restored, inputs[15:]) == continued
@@ -318,6 +355,243 @@ def test_a_global_aggregate_without_keys(backend: str, tmp_path: Path) -> None:
         (INSERT, 2, 5), (DELETE, 2, 5), (INSERT, 1, None)]
 
 
+# ---------------------------------------------------------------- COUNT(DISTINCT)
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_count_distinct_changelog_equals_the_per_key_changelog(seed: int, tmp_path: Path) -> None:
+    inputs = _distinct_input(seed)
+    got = _changes(_operator("hashmap", tmp_path, DISTINCT_AGGS, False), inputs)
+    assert got == _changes(_operator("rocksdb", tmp_path, DISTINCT_AGGS, False), inputs)
+    assert {c[0] for c in got} == {INSERT, U_BEFORE, U_AFTER}
+
+
+def test_count_distinct_alone_over_many_keys(tmp_path: Path) -> None:
+    aggs = [AggCall("COUNT", 3, True, pa.int64(), "dv"), AggCall("COUNT", 5, True, pa.int64(), "ds")]
+    inputs = _distinct_input(14, batches=12, keys=20000, rows_=4000)
+    columnar = _operator("hashmap", tmp_path, aggs, False)
+    got = _changes(columnar, inputs)
+    assert got == _changes(_operator("rocksdb", tmp_path, aggs, False), inputs)
+    store = columnar.columnar
+    assert store is not None and store.live > 5000
+    # each pair stored once: a key's count is its number of pairs
+    assert [store.distinct[i].size for i in (0, 1)] == [int(store.columns[f"c{i}"].sum()) for i in (0, 1)]
+
+
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_count_distinct_skips_null_and_counts_a_value_once_per_key(backend: str, tmp_path: Path) -> None:
+    schema = pa.schema([("c", pa.string()), ("x", pa.int64())])
+    out = pa.schema([("c", pa.string()), ("n", pa.int64()), ("d", pa.int64())])
+    aggs = [AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("COUNT", 1, True, pa.int64(), "d")]
+    op = _operator(backend, tmp_path, aggs, False, keys=[0], schema=out)
+    inputs = [(_batch([("a", None), ("b", 1), ("a", None)], schema), None),
+              (_batch([("a", 1), ("b", 1), ("b", 2), ("a", None)], schema), None),
+              (_batch([("a", 2), ("b", 2), ("a", 1)], schema), None)]
+    assert _changes(op, inputs) == [
+        (INSERT, "a", 2, 0), (INSERT, "b", 1, 1),
+        (U_BEFORE, "a", 2, 0), (U_AFTER, "a", 4, 1), (U_BEFORE, "b", 1, 1), (U_AFTER, "b", 3, 2),
+        (U_BEFORE, "a", 4, 1), (U_AFTER, "a", 6, 2), (U_BEFORE, "b", 3, 2), (U_AFTER, "b", 4, 2)]
+
+
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_a_global_count_distinct(backend: str, tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("n", pa.int64()), pa.field("dv", pa.int64())])
+    aggs = [AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("COUNT", 3, True, pa.int64(), "dv")]
+    op = _operator(backend, tmp_path, aggs, False, keys=[], schema=schema)
+    inputs = [(_batch([(1, "a", None, 5), (2, "b", None, None)]), None), (_batch([(3, "a", None, 5)]), None),
+              (_batch([(1, "c", None, 6)]), None)]
+    assert _changes(op, inputs) == [(INSERT, 2, 1), (U_BEFORE, 2, 1), (U_AFTER, 3, 1),
+                                    (U_BEFORE, 3, 1), (U_AFTER, 4, 2)]
+
+
+def _lll(basis: list[list[int]]) -> list[list[int]]:
+    """Lenstra-Lenstra-Lovasz lattice basis reduction (delta 3/4), exact over the rationals."""
+    b = [list(v) for v in basis]
+    n = len(b)
+    mu = [[Fraction(0)] * n for _ in range(n)]
+    norms: list[Fraction] = []
+    orthogonal: list[list[Fraction]] = []
+    for i in range(n):
+        v = [Fraction(x) for x in b[i]]
+        for j in range(i):
+            mu[i][j] = sum(x * y for x, y in zip(b[i], orthogonal[j], strict=True)) / norms[j]
+            v = [x - mu[i][j] * y for x, y in zip(v, orthogonal[j], strict=True)]
+        orthogonal.append(v)
+        norms.append(sum(x * x for x in v))
+
+    def reduce(k: int, j: int) -> None:
+        q = round(mu[k][j])
+        if q:
+            b[k] = [x - q * y for x, y in zip(b[k], b[j], strict=True)]
+            mu[k][j] -= q
+            for i in range(j):
+                mu[k][i] -= q * mu[j][i]
+
+    k = 1
+    while k < n:
+        reduce(k, k - 1)
+        if norms[k] < (Fraction(3, 4) - mu[k][k - 1] ** 2) * norms[k - 1]:
+            m = mu[k][k - 1]
+            b[k], b[k - 1] = b[k - 1], b[k]
+            for j in range(k - 1):
+                mu[k][j], mu[k - 1][j] = mu[k - 1][j], mu[k][j]
+            total = norms[k] + m * m * norms[k - 1]
+            mu[k][k - 1] = m * norms[k - 1] / total
+            norms[k] = norms[k - 1] * norms[k] / total
+            norms[k - 1] = total
+            for i in range(k + 1, n):
+                t = mu[i][k]
+                mu[i][k] = mu[i][k - 1] - m * t
+                mu[i][k - 1] = t + mu[k][k - 1] * mu[i][k]
+            k = max(k - 1, 1)
+        else:
+            for j in range(k - 2, -1, -1):
+                reduce(k, j)
+            k += 1
+    return b
+
+
+def _colliding_strings(length: int = 12) -> tuple[str, str]:
+    """Two ASCII strings with one hashing.hash_array: _string_hash adds up byte i times an odd
+    weight w_i, so strings whose bytes differ by d with sum(d_i * w_i) = 0 mod 2^64 collide; LLL
+    finds a short d in the lattice of all such d (basis: 2^64 e_0 and e_i - w_i / w_0 e_0)."""
+    m = 1 << 64
+    with np.errstate(over="ignore"):
+        w = [int(x) for x in _mix(np.arange(length, dtype=np.uint64) + _GOLDEN) | np.uint64(1)]
+    inverse = pow(w[0], -1, m)
+    basis = [[m] + [0] * (length - 1)]
+    basis += [[-w[i] * inverse % m] + [int(i == j) for j in range(1, length)] for i in range(1, length)]
+    d = min((v for v in _lll(basis) if any(v)), key=lambda v: max(map(abs, v)))
+    assert max(map(abs, d)) <= 47  # printable ASCII around "O"
+    return "".join(chr(79 + max(x, 0)) for x in d), "".join(chr(79 + max(-x, 0)) for x in d)
+
+
+def test_count_distinct_tells_values_and_keys_with_colliding_hashes_apart(tmp_path: Path) -> None:
+    # VARCHAR x and y hash alike: the pairs (slot 0, x) and (slot 0, y) collide and their values are
+    # compared; BIGINT 5 and z: (slot 0, 5) and (slot 1, z) collide and their slots are compared
+    x, y = _colliding_strings()
+    assert x != y and hash_array(pa.array([x, y])).tolist() == [hash_array(pa.array([x]))[0]] * 2
+    vh = int(hash_array(pa.array([5], pa.int64()))[0])
+    z = (_inverse_mix((vh - 31) % (1 << 64)) - int(_GOLDEN)) % (1 << 64)
+    z = z - (1 << 64) if z >= 1 << 63 else z
+    assert len(set(_pair_hashes(np.array([0, 0]), pa.array([x, y])).tolist())) == 1
+    assert len(set(_pair_hashes(np.array([0, 1]), pa.array([5, z], pa.int64())).tolist())) == 1
+
+    schema = pa.schema([("c", pa.string()), ("s", pa.string()), ("v", pa.int64())])
+    out = pa.schema([("c", pa.string()), ("ds", pa.int64()), ("dv", pa.int64())])
+    aggs = [AggCall("COUNT", 1, True, pa.int64(), "ds"), AggCall("COUNT", 2, True, pa.int64(), "dv")]
+    for backend in ("hashmap", "rocksdb"):
+        op = _operator(backend, tmp_path, aggs, False, keys=[0], schema=out)
+        inputs = [(_batch([("a", x, 5)], schema), None), (_batch([("b", x, z)], schema), None),
+                  (_batch([("a", y, 5)], schema), None), (_batch([("a", x, z), ("b", y, 5)], schema), None)]
+        assert _changes(op, inputs) == [
+            (INSERT, "a", 1, 1), (INSERT, "b", 1, 1), (U_BEFORE, "a", 1, 1), (U_AFTER, "a", 2, 1),
+            (U_BEFORE, "a", 2, 1), (U_AFTER, "a", 2, 2), (U_BEFORE, "b", 1, 1), (U_AFTER, "b", 2, 2)]
+
+
+def _savepoint(op: GroupAggOperator, directory: Path) -> dict:
+    directory.mkdir()
+    return op.ctx.keyed_state.snapshot_all(1, canonical=True)(directory)
+
+
+def _restored(backend: str, handle: dict, aggs: list[AggCall], directory: Path,
+              config: dict[str, str] | None = None) -> GroupAggOperator:
+    state = create_backend(backend, range(128), directory)
+    state.restore_all([handle])
+    op = GroupAggOperator(KEYS, aggs, _schema(aggs), False)
+    op.open(OperatorContext("group", state=state, config=config or {}))
+    op.restore_state(None)
+    return op
+
+
+def test_per_key_state_restored_for_the_columnar_form_is_checkpointed_before_the_first_batch(
+        tmp_path: Path) -> None:
+    # the per-key entries of a rocksdb savepoint wait for the first batch (the Arrow type of the
+    # DISTINCT values): a checkpoint taken before it must hold them
+    inputs = _distinct_input(15, 30)
+    reference = _operator("rocksdb", tmp_path, DISTINCT_AGGS, False)
+    _changes(reference, inputs[:15])
+    waiting = _restored("hashmap", _savepoint(reference, tmp_path / "sp1"), DISTINCT_AGGS, tmp_path / "b1")
+    assert waiting.columnar is not None and waiting.columnar.live == 0
+    restored = _restored("hashmap", _savepoint(waiting, tmp_path / "sp2"), DISTINCT_AGGS, tmp_path / "b2")
+    want = _changes(reference, inputs[15:])
+    assert len(want) > 20 and _changes(restored, inputs[15:]) == want
+    assert restored.columnar is not None and len(restored.groups) == 0
+
+
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_state_ttl_expires_the_distinct_values_of_a_key(backend: str, tmp_path: Path) -> None:
+    ttl = {"table.exec.state.ttl": "300 ms"}
+    aggs = [AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("COUNT", 3, True, pa.int64(), "dv"),
+            AggCall("COUNT", 5, True, pa.int64(), "ds")]
+    op = _operator(backend, tmp_path, aggs, False, config=ttl)
+    a, b = (1, "a", None), (2, "b", None)
+    assert _changes(op, [(_batch([(*a, 1, None, "x"), (*a, 2, None, "x"), (*b, 1, None, "y")]), None)]) == [
+        (INSERT, *a, 2, 2, 1), (INSERT, *b, 1, 1, 1)]
+    time.sleep(0.2)
+    assert _changes(op, [(_batch([(*b, 2, None, "y")]), None)]) == [
+        (U_BEFORE, *b, 1, 1, 1), (U_AFTER, *b, 2, 2, 1)]
+    time.sleep(0.2)
+    # a expired (400 ms unwritten): it starts with no values; b (200 ms) keeps its
+    assert _changes(op, [(_batch([(*a, 2, None, "x"), (*b, 1, None, "z")]), None)]) == [
+        (INSERT, *a, 1, 1, 1), (U_BEFORE, *b, 2, 2, 1), (U_AFTER, *b, 3, 2, 2)]
+    if op.columnar is not None:  # a's old values are out of snapshots
+        table = op.columnar.table()
+        assert table is not None
+        assert sorted(zip(table.column("k2").to_pylist(), table.column("d1").to_pylist(),
+                          table.column("d2").to_pylist(), strict=True)) == [
+            ("a", [2], ["x"]), ("b", [1, 2], ["y", "z"])]
+
+
+def test_expired_keys_are_compacted_away_with_their_distinct_values(tmp_path: Path) -> None:
+    ttl = {"table.exec.state.ttl": "300 ms"}
+    aggs = [AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("COUNT", 3, True, pa.int64(), "dv"),
+            AggCall("COUNT", 5, True, pa.int64(), "ds")]
+    ops = [_operator(backend, tmp_path, aggs, False, config=ttl) for backend in ("hashmap", "rocksdb")]
+
+    def step(batch: pa.RecordBatch) -> list[tuple]:
+        columnar, per_key = (_changes(op, [(batch, None)]) for op in ops)
+        assert columnar == per_key
+        return columnar
+
+    keys = [(i, f"k{i}", None) for i in range(6000)]
+    assert len(step(_batch([(*k, v, None, f"s{v}") for k in keys for v in (1, 2)]))) == 6000
+    store = ops[0].columnar
+    assert store is not None and [store.distinct[i].size for i in (1, 2)] == [12000, 12000]
+    time.sleep(0.4)
+    assert step(_batch([(-1, "new", None, 7, None, "s")])) == [(INSERT, -1, "new", None, 1, 1, 1)]
+    # the sweep killed 6000 keys, more than are live: slots and values were compacted
+    assert store.size == 1 and [store.distinct[i].size for i in (1, 2)] == [1, 1]
+    back = step(_batch([(*k, 3, None, "t") for k in keys[:100]] + [(-1, "new", None, 8, None, "s")]))
+    assert sorted(back) == sorted([(INSERT, *k, 1, 1, 1) for k in keys[:100]]
+                                  + [(U_BEFORE, -1, "new", None, 1, 1, 1), (U_AFTER, -1, "new", None, 2, 2, 1)])
+
+
+def test_a_dead_key_holding_most_distinct_values_is_compacted_away(tmp_path: Path) -> None:
+    ttl = {"table.exec.state.ttl": "300 ms"}
+    aggs = [AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("COUNT", 3, True, pa.int64(), "dv")]
+    ops = [_operator(backend, tmp_path, aggs, False, config=ttl) for backend in ("hashmap", "rocksdb")]
+
+    def step(rows_: list[tuple]) -> list[tuple]:
+        columnar, per_key = (_changes(op, [(_batch(rows_), None)]) for op in ops)
+        assert columnar == per_key
+        return columnar
+
+    a, b = (1, "a", None), (2, "b", None)
+    assert step([(*a, v) for v in range(5000)] + [(*b, 1)]) == [(INSERT, *a, 5000, 5000), (INSERT, *b, 1, 1)]
+    time.sleep(0.2)
+    assert step([(*b, 2)]) == [(U_BEFORE, *b, 1, 1), (U_AFTER, *b, 2, 2)]
+    time.sleep(0.2)
+    # a expired and was swept: one dead slot of two, but 5000 dead values of 5002 (b's stay)
+    assert step([(*b, 2)]) == [(U_BEFORE, *b, 2, 2), (U_AFTER, *b, 3, 2)]
+    store = ops[0].columnar
+    assert store is not None and (store.size, store.live) == (2, 1)
+    distinct = store.distinct[1]
+    assert (distinct.size, distinct.dead) == (2, 0)
+    assert step([(*a, v) for v in (0, 1, 2, 1)] + [(*b, 3)]) == [
+        (INSERT, *a, 4, 3), (U_BEFORE, *b, 3, 2), (U_AFTER, *b, 4, 3)]
+
+
 # ---------------------------------------------------------------- SQL, against DuckDB
 
 
@@ -365,6 +639,19 @@ QUERIES = [
     ("SELECT COUNT(*) AS n, SUM(price) AS s, MAX(w) AS m FROM events",
      "SELECT COUNT(*), SUM(price), MAX(w) FROM events"),
 ]
+# COUNT(DISTINCT) with FILTER (as Nexmark q15/q16) next to plain aggregates, over NULL values and keys
+DISTINCT_QUERIES = [
+    ("SELECT cat, ts, COUNT(*) AS n, COUNT(DISTINCT user_id) AS users, "
+     "COUNT(DISTINCT user_id) FILTER (WHERE price < 100) AS cheap, COUNT(*) FILTER (WHERE price < 100) AS nc, "
+     "COUNT(DISTINCT price) AS prices, COUNT(DISTINCT w) AS ws, SUM(price) AS s FROM events GROUP BY cat, ts",
+     "SELECT cat, ts, COUNT(*), COUNT(DISTINCT user_id), COUNT(DISTINCT user_id) FILTER (WHERE price < 100), "
+     "COUNT(*) FILTER (WHERE price < 100), COUNT(DISTINCT price), COUNT(DISTINCT w), SUM(price) "
+     "FROM events GROUP BY cat, ts"),
+    ("SELECT COUNT(DISTINCT user_id) AS users, COUNT(DISTINCT cat) FILTER (WHERE w > 0) AS cats, "
+     "COUNT(DISTINCT ts) AS times FROM events",
+     "SELECT COUNT(DISTINCT user_id), COUNT(DISTINCT cat) FILTER (WHERE w > 0), COUNT(DISTINCT ts) FROM events"),
+]
+QUERIES += DISTINCT_QUERIES
 
 
 @pytest.mark.parametrize(("query", "oracle"), QUERIES)
@@ -378,7 +665,7 @@ def test_group_by_materializes_to_duckdb_result(events, query: str, oracle: str,
     assert expected and rows(got) == expected
 
 
-@pytest.mark.parametrize(("query", "oracle"), QUERIES[2:4])
+@pytest.mark.parametrize(("query", "oracle"), [*QUERIES[2:4], DISTINCT_QUERIES[0]])
 def test_sql_changelog_is_the_same_on_both_backends(events, query: str, oracle: str) -> None:
     ddl, data = events
     tables = []

@@ -8,8 +8,9 @@ batch).  Input -U/-D rows retract (sign -1), so aggregates can be stacked.
 
 On the hashmap backend the aggregates that have an exact columnar form run
 vectorized (group_agg_columnar.py: accumulators in numpy columns, no Python
-step per key); the rocksdb backend, whose state must be able to exceed
-memory, and the other aggregates (DISTINCT, decimals, UDFs, MIN/MAX over
+step per key; COUNT(DISTINCT) of an append-only input included); the rocksdb
+backend, whose state must be able to exceed memory, and the other aggregates
+(COUNT(DISTINCT) of a retracting input, decimals, UDFs, MIN/MAX over
 retractions) keep one entry per key here.  Savepoints hold whichever form
 ran; restore_state converts between the two, so a job can switch backends.
 """
@@ -56,6 +57,8 @@ class GroupAggOperator(Operator):
         self.ttl_ms = ttl_ms
         self.groups = ctx.keyed_state.state("groups", ttl_ms)
         self.columnar: ColumnarGroupAggregates | None = None
+        # per-key entries restored for the columnar form, taken over at the first batch
+        self.restored_per_key = False
         backend = ctx.keyed_state
         if backend.name == "hashmap" and supports(self.aggs, self.retracting):
             self.columnar = self._columnar_store()
@@ -73,11 +76,10 @@ class GroupAggOperator(Operator):
     def restore_state(self, state: Any) -> None:
         backend = self.ctx.keyed_state
         if self.columnar is not None:
-            # per-key entries restored from a rocksdb savepoint join the columnar state
-            entries = list(self.groups.items())
-            for kg, key, _ in entries:
-                self.groups.delete(kg, key)
-            self.columnar.add_accumulators(entries)
+            # per-key entries restored from a rocksdb savepoint join the columnar state at the first
+            # batch, whose schema gives the Arrow type of COUNT(DISTINCT) values (Python sets
+            # here); until then they stay per-key entries, which checkpoints hold as such
+            self.restored_per_key = len(self.groups) > 0
             return
         restored = backend.columnar_states.pop(COLUMNAR_STATE, None)
         if restored is not None:
@@ -103,6 +105,8 @@ class GroupAggOperator(Operator):
         hashes = hash_columns(key_cols) if key_cols else np.zeros(batch.num_rows, np.uint64)
         key_cols = [pa.array(hashes), *key_cols]
         if self.columnar is not None:
+            if self.restored_per_key:
+                self._take_per_key(batch.schema)
             grouped, _, layout = self.pre_aggregate.grouped(key_cols, batch, sign)
             changes = self.columnar.process(grouped, layout)
             if changes is None:
@@ -110,6 +114,15 @@ class GroupAggOperator(Operator):
             columns, kinds = changes
             return [Chunk(pa.RecordBatch.from_arrays(columns, schema=self.schema), pa.array(kinds))]
         return self._process_per_key(key_cols, batch, sign)
+
+    def _take_per_key(self, input_schema: pa.Schema) -> None:
+        """Move the restored per-key entries into the columnar state (see restore_state)."""
+        assert self.columnar is not None
+        entries = list(self.groups.items())
+        for kg, key, _ in entries:
+            self.groups.delete(kg, key)
+        self.columnar.add_accumulators(entries, input_schema)
+        self.restored_per_key = False
 
     def _process_per_key(self, key_cols: list[pa.Array], batch: pa.RecordBatch, sign: pa.Array | None) -> Output:
         key_lists, partials = self.pre_aggregate(key_cols, batch, sign)

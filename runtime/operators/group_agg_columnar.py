@@ -16,20 +16,31 @@ The last emitted row of a key is not stored: it is the result of the key's
 stored accumulators (every batch that changes them either emits the new
 result or leaves an equal one), so it is recomputed for the keys of a batch.
 
-It serves COUNT, COUNT(*), SUM, AVG, MIN and MAX over an append-only input
-and COUNT, SUM and AVG over a retracting one, over integers and floats (MIN
-and MAX also strings, binaries, booleans and temporal values): what it can
-compute exactly as the per-key form does, which takes DISTINCT, decimals,
-aggregate UDFs and MIN/MAX over retractions.  The emitted changelog is row
-for row the per-key form's: groups in the order of their first row in the
+COUNT(DISTINCT x) over an append-only input keeps, per aggregate, the
+(slot, value) pairs it has counted (DistinctValues): the values as Arrow
+tables, the slots in numpy, a HashIndex over a hash of both.  The batch's
+distinct values per group come with its pre-aggregation (Arrow's "distinct"
+hash aggregate); they are probed as pairs, candidates with an equal hash get
+slot and value compared, and the new pairs are stored and counted per group
+into the COUNT accumulator.  NULL is never a value here.  A retracting input
+would need a count per value, so it keeps the per-key form.
+
+It serves COUNT, COUNT(*), SUM, AVG, MIN and MAX over an append-only input,
+also COUNT(DISTINCT) of any type there, and COUNT, SUM and AVG over a
+retracting one, over integers and floats (MIN and MAX also strings,
+binaries, booleans and temporal values): what it can compute exactly as the
+per-key form does, which takes SUM/AVG over decimals, aggregate UDFs, MIN/MAX
+over retractions (and MIN/MAX(DISTINCT)).  The emitted changelog is row for
+row the per-key form's: groups in the order of their first row in the
 batch, ``-U`` then ``+U`` of a key adjacent, ``+I`` for a new key, ``-D`` when
 a retraction empties a key, nothing for a key whose result did not change.
 
 Only the hashmap backend runs it: its state lives in memory.  Checkpoints see
 it as a ``ColumnarState`` whose frozen table is a copy of the live slots (so
 later in-place updates never reach a snapshot being written), with a ``$kg``
-column for rescaling; group_agg.py converts to and from the per-key form on
-restore, so savepoints move between backends.
+column for rescaling and a list column of each key's COUNT(DISTINCT) values;
+group_agg.py converts to and from the per-key form on restore (its Python
+sets of values included), so savepoints move between backends.
 """
 
 from __future__ import annotations
@@ -42,7 +53,7 @@ import pyarrow.compute as pc
 
 from planner.logical import AggCall
 from runtime.elements import RowKind
-from runtime.hashing import hash_columns
+from runtime.hashing import _mix, hash_array, hash_columns
 from runtime.operators.join_columnar import HashIndex
 from runtime.state.base import ColumnarState, now_ms
 
@@ -57,7 +68,9 @@ _ROWS_EMITTED = np.array([0, 1, 2, 1], np.int64)
 def supports(aggs: list[AggCall], retracting: bool) -> bool:
     """Whether every aggregate has an exact columnar form (see the module docstring)."""
     for a in aggs:
-        if a.distinct or a.function not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
+        if a.function not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
+            return False
+        if a.distinct and (a.function != "COUNT" or retracting):
             return False
         if a.function in ("SUM", "AVG") and not (pa.types.is_integer(a.type) or a.type in (pa.float32(), pa.float64())):
             return False
@@ -113,6 +126,168 @@ def _arrow(values: np.ndarray, valid: np.ndarray, t: pa.DataType) -> pa.Array:
     return arr.view(t) if physical != t else arr
 
 
+def _value_hashes(values: pa.Array) -> np.ndarray:
+    """hashing.hash_array of COUNT(DISTINCT) values; dates and times as their integers (which
+    hash_array cannot cast)."""
+    storage = _storage(values.type)
+    if storage is not None and storage[1] != values.type:
+        values = values.view(storage[1])
+    return hash_array(values)
+
+
+def _hash_is_exact(t: pa.DataType) -> bool:
+    """Whether equal value hashes mean equal values: hash_array is a bijection of int64, which
+    holds integers (but uint64), booleans and temporal values; not of floats, text or decimals."""
+    storage = _storage(t)
+    return storage is not None and storage[0].kind in "biu" and storage[0] != np.uint64
+
+
+def _pair_hashes(slots: np.ndarray, values: pa.Array) -> np.ndarray:
+    """One hash per (slot, value) pair, combined as hashing.hash_columns combines columns."""
+    with np.errstate(over="ignore"):
+        return _mix(slots.astype(np.uint64) * np.uint64(31) + _value_hashes(values))
+
+
+class _Rows:
+    """Arrow rows numbered 0, 1, ... in the order they were added: tables over consecutive ranges
+    of numbers, merged like a binary counter (each at least as large as the next: few tables, each
+    row copied O(log n) times), and gathered table by table (one take over many chunks costs
+    several times more)."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.tables: list[pa.Table] = []
+        self.starts: list[int] = []
+        self.count = 0
+
+    def append(self, table: pa.Table) -> None:
+        """Add rows, numbered from ``count`` on."""
+        self.tables.append(table.combine_chunks())
+        self.starts.append(self.count)
+        self.count += table.num_rows
+        while len(self.tables) >= 2 and self.tables[-2].num_rows <= self.tables[-1].num_rows:
+            last = self.tables.pop()
+            self.starts.pop()
+            self.tables[-1] = pa.concat_tables([self.tables[-1], last]).combine_chunks()
+
+    def reset(self, table: pa.Table) -> None:
+        """Keep only these rows, numbered from 0 (compaction)."""
+        self.tables, self.starts, self.count = [], [], 0
+        if table.num_rows:
+            self.append(table)
+
+    def take(self, ids: np.ndarray) -> pa.Table:
+        """The rows with these numbers, in their order."""
+        starts = np.array(self.starts, np.int64)
+        table_of = np.searchsorted(starts, ids, side="right") - 1
+        order = np.argsort(table_of, kind="stable")
+        bounds = np.searchsorted(table_of[order], np.arange(len(starts) + 1))
+        parts = [table.take(pa.array(ids[order[lo:hi]] - start))
+                 for table, start, lo, hi in zip(self.tables, starts, bounds[:-1], bounds[1:], strict=True)
+                 if hi > lo]
+        if not parts:
+            return self.schema.empty_table()
+        if len(parts) == 1:  # all from one table: in their order already
+            return parts[0]
+        gathered = pa.concat_tables(parts).combine_chunks()
+        inverse = np.empty(len(order), np.int64)
+        inverse[order] = np.arange(len(order))
+        return gathered.take(pa.array(inverse))
+
+
+class DistinctValues:
+    """The (slot, value) pairs one COUNT(DISTINCT x) has counted; x is never NULL here.
+
+    Pair j has its slot in ``slots[j]`` and its value in row j of ``values``; the index maps the
+    hash of (slot, value) to pairs.  A batch's distinct pairs are probed and the candidates with
+    an equal hash compared: slots always, values where hashes can collide (_hash_is_exact).  Only
+    an append-only input comes here, so a pair is never taken back: the count of a slot is the
+    number of its pairs.  Pairs of deleted slots stay (``dead`` counts them) until a compaction.
+    """
+
+    def __init__(self) -> None:
+        # known from the first values: a batch's, or a restored table's
+        self.value_type: pa.DataType | None = None
+        self.exact = False
+        self.values: _Rows | None = None
+        self.slots = np.zeros(0, np.int64)
+        self.size = 0
+        self.dead = 0
+        self.index = HashIndex()
+
+    def add(self, slots: np.ndarray, values: pa.Array) -> np.ndarray:
+        """Store the pairs not stored yet (the given ones are distinct); which of them were new."""
+        new = np.ones(len(slots), bool)
+        if len(slots) == 0:
+            return new
+        values = self._typed(values)
+        hashes = _pair_hashes(slots, values)
+        if self.size:
+            positions, ids = self.index.probe(hashes)
+            same = self.slots[ids] == slots[positions]
+            positions, ids = positions[same], ids[same]
+            if not self.exact and len(ids):
+                assert self.values is not None
+                stored = _plain(self.values.take(ids).column(0))
+                equal = pc.equal(values.take(pa.array(positions)), stored)
+                positions = positions[pc.fill_null(equal, False).to_numpy(zero_copy_only=False)]
+            new[positions] = False
+        self._store(slots[new], values.filter(pa.array(new)), hashes[new])
+        return new
+
+    def extend(self, slots: np.ndarray, values: pa.Array) -> None:
+        """Store pairs known to be new (restored)."""
+        if len(slots):
+            values = self._typed(values)
+            self._store(slots, values, _pair_hashes(slots, values))
+
+    def _typed(self, values: pa.Array) -> pa.Array:
+        if self.value_type is None:
+            self.value_type = values.type
+            self.exact = _hash_is_exact(values.type)
+            self.values = _Rows(pa.schema([("v", values.type)]))
+        return values if values.type == self.value_type else values.cast(self.value_type)
+
+    def _store(self, slots: np.ndarray, values: pa.Array, hashes: np.ndarray) -> None:
+        n = len(slots)
+        if n == 0:
+            return
+        assert self.values is not None
+        if self.size + n > len(self.slots):
+            grown = np.zeros(max(self.size + n, 2 * len(self.slots), 1024), np.int64)
+            grown[: self.size] = self.slots[: self.size]
+            self.slots = grown
+        self.slots[self.size: self.size + n] = slots
+        self.values.append(pa.table({"v": values}))
+        self.index.add(hashes, np.arange(self.size, self.size + n, dtype=np.int64))
+        self.size += n
+
+    def compact(self, remap: np.ndarray) -> None:
+        """Keep the pairs of the slots that ``remap`` (old slot -> new slot, -1: gone) keeps, under
+        their new slots; the index is rebuilt."""
+        slots = remap[self.slots[: self.size]]
+        keep = np.flatnonzero(slots >= 0)
+        self.slots, self.size, self.dead, self.index = np.zeros(0, np.int64), 0, 0, HashIndex()
+        if self.values is not None:
+            values = _plain(self.values.take(keep).column(0))
+            self.values.reset(self.values.schema.empty_table())
+            self._store(slots[keep], values, _pair_hashes(slots[keep], values))
+
+    def lists(self, slots: np.ndarray) -> pa.ListArray:
+        """Each of these slots' values (``slots`` ascending): snapshots and the per-key form."""
+        pairs = self.slots[: self.size]
+        at = np.searchsorted(slots, pairs)
+        mine = at < len(slots)
+        mine[mine] = slots[at[mine]] == pairs[mine]
+        ids = np.flatnonzero(mine)
+        order = ids[np.argsort(at[ids], kind="stable")]
+        counts = np.bincount(at[ids], minlength=len(slots))
+        offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+        if self.values is None:
+            return pa.ListArray.from_arrays(offsets, pa.array([], pa.null()))
+        return pa.ListArray.from_arrays(offsets, _plain(self.values.take(order).column(0)))
+
+
 class GroupState(ColumnarState):
     """The backend's view of the columnar group state: frozen() copies the live slots into a table."""
 
@@ -132,6 +307,8 @@ class ColumnarGroupAggregates:
     float64 over floats) and ``n{i}`` (the count of non-NULL values, which
     decides whether the result is NULL); MIN and MAX ``m{i}`` (with ``v{i}``,
     whether it holds a value, in memory; a nullable column in the table).
+    COUNT(DISTINCT) keeps its count in ``c{i}`` and its values in ``distinct[i]``;
+    the snapshot table holds them as a list column ``d{i}`` (the count is its length).
     """
 
     def __init__(self, name: str, aggs: list[AggCall], key_types: list[pa.DataType], ttl_ms: int | None,
@@ -158,11 +335,10 @@ class ColumnarGroupAggregates:
                 self.dtypes[f"m{i}"], self.dtypes[f"v{i}"] = storage[0], bool
         self.columns = {name: np.zeros(0, dtype) for name, dtype in self.dtypes.items()}
         self.acc_names = [n for n in self.dtypes if n not in (HASH, KEY_GROUP, LIVE, TIME)]
+        self.distinct = {i: DistinctValues() for i, a in enumerate(aggs) if a.distinct}
         self.size = 0  # slots in use, live or dead
         self.live = 0
-        # key values of slots [starts[j], starts[j] + len(tables[j])), merged like a binary counter
-        self.key_tables: list[pa.Table] = []
-        self.key_starts: list[int] = []
+        self.keys = _Rows(pa.schema(list(zip(self.key_names, key_types, strict=True))))  # by slot
         self.index = HashIndex()
         self.last_sweep = now_ms()
 
@@ -201,14 +377,7 @@ class ColumnarGroupAggregates:
         self.size += n
         self.live += n
         if keys is not None:
-            self.key_tables.append(keys.combine_chunks())
-            self.key_starts.append(start)
-            # few tables (a binary counter: each is at least as large as the next), each row copied
-            # O(log n) times
-            while len(self.key_tables) >= 2 and self.key_tables[-2].num_rows <= self.key_tables[-1].num_rows:
-                last = self.key_tables.pop()
-                self.key_starts.pop()
-                self.key_tables[-1] = pa.concat_tables([self.key_tables[-1], last]).combine_chunks()
+            self.keys.append(keys)
         dead = self.size - self.live
         self.index.add(hashes, np.arange(start, start + n, dtype=np.int64), self._alive if dead else None)
 
@@ -218,29 +387,22 @@ class ColumnarGroupAggregates:
         slots = slots[self.columns[LIVE][slots]]
         self.columns[LIVE][slots] = False
         self.live -= len(slots)
+        for i, d in self.distinct.items():
+            d.dead += int(self.columns[f"c{i}"][slots].sum())
 
     def _keys(self, slots: np.ndarray) -> pa.Table:
-        """The key values of these slots, in their order: taken table by table (a take over many
-        chunks costs several times more)."""
-        starts = np.array(self.key_starts, np.int64)
-        table_of = np.searchsorted(starts, slots, side="right") - 1
-        order = np.argsort(table_of, kind="stable")
-        bounds = np.searchsorted(table_of[order], np.arange(len(starts) + 1))
-        parts = [table.take(pa.array(slots[order[lo:hi]] - start))
-                 for table, start, lo, hi in zip(self.key_tables, starts, bounds[:-1], bounds[1:], strict=True)
-                 if hi > lo]
-        if not parts:
-            return pa.table({n: pa.array([], t) for n, t in zip(self.key_names, self.key_types, strict=True)})
-        gathered = parts[0] if len(parts) == 1 else pa.concat_tables(parts).combine_chunks()
-        inverse = np.empty(len(order), np.int64)
-        inverse[order] = np.arange(len(order))
-        return gathered.take(pa.array(inverse))
+        """The key values of these slots, in their order."""
+        return self.keys.take(slots)
 
     def _compact(self) -> None:
         """Drop dead slots: renumber the live ones and rebuild the index."""
         keep = np.flatnonzero(self.columns[LIVE][: self.size])
         if self.key_names:
-            self.key_tables, self.key_starts = ([self._keys(keep).combine_chunks()], [0]) if len(keep) else ([], [])
+            self.keys.reset(self._keys(keep))
+        remap = np.full(self.size, -1, np.int64)
+        remap[keep] = np.arange(len(keep))
+        for d in self.distinct.values():
+            d.compact(remap)
         self.columns = {name: arr[keep] for name, arr in self.columns.items()}
         self.size = self.live = len(keep)
         self.index = HashIndex()
@@ -291,13 +453,36 @@ class ColumnarGroupAggregates:
             out[name] = column
         return out
 
-    def _merge(self, old: dict[str, np.ndarray], grouped: pa.Table, layout: list[list[str]]) -> dict[str, np.ndarray]:
+    def _count_distinct(self, grouped: pa.Table, layout: list[list[str]], slots: np.ndarray) -> dict[int, np.ndarray]:
+        """Per COUNT(DISTINCT): how many values each group of the batch adds to its count, i.e.
+        how many of its (slot, value) pairs are new (which are stored).  The input is append-only
+        (supports()), so every group is stored after the batch: a new one (slot -1) at the slot
+        _append will give it."""
+        if not self.distinct:
+            return {}
+        target = slots.copy()
+        new_keys = np.flatnonzero(slots < 0)
+        target[new_keys] = self.size + np.arange(len(new_keys))
+        added = {}
+        for i, d in self.distinct.items():
+            lists = _plain(grouped.column(layout[i + 1][0]))  # per group its distinct non-NULL values
+            lengths = _numbers(pc.list_value_length(lists), np.int64)
+            group = np.repeat(np.arange(len(lengths)), lengths)
+            new = d.add(target[group], _plain(lists.flatten()))
+            added[i] = np.bincount(group[new], minlength=len(lengths))
+        return added
+
+    def _merge(self, old: dict[str, np.ndarray], grouped: pa.Table, layout: list[list[str]],
+               added: dict[int, np.ndarray]) -> dict[str, np.ndarray]:
         """Old accumulators plus the batch's partials (``layout``: per function its partial columns,
-        the hidden row count first), as the per-key functions of runtime/aggregates.py merge them."""
+        the hidden row count first), as the per-key functions of runtime/aggregates.py merge them;
+        ``added``: what COUNT(DISTINCT)s add (_count_distinct)."""
         new = {COUNT: old[COUNT] + _numbers(grouped.column(layout[0][0]), np.int64)}
         for i, a in enumerate(self.aggs):
             names = layout[i + 1]
-            if a.function == "COUNT":
+            if a.distinct:
+                new[f"c{i}"] = old[f"c{i}"] + added[i]
+            elif a.function == "COUNT":
                 new[f"c{i}"] = old[f"c{i}"] + _numbers(grouped.column(names[0]), np.int64)
             elif a.function in ("SUM", "AVG"):
                 s = f"s{i}"
@@ -360,8 +545,9 @@ class ColumnarGroupAggregates:
         hashes = _plain(grouped.column("k0")).to_numpy()
         slots = self._find(hashes, keys, now)
         found = slots >= 0
+        added = self._count_distinct(grouped, layout, slots)
         old = self._gather(slots, found)
-        new = self._merge(old, grouped, layout)
+        new = self._merge(old, grouped, layout, added)
         old_results, new_results = self._results(old), self._results(new)
         changed = np.zeros(m, bool)
         for (ov, ovalid), (nv, nvalid) in zip(old_results, new_results, strict=True):
@@ -388,6 +574,11 @@ class ColumnarGroupAggregates:
             self._append(hashes[inserted], key_table, {name: values[inserted] for name, values in new.items()}, now)
         if self.size - self.live > max(self.live, COMPACT_MIN_DEAD):
             self._compact()
+        else:
+            for d in self.distinct.values():
+                # a few dead keys may hold most pairs: drop them, the slots staying as they are
+                if d.dead > max(d.size - d.dead, COMPACT_MIN_DEAD):
+                    d.compact(np.where(self.columns[LIVE][: self.size], np.arange(self.size), -1))
         return self._changelog(code, keys, old_results, new_results)
 
     def _changelog(self, code: np.ndarray, keys: list[pa.Array], old_results: list[tuple[np.ndarray, np.ndarray]],
@@ -432,7 +623,9 @@ class ColumnarGroupAggregates:
             out[name] = keys.column(name)
         out[COUNT] = pa.array(cols[COUNT][keep])
         for i, a in enumerate(self.aggs):
-            if a.function in ("MIN", "MAX"):
+            if a.distinct:
+                out[f"d{i}"] = self.distinct[i].lists(keep)
+            elif a.function in ("MIN", "MAX"):
                 out[f"m{i}"] = _arrow(cols[f"m{i}"][keep], cols[f"v{i}"][keep], a.type)
             else:
                 for name in (f"c{i}",) if a.function == "COUNT" else (f"s{i}", f"n{i}"):
@@ -448,7 +641,9 @@ class ColumnarGroupAggregates:
         table = table.combine_chunks()
         values: dict[str, np.ndarray] = {COUNT: _numbers(table.column(COUNT), np.int64)}
         for i, a in enumerate(self.aggs):
-            if a.function in ("MIN", "MAX"):
+            if a.distinct:
+                values[f"c{i}"] = _numbers(pc.list_value_length(table.column(f"d{i}")), np.int64)
+            elif a.function in ("MIN", "MAX"):
                 values[f"m{i}"], values[f"v{i}"] = _values(table.column(f"m{i}"), a.type)
             else:
                 for name in (f"c{i}",) if a.function == "COUNT" else (f"s{i}", f"n{i}"):
@@ -456,11 +651,18 @@ class ColumnarGroupAggregates:
         # restored under another TTL setting: restored keys count as written now
         written = table.column(TIME).to_numpy() if TIME in table.column_names else now_ms()
         keys = table.select(self.key_names) if self.key_names else None
+        start = self.size
         self._append(table.column(HASH).to_numpy(), keys, values, written)
+        for i, d in self.distinct.items():
+            lists = _plain(table.column(f"d{i}"))
+            if lists.type.value_type != pa.null():  # a snapshot without values has no type for them
+                slots = np.repeat(np.arange(start, start + table.num_rows), values[f"c{i}"])
+                d.extend(slots, _plain(lists.flatten()))
 
-    def add_accumulators(self, entries: list[tuple[int, tuple, Any]]) -> None:
+    def add_accumulators(self, entries: list[tuple[int, tuple, Any]], input_schema: pa.Schema) -> None:
         """Take over per-key entries ((key group, key, (accumulators, last row))): a savepoint of
-        the per-key form (rocksdb) restored where the columnar form runs.  Python per key, once."""
+        the per-key form (rocksdb) restored where the columnar form runs.  Python per key, once.
+        ``input_schema`` types the values of COUNT(DISTINCT)s (Python sets in the per-key form)."""
         if not entries:
             return
         keys = [pa.array([key[j] for _, key, _ in entries], t) for j, t in enumerate(self.key_types)]
@@ -472,7 +674,10 @@ class ColumnarGroupAggregates:
         }
         for i, a in enumerate(self.aggs):
             column = [acc[i + 1] for acc in accs]
-            if a.function == "COUNT":
+            if a.distinct:
+                assert a.arg is not None
+                out[f"d{i}"] = pa.array([list(c[0]) for c in column], pa.list_(input_schema.field(a.arg).type))
+            elif a.function == "COUNT":
                 out[f"c{i}"] = pa.array([c[0] for c in column], pa.int64())
             elif a.function in ("SUM", "AVG"):
                 sums = [0 if c[0] is None else c[0] for c in column]
@@ -494,7 +699,9 @@ class ColumnarGroupAggregates:
                    for i, (a, (v, ok)) in enumerate(zip(self.aggs, self._results(accs), strict=True))]
         columns: list[list[Any]] = [accs[COUNT].tolist()]
         for i, a in enumerate(self.aggs):
-            if a.function == "COUNT":
+            if a.distinct:
+                columns.append([set(values) for values in self.distinct[i].lists(keep).to_pylist()])
+            elif a.function == "COUNT":
                 columns.append(accs[f"c{i}"].tolist())
             elif a.function in ("SUM", "AVG"):
                 columns += [accs[f"s{i}"].tolist(), accs[f"n{i}"].tolist()]
