@@ -11,6 +11,8 @@ difference, and events/s is ``--events`` over it.
 with the source unthrottled and event times spaced by ``--tps`` (so that
 windows fire along the way), and prints how much peak RSS grew.
 
+``--source csv`` makes sqlstream read the CSV export Flink reads, like for like.
+
 ``--generator-only`` measures the nexmark source alone.  ``--flink`` also runs
 each query on Flink (PyFlink in its own venv, see benchmarks/README.md) over
 the same events exported as CSV, with Flink's own start-up measured the same
@@ -122,10 +124,12 @@ def run_child(cmd: list[str], timeout: float, env: dict[str, str] | None = None)
 class SqlstreamSide:
     """Writes each query's script to a temporary directory and runs it in a child process."""
 
-    def __init__(self, workdir: Path, tps: int, settings: dict[str, str], rate_limited: bool = True) -> None:
+    def __init__(self, workdir: Path, tps: int, settings: dict[str, str], rate_limited: bool = True,
+                 from_csv: bool = False) -> None:
         self.workdir = workdir
         self.tps = tps
         self.rate_limited = rate_limited
+        self.from_csv = from_csv  # read the CSV export Flink reads instead of generating the events
         self.env = {**os.environ, "NEXMARK_SETTINGS": json.dumps(settings)}
         self.side_input = workdir / "side_input.csv"
         write_side_input(self.side_input)
@@ -135,8 +139,12 @@ class SqlstreamSide:
         shutil.rmtree(out_dir, ignore_errors=True)
         values = {"EVENTS_NUM": str(events), "TPS": str(self.tps), "OUTPUT_DIR": str(out_dir),
                   "SIDE_INPUT": str(self.side_input), "RATE_LIMITED": str(self.rate_limited).lower()}
+        ddl = "ddl.sql"
+        if self.from_csv:
+            values["DATA_DIR"] = str(csv_data(self.workdir, events, self.tps))
+            ddl = "ddl_flink.sql"
         path = self.workdir / f"{query}-{events}.sql"
-        path.write_text(script_for(query, "ddl.sql", values))
+        path.write_text(script_for(query, ddl, values))
         return [sys.executable, str(Path(__file__).resolve()), "--child", str(path)]
 
     def run(self, query: str, events: int, timeout: float) -> dict[str, Any]:
@@ -176,14 +184,10 @@ class FlinkSide:
         self.parallelism = parallelism
         self.side_input = workdir / "side_input.csv"
 
-    def data_dir(self, events: int, tps: int) -> Path:
-        return self.workdir / f"data-{events}-{tps}"
-
     def run(self, query: str, events: int, tps: int, timeout: float) -> dict[str, Any]:
         results = []
         for n in (TINY_EVENTS, events):
-            data = self.data_dir(n, tps)
-            export_csv(data, n, tps)
+            data = csv_data(self.workdir, n, tps)
             out_dir = self.workdir / f"flink-out-{query}-{n}"
             shutil.rmtree(out_dir, ignore_errors=True)
             values = {"DATA_DIR": str(data), "OUTPUT_DIR": str(out_dir), "SIDE_INPUT": str(self.side_input)}
@@ -199,6 +203,13 @@ class FlinkSide:
         # Flink's own start-up (JVM, mini-cluster) is outside its script time; report it with the tiny run's
         combined["startup_s"] = tiny["script_s"] + tiny.get("env_s", 0.0)
         return combined
+
+
+def csv_data(workdir: Path, events: int, tps: int) -> Path:
+    """The CSV export of ``events`` events under ``workdir`` (written once, then reused)."""
+    directory = workdir / f"data-{events}-{tps}"
+    export_csv(directory, events, tps)
+    return directory
 
 
 def export_csv(directory: Path, events: int, tps: int) -> None:
@@ -348,6 +359,8 @@ def main() -> int:
                         help="peak RSS at --events and 10x --events, unthrottled (try --tps 10000)")
     parser.add_argument("--generator-only", action="store_true", help="measure the nexmark source alone")
     parser.add_argument("--flink", action="store_true", help="also run each query on Apache Flink (PyFlink)")
+    parser.add_argument("--source", choices=["nexmark", "csv"], default="nexmark",
+                        help="csv: sqlstream reads the CSV export Flink reads (like for like)")
     parser.add_argument("--flink-python", default=DEFAULT_FLINK_PYTHON, help="python of the PyFlink venv")
     parser.add_argument("--workdir", help="where scripts and exported data go (default: a temporary directory)")
     parser.add_argument("--child", metavar="SCRIPT", help=argparse.SUPPRESS)
@@ -369,7 +382,8 @@ def main() -> int:
     settings = {"parallelism.default": str(args.parallelism)}
     if args.batch_size:
         settings["table.exec.batch-size"] = str(args.batch_size)
-    ours = SqlstreamSide(workdir, args.tps, settings, rate_limited=not (args.unthrottled or args.memory))
+    ours = SqlstreamSide(workdir, args.tps, settings, rate_limited=not (args.unthrottled or args.memory),
+                         from_csv=args.source == "csv")
     if args.memory:
         growth = memory_growth(ours, queries, args.events, args.timeout)
         print(f"Nexmark peak RSS, {args.events:,} and {10 * args.events:,} events, event times at "
@@ -387,7 +401,8 @@ def main() -> int:
             results[q]["flink"] = theirs.run(q, args.events, args.tps, args.timeout)
             line += f", Flink {results[q]['flink']['status']}"
         print(line, file=sys.stderr, flush=True)
-    print(f"Nexmark, {args.events:,} events, first-event.rate {args.tps:,}/s, parallelism {args.parallelism}")
+    print(f"Nexmark, {args.events:,} events, first-event.rate {args.tps:,}/s, parallelism {args.parallelism}, "
+          f"sqlstream reading {'the CSV export' if args.source == 'csv' else 'the nexmark connector'}")
     print_table(results, theirs is not None)
     if args.json:
         Path(args.json).write_text(json.dumps(

@@ -449,6 +449,12 @@ def generate(cfg: NexmarkConfig, kind: str, event_numbers: np.ndarray,
 # the reader
 
 
+# event numbers generated at once by a reader (arrays of 0.5 MB each)
+GENERATE_PIECE = 1 << 16
+# a reader's batch spans at most this many batch sizes of event numbers
+MAX_SPAN_BATCHES = 4
+
+
 def chunk_event_numbers(local: np.ndarray, chunk: int, index: int, parallelism: int) -> np.ndarray:
     """Global event numbers of a subtask's local positions: it owns chunks index, index + p, ..."""
     c, j = np.divmod(local, chunk)
@@ -506,9 +512,11 @@ class NexmarkSource(SourceReader):
         self.bounded = self._limit is not None
         self._rate = self._cfg.first_event_rate / p  # event numbers per second for this subtask
         self._limited: bool = opts["rate.limited"]
-        # event numbers read per batch, so that a batch holds about batch_size rows of this kind
+        # event numbers read per batch: enough for about batch_size rows of this kind, but at most
+        # MAX_SPAN_BATCHES batches' worth, so that a rare kind (persons: 1 event in 50) still moves
+        # its event time, and so its watermark, in steps like the other kinds do
         share = getattr(self._cfg, f"{self._kind}_proportion") / self._chunk
-        self._step = max(1, math.ceil(ctx.batch_size / share))
+        self._step = max(1, min(math.ceil(ctx.batch_size / share), MAX_SPAN_BATCHES * ctx.batch_size))
         self._events = 0  # event numbers consumed so far by this subtask
         self._throttle = Throttle(self._rate, self._step)
 
@@ -529,12 +537,19 @@ class NexmarkSource(SourceReader):
         n = min(allowed, self._step)
         if self._limit is not None:
             n = min(n, self._limit - self._events)
-        local = np.arange(self._events, self._events + n, dtype=np.int64)
-        numbers = chunk_event_numbers(local, self._chunk, self._ctx.subtask_index, self._ctx.parallelism)
+        # a rare kind (persons: 1 event in 50) takes many event numbers per batch: generate them in
+        # pieces, so that the arrays of all those numbers never exist at once (peak memory)
+        pieces = []
+        for first in range(self._events, self._events + n, GENERATE_PIECE):
+            local = np.arange(first, min(first + GENERATE_PIECE, self._events + n), dtype=np.int64)
+            numbers = chunk_event_numbers(local, self._chunk, self._ctx.subtask_index, self._ctx.parallelism)
+            piece = generate(self._cfg, self._kind, numbers, self._columns)
+            if piece.num_rows:
+                pieces.append(piece)
         self._events += n
-        batch = generate(self._cfg, self._kind, numbers, self._columns)
-        if batch.num_rows == 0:  # a throttled trickle of event numbers held none of this kind
+        if not pieces:  # a throttled trickle of event numbers held none of this kind
             return None
+        batch = pieces[0] if len(pieces) == 1 else pa.Table.from_batches(pieces).combine_chunks().to_batches()[0]
         arrays = [a if a.type == t else a.cast(t) for a, t in zip(batch.columns, self._schema.types, strict=True)]
         return pa.RecordBatch.from_arrays(arrays, schema=self._schema)
 
