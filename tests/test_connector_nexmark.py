@@ -234,3 +234,20 @@ def test_throttle_keeps_the_rate_and_never_blocks_long() -> None:
     assert longest < 0.05
     expected = 20000 * 46 / 50 * elapsed
     assert 0.6 * expected < rows < 1.4 * expected + 512
+
+
+def test_a_rare_kind_reads_a_bounded_span_of_events_per_batch() -> None:
+    # a person is 1 event in 50: a batch of 100 persons would span 5000 event numbers; it is cut
+    # at 4 batch sizes (400), so the watermark of persons advances as often as that of bids
+    reader = source(table("person", **{"events.num": "20000", **FAST}), batch_size=100)
+    reader.open()
+    spans = []
+    while not reader.finished:
+        before = reader.snapshot_position()["events"]
+        reader.read_batch()
+        spans.append(reader.snapshot_position()["events"] - before)
+    assert max(spans) == nexmark.MAX_SPAN_BATCHES * 100
+    # generated in pieces, the rows are those of one generate() over all the events
+    cfg = nexmark.NexmarkConfig(first_event_rate=1_000_000_000)
+    direct = pa.Table.from_batches([nexmark.generate(cfg, "person", np.arange(3 * nexmark.GENERATE_PIECE + 7))])
+    assert events("person", 3 * nexmark.GENERATE_PIECE + 7, batch_size=100_000).equals(direct)
