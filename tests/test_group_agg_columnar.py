@@ -26,7 +26,7 @@ from runtime.elements import Chunk, RowKind
 from runtime.hashing import _GOLDEN, _NULL_HASH, _mix, hash_array, hash_columns
 from runtime.operators.base import OperatorContext
 from runtime.operators.group_agg import COLUMNAR_STATE, GroupAggOperator
-from runtime.operators.group_agg_columnar import _pair_hashes
+from runtime.operators.group_agg_columnar import DistinctValues, _pair_hashes, _stable_order
 from runtime.state import create_backend
 from sqlstream.session import Session
 from tests.conftest import apply_changelog, duckdb_rows, rows, run_sql
@@ -402,6 +402,30 @@ def test_a_global_count_distinct(backend: str, tmp_path: Path) -> None:
               (_batch([(1, "c", None, 6)]), None)]
     assert _changes(op, inputs) == [(INSERT, 2, 1), (U_BEFORE, 2, 1), (U_AFTER, 3, 1),
                                     (U_BEFORE, 3, 1), (U_AFTER, 4, 2)]
+
+
+def test_distinct_values_are_listed_per_slot(tmp_path: Path) -> None:
+    # the snapshot's lists: every slot from 0 on, a prefix of them, any ascending subset; slots past
+    # 16 bits (grouped in two radix passes)
+    rng = np.random.default_rng(5)
+    for top in (50, 70000):
+        pairs = sorted({(int(s), int(v)) for s, v in zip(rng.integers(0, top, 3000), rng.integers(-99, 99, 3000),
+                                                         strict=True)})
+        shuffled = [pairs[i] for i in rng.permutation(len(pairs))]
+        slots = np.array([s for s, _ in shuffled])
+        values = pa.array([v for _, v in shuffled], pa.int64())
+        store = DistinctValues()
+        for part in np.array_split(np.arange(len(pairs)), 7):  # several value tables
+            assert store.add(slots[part], values.take(pa.array(part))).all()
+        assert store.size == len(pairs) and not store.add(slots, values).any()
+        per_slot: dict[int, list[int]] = {}
+        for s, v in pairs:
+            per_slot.setdefault(s, []).append(v)
+        for wanted in (np.arange(top), np.arange(top // 2), np.unique(rng.integers(0, top, 40))):
+            got = store.lists(wanted).to_pylist()
+            assert [sorted(g) for g in got] == [per_slot.get(w, []) for w in wanted.tolist()]
+    keys = rng.integers(0, 1 << 31, 100000)
+    assert np.array_equal(_stable_order(keys), np.argsort(keys, kind="stable"))
 
 
 def _lll(basis: list[list[int]]) -> list[list[int]]:

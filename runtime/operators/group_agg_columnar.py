@@ -45,6 +45,7 @@ sets of values included), so savepoints move between backends.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -148,6 +149,41 @@ def _pair_hashes(slots: np.ndarray, values: pa.Array) -> np.ndarray:
         return _mix(slots.astype(np.uint64) * np.uint64(31) + _value_hashes(values))
 
 
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """np.argsort(keys, kind="stable") of integers in [0, 2^32), in two passes of 16 bits: numpy
+    radix-sorts 16-bit integers, several times faster than it sorts wider ones."""
+    order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    if len(keys) and keys.max() >= 1 << 16:
+        order = order[np.argsort((keys[order] >> 16).astype(np.uint16), kind="stable")]
+    return order
+
+
+def _lists(pairs: np.ndarray, values: _Rows | None, slots: np.ndarray) -> pa.ListArray:
+    """The values of each of these slots (ascending), given the slot of each pair (``pairs``) and
+    the pairs' values in that order (None: no value was ever stored)."""
+    ids = None
+    if len(slots) and slots[-1] == len(slots) - 1:  # slots 0 .. n-1: a pair's position is its slot
+        at = pairs
+        mine = at < len(slots)
+        if not mine.all():
+            ids = np.flatnonzero(mine)
+    else:
+        at = np.searchsorted(slots, pairs)
+        mine = at < len(slots)
+        mine[mine] = slots[at[mine]] == pairs[mine]
+        ids = np.flatnonzero(mine)
+    if ids is not None:
+        at = at[ids]
+    counts = np.bincount(at, minlength=len(slots))
+    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+    if values is None:
+        return pa.ListArray.from_arrays(offsets, pa.array([], pa.null()))
+    order = _stable_order(at)
+    if ids is not None:
+        order = ids[order]
+    return pa.ListArray.from_arrays(offsets, _plain(values.all().column(0)).take(pa.array(order)))
+
+
 class _Rows:
     """Arrow rows numbered 0, 1, ... in the order they were added: tables over consecutive ranges
     of numbers, merged like a binary counter (each at least as large as the next: few tables, each
@@ -169,6 +205,18 @@ class _Rows:
             last = self.tables.pop()
             self.starts.pop()
             self.tables[-1] = pa.concat_tables([self.tables[-1], last]).combine_chunks()
+
+    def view(self) -> _Rows:
+        """The rows now, whatever is added later (tables are never changed in place)."""
+        rows = _Rows(self.schema)
+        rows.tables, rows.starts, rows.count = list(self.tables), list(self.starts), self.count
+        return rows
+
+    def all(self) -> pa.Table:
+        """Every row, in order, as one table."""
+        if len(self.tables) == 1:
+            return self.tables[0]
+        return pa.concat_tables(self.tables).combine_chunks() if self.tables else self.schema.empty_table()
 
     def reset(self, table: pa.Table) -> None:
         """Keep only these rows, numbered from 0 (compaction)."""
@@ -198,8 +246,8 @@ class _Rows:
 class DistinctValues:
     """The (slot, value) pairs one COUNT(DISTINCT x) has counted; x is never NULL here.
 
-    Pair j has its slot in ``slots[j]`` and its value in row j of ``values``; the index maps the
-    hash of (slot, value) to pairs.  A batch's distinct pairs are probed and the candidates with
+    Pair j has its slot in ``slots[j]`` (int32: 4 bytes of a pair's ~36) and its value in row j
+    of ``values``; the index maps the hash of (slot, value) to pairs.  A batch's distinct pairs are probed and the candidates with
     an equal hash compared: slots always, values where hashes can collide (_hash_is_exact).  Only
     an append-only input comes here, so a pair is never taken back: the count of a slot is the
     number of its pairs.  Pairs of deleted slots stay (``dead`` counts them) until a compaction.
@@ -210,7 +258,7 @@ class DistinctValues:
         self.value_type: pa.DataType | None = None
         self.exact = False
         self.values: _Rows | None = None
-        self.slots = np.zeros(0, np.int64)
+        self.slots = np.zeros(0, np.int32)
         self.size = 0
         self.dead = 0
         self.index = HashIndex()
@@ -254,7 +302,7 @@ class DistinctValues:
             return
         assert self.values is not None
         if self.size + n > len(self.slots):
-            grown = np.zeros(max(self.size + n, 2 * len(self.slots), 1024), np.int64)
+            grown = np.zeros(max(self.size + n, 2 * len(self.slots), 1024), np.int32)
             grown[: self.size] = self.slots[: self.size]
             self.slots = grown
         self.slots[self.size: self.size + n] = slots
@@ -267,29 +315,25 @@ class DistinctValues:
         their new slots; the index is rebuilt."""
         slots = remap[self.slots[: self.size]]
         keep = np.flatnonzero(slots >= 0)
-        self.slots, self.size, self.dead, self.index = np.zeros(0, np.int64), 0, 0, HashIndex()
+        self.slots, self.size, self.dead, self.index = np.zeros(0, np.int32), 0, 0, HashIndex()
         if self.values is not None:
             values = _plain(self.values.take(keep).column(0))
             self.values.reset(self.values.schema.empty_table())
             self._store(slots[keep], values, _pair_hashes(slots[keep], values))
 
     def lists(self, slots: np.ndarray) -> pa.ListArray:
-        """Each of these slots' values (``slots`` ascending): snapshots and the per-key form."""
-        pairs = self.slots[: self.size]
-        at = np.searchsorted(slots, pairs)
-        mine = at < len(slots)
-        mine[mine] = slots[at[mine]] == pairs[mine]
-        ids = np.flatnonzero(mine)
-        order = ids[np.argsort(at[ids], kind="stable")]
-        counts = np.bincount(at[ids], minlength=len(slots))
-        offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
-        if self.values is None:
-            return pa.ListArray.from_arrays(offsets, pa.array([], pa.null()))
-        return pa.ListArray.from_arrays(offsets, _plain(self.values.take(order).column(0)))
+        """Each of these slots' values (``slots`` ascending): the per-key form's sets."""
+        return _lists(self.slots[: self.size], self.values, slots)
+
+    def frozen_lists(self) -> Callable[[np.ndarray], pa.ListArray]:
+        """lists(), later, of the pairs stored now: slots are only appended to (compaction makes
+        new arrays) and values are immutable tables, so views suffice."""
+        pairs, values = self.slots[: self.size], None if self.values is None else self.values.view()
+        return lambda slots: _lists(pairs, values, slots)
 
 
 class GroupState(ColumnarState):
-    """The backend's view of the columnar group state: frozen() copies the live slots into a table."""
+    """The backend's view of the columnar group state: a table of the live slots."""
 
     def __init__(self, name: str, store: ColumnarGroupAggregates) -> None:
         super().__init__(name)
@@ -297,6 +341,9 @@ class GroupState(ColumnarState):
 
     def frozen(self) -> pa.Table | None:
         return self.store.table()
+
+    def freeze(self) -> Callable[[], pa.Table | None]:
+        return self.store.freeze()
 
 
 class ColumnarGroupAggregates:
@@ -613,26 +660,41 @@ class ColumnarGroupAggregates:
 
     def table(self) -> pa.Table | None:
         """A copy of the live keys and accumulators, with ``$kg`` for rescaling (the snapshot)."""
+        return self.freeze()()
+
+    def freeze(self) -> Callable[[], pa.Table | None]:
+        """The snapshot table, made later (when the snapshot is written, in the background) from a
+        view taken now: the accumulators, changed in place, are copied; the key and DISTINCT
+        values, immutable, are not (the pairs' values are most of the state)."""
         keep = self._unexpired()
         if len(keep) == 0:
-            return None
+            return lambda: None
         cols = self.columns
-        out: dict[str, pa.Array] = {HASH: pa.array(cols[HASH][keep]), KEY_GROUP: pa.array(cols[KEY_GROUP][keep])}
-        keys = self._keys(keep)
-        for name in self.key_names:
-            out[name] = keys.column(name)
-        out[COUNT] = pa.array(cols[COUNT][keep])
+        accs: dict[str, pa.Array] = {HASH: pa.array(cols[HASH][keep]), KEY_GROUP: pa.array(cols[KEY_GROUP][keep]),
+                                     COUNT: pa.array(cols[COUNT][keep])}
+        lists: dict[str, Callable[[np.ndarray], pa.ListArray]] = {}
         for i, a in enumerate(self.aggs):
             if a.distinct:
-                out[f"d{i}"] = self.distinct[i].lists(keep)
+                lists[f"d{i}"] = self.distinct[i].frozen_lists()
             elif a.function in ("MIN", "MAX"):
-                out[f"m{i}"] = _arrow(cols[f"m{i}"][keep], cols[f"v{i}"][keep], a.type)
+                accs[f"m{i}"] = _arrow(cols[f"m{i}"][keep], cols[f"v{i}"][keep], a.type)
             else:
                 for name in (f"c{i}",) if a.function == "COUNT" else (f"s{i}", f"n{i}"):
-                    out[name] = pa.array(cols[name][keep])
+                    accs[name] = pa.array(cols[name][keep])
         if TIME in cols:
-            out[TIME] = pa.array(cols[TIME][keep])
-        return pa.table(out)
+            accs[TIME] = pa.array(cols[TIME][keep])
+        keys = self.keys.view()
+
+        def table() -> pa.Table:
+            out = {HASH: accs[HASH], KEY_GROUP: accs[KEY_GROUP]}
+            if self.key_names:
+                key_table = keys.take(keep)
+                out.update({name: key_table.column(name) for name in self.key_names})
+            out.update({name: column for name, column in accs.items() if name not in out})
+            out.update({name: later(keep) for name, later in lists.items()})
+            return pa.table(out)
+
+        return table
 
     def load(self, table: pa.Table) -> None:
         """Add the keys of a snapshot table (restored, or converted from the per-key form)."""

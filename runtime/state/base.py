@@ -114,6 +114,13 @@ class ColumnarState:
         tables = [t for t in self.tables if t.num_rows]
         return pa.concat_tables(tables) if tables else None
 
+    def freeze(self) -> Callable[[], pa.Table | None]:
+        """The state now, as a table made when the snapshot is written: a state whose table is
+        costly to build takes a cheap consistent view here and builds it off the processing path
+        (or never: the final snapshot of a job without checkpoint storage is not written)."""
+        table = self.frozen()
+        return lambda: table
+
 
 class StateBackend(ABC):
     """The keyed state of one operator subtask."""
@@ -137,11 +144,12 @@ class StateBackend(ABC):
     def snapshot_all(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
         """Keyed and columnar state: the backend's own snapshot plus Arrow files for columnar state."""
         keyed = self.snapshot(checkpoint_id, canonical)
-        columnar = {name: st.frozen() for name, st in self.columnar_states.items()}
+        columnar = {name: st.freeze() for name, st in self.columnar_states.items()}
 
         def write(directory: Path) -> Any:
             files = {}
-            for name, table in columnar.items():
+            for name, frozen in columnar.items():
+                table = frozen()
                 if table is not None:
                     path = directory / f"columnar-{name}.arrow"
                     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
