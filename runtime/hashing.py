@@ -71,7 +71,10 @@ def hash_array(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     elif pa.types.is_decimal(t):
         h = _string_hash(arr.cast(pa.string()))
     else:
-        # integers, timestamps, dates: their int64 value
+        # integers and temporal values: their int64 value (32-bit dates and times have no cast
+        # to int64 of their own: they are read as the int32 they are stored as)
+        if pa.types.is_date32(t) or pa.types.is_time32(t):
+            arr = arr.view(pa.int32())
         h = pc.fill_null(arr.cast(pa.int64()), 0).to_numpy(zero_copy_only=False).view(np.uint64)
     with np.errstate(over="ignore"):
         h = _mix(h.astype(np.uint64, copy=False) + _GOLDEN)

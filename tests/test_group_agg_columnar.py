@@ -702,3 +702,21 @@ def test_sql_changelog_is_the_same_on_both_backends(events, query: str, oracle: 
     assert hashmap.num_rows > len(duckdb_rows(oracle, events=data))  # updates and retractions happened
     assert _tuples(hashmap) == _tuples(rocksdb)
     assert rows(apply_changelog(hashmap)) == duckdb_rows(oracle, events=data)
+
+
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_group_by_and_join_on_date_and_time_keys(tmp_path: Path, backend: str) -> None:
+    # 32-bit dates and times are hashed as the int32 they are stored as (they have no int64 cast)
+    rng = random.Random(3)
+    rows_ = [(dt.date(2024, 1, rng.randint(1, 5)), dt.time(rng.randint(0, 2), 30), rng.randint(1, 9)) for _ in range(300)]
+    path = tmp_path / "d.csv"
+    path.write_text("".join(f"{d.isoformat()},{t.isoformat()},{v}\n" for d, t, v in rows_))
+    table = pa.table({"d": pa.array([r[0] for r in rows_]), "t": pa.array([r[1] for r in rows_], pa.time32("s")),
+                      "v": pa.array([r[2] for r in rows_], pa.int64())})
+    ddl = (f"SET 'table.exec.batch-size' = '17'; SET 'state.backend.type' = '{backend}';"
+           f"CREATE TABLE dt (d DATE, t TIME(0), v BIGINT) WITH ('connector' = 'filesystem', 'path' = '{path}', "
+           "'format' = 'csv');")
+    grouped = "SELECT d, t, COUNT(*) AS n, SUM(v) AS s FROM dt GROUP BY d, t"
+    assert rows(run_sql(ddl + grouped + ";")) == duckdb_rows(grouped, dt=table)
+    joined = "SELECT a.d, a.v, b.v FROM dt a JOIN dt b ON a.d = b.d AND a.t = b.t WHERE a.v > b.v + 6"
+    assert rows(run_sql(ddl + joined + ";")) == duckdb_rows(joined, dt=table)
