@@ -13,6 +13,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from planner.logical import AggCall, WindowSpec
+from runtime.elements import Chunk
+from runtime.operators.base import OperatorContext
+from runtime.operators.window_agg import WindowAggOperator
+from runtime.state import create_backend
 from tests.conftest import duckdb_rows, rows, run_sql
 
 BASE = dt.datetime(2024, 3, 1, 12, 0, 0)
@@ -167,3 +172,42 @@ def test_late_events_are_dropped_and_counted(tmp_path: Path) -> None:
         (dt.datetime(2024, 3, 1, 12, 0, 10), "a", 10, 2),
     ]
     assert result.job.late_records_dropped == 1
+
+
+def test_window_state_from_a_rocksdb_savepoint_keeps_its_types_on_hashmap(tmp_path: Path) -> None:
+    # per-key accumulators taken over as columnar partials carry Python's types (INT keys as BIGINT,
+    # timestamps in microseconds) until the first batch's partials say the real ones
+    schema = pa.schema([("k", pa.int32()), ("ts", pa.timestamp("ms"))])
+    aggs = [AggCall("COUNT", 1, True, pa.int64(), "n"), AggCall("MAX", 1, False, pa.timestamp("ms"), "m")]
+    out = pa.schema([("k", pa.int32()), ("window_end", pa.timestamp("ms")), ("n", pa.int64()),
+                     ("m", pa.timestamp("ms"))])
+    window = WindowSpec("TUMBLE", 1, size_ms=10_000)
+
+    def batch(second: int) -> Chunk:
+        times = [dt.datetime(2024, 1, 1, 0, 0, second, ms * 1000) for ms in (1, 2, 1)]
+        return Chunk(pa.RecordBatch.from_arrays([pa.array([1, 2, 1], pa.int32()),
+                                                 pa.array(times, pa.timestamp("ms"))], schema=schema))
+
+    def operator(backend: str, restored: object = None) -> WindowAggOperator:
+        state = create_backend(backend, range(128), tmp_path / backend)
+        if restored is not None:
+            state.restore_all([restored])
+        op = WindowAggOperator(window, [0, "window_end"], aggs, out)
+        op.open(OperatorContext("w", state=state))
+        if restored is not None:
+            op.restore_state(None)
+        return op
+
+    first = operator("rocksdb")
+    for second in range(3):
+        first.process_batch(batch(second))
+    (tmp_path / "savepoint").mkdir()
+    handle = first.ctx.keyed_state.snapshot_all(1, canonical=True)(tmp_path / "savepoint")
+    resumed = operator("hashmap", handle)
+    for second in range(3, 5):
+        resumed.process_batch(batch(second))
+    fired = [r for c in resumed.on_watermark(10**13) for r in c.batch.to_pylist()]
+    end = dt.datetime(2024, 1, 1, 0, 0, 10)
+    assert sorted(fired, key=lambda r: r["k"]) == [
+        {"k": 1, "window_end": end, "n": 5, "m": dt.datetime(2024, 1, 1, 0, 0, 4, 1000)},
+        {"k": 2, "window_end": end, "n": 5, "m": dt.datetime(2024, 1, 1, 0, 0, 4, 2000)}]

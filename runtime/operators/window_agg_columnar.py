@@ -90,6 +90,11 @@ class ColumnarWindowAggregates:
             self.compact()
 
     def _append(self, state: ColumnarState, table: pa.Table) -> None:
+        if state.tables and state.tables[-1].schema != table.schema:
+            # tables taken over from the per-key form (add_accumulators) carry the types Python
+            # inferred (an INT key as BIGINT, timestamps in microseconds) in their own column order:
+            # a batch's table says the real ones
+            state.tables = [t.select(table.schema.names).cast(table.schema) for t in state.tables]
         state.tables.append(table)
         self.state_rows += table.num_rows
 
