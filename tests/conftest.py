@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
+from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from runtime.elements import RowKind
+from runtime.hashing import hash_columns
+from runtime.state import create_backend
+from runtime.state.base import StateBackend
 from sqlstream.session import Session
 
 
@@ -69,3 +76,21 @@ def duckdb_rows(query: str, **tables: pa.Table) -> list[tuple]:
 @pytest.fixture
 def session() -> Session:
     return Session()
+
+
+def in_key_groups(batch: pa.RecordBatch, key_indexes: list[int] | tuple[int, ...], groups: range) -> np.ndarray:
+    """Which rows of ``batch`` belong to ``groups``' key groups, as the hash exchange routes them."""
+    kg = hash_columns([batch.column(k) for k in key_indexes]) % np.uint64(128)
+    return np.isin(kg, np.array(groups))
+
+
+def savepoint_into_halves(operator: Any, backend: str, tmp: Path) -> Iterator[tuple[range, StateBackend]]:
+    """A canonical savepoint of ``operator``'s keyed state, restored into two ``backend`` states that
+    own the lower and the upper half of the key groups: a move to another backend and a rescale 1 -> 2."""
+    folder = tmp / "savepoint"
+    folder.mkdir()
+    handle = operator.ctx.keyed_state.snapshot_all(1, canonical=True)(folder)
+    for groups in (range(0, 64), range(64, 128)):
+        state = create_backend(backend, groups, tmp / f"restored-{backend}-{groups.start}")
+        state.restore_all([handle])
+        yield groups, state

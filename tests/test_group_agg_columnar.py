@@ -29,7 +29,14 @@ from runtime.operators.group_agg import COLUMNAR_STATE, GroupAggOperator
 from runtime.operators.group_agg_columnar import DistinctValues, _pair_hashes, _stable_order
 from runtime.state import create_backend
 from sqlstream.session import Session
-from tests.conftest import apply_changelog, duckdb_rows, rows, run_sql
+from tests.conftest import (
+    apply_changelog,
+    duckdb_rows,
+    in_key_groups,
+    rows,
+    run_sql,
+    savepoint_into_halves,
+)
 from tests.test_join_columnar import _inverse_mix
 
 INSERT, U_BEFORE, U_AFTER, DELETE = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE
@@ -240,8 +247,7 @@ def _mine(inputs: list[Batch], groups: range) -> list[Batch]:
     """The rows of ``groups``' key groups, as the hash exchange would route them."""
     out = []
     for batch, kinds in inputs:
-        kg = hash_columns([batch.column(k) for k in KEYS]) % np.uint64(128)
-        mask = np.isin(kg, np.array(groups))
+        mask = in_key_groups(batch, KEYS, groups)
         out.append((batch.filter(pa.array(mask)), None if kinds is None else np.array(kinds)[mask].tolist()))
     return out
 
@@ -263,14 +269,9 @@ def test_state_moves_through_a_savepoint_to_another_backend_and_parallelism(
     before, after = inputs[:20], inputs[20:]
     old = _operator(first, tmp_path, aggs, retracting)
     _changes(old, before)
-    directory = tmp_path / "savepoint"
-    directory.mkdir()
-    handle = old.ctx.keyed_state.snapshot_all(1, canonical=True)(directory)
     # resume on two subtasks: each emits exactly what a per-key operator fed the rows of its key
     # groups from the start emits
-    for groups in (range(0, 64), range(64, 128)):
-        state = create_backend(second, groups, tmp_path / f"restored-{second}-{groups.start}")
-        state.restore_all([handle])
+    for groups, state in savepoint_into_halves(old, second, tmp_path):
         new = GroupAggOperator(KEYS, aggs, _schema(aggs), retracting)
         new.open(OperatorContext("group", state=state))
         new.restore_state(None)

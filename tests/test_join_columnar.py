@@ -26,7 +26,7 @@ from runtime.operators.base import OperatorContext
 from runtime.operators.join import RegularJoinOperator
 from runtime.operators.join_columnar import HashIndex
 from runtime.state import create_backend
-from tests.conftest import duckdb_rows, rows, run_sql
+from tests.conftest import duckdb_rows, in_key_groups, rows, run_sql, savepoint_into_halves
 
 LEFT = pa.schema([("s", pa.string()), ("k", pa.int64()), ("x", pa.int64())])
 RIGHT = pa.schema([("k", pa.int64()), ("s", pa.string()), ("y", pa.int64())])
@@ -157,21 +157,13 @@ def test_join_state_moves_through_a_savepoint_to_another_backend_and_parallelism
     before, after = inputs[:25], inputs[25:]
     old = _operator(first, tmp_path)
     got = _run(old, before)
-    directory = tmp_path / "savepoint"
-    directory.mkdir()
-    handle = old.ctx.keyed_state.snapshot_all(1, canonical=True)(directory)
     # resume on two subtasks, each fed the rows of its key groups (as the hash exchange would)
-    for groups in (range(0, 64), range(64, 128)):
-        state = create_backend(second, groups, tmp_path / f"restored-{second}-{groups.start}")
-        state.restore_all([handle])
+    for groups, state in savepoint_into_halves(old, second, tmp_path):
         new = RegularJoinOperator("INNER", (0, 1), (1, 0), RESIDUAL, LEFT, RIGHT, OUT, append_only=True)
         new.open(OperatorContext("join", state=state))
         new.restore_state(None)
-        mine = []
-        for side, batch in after:
-            keys = [batch.column(i) for i in ((0, 1) if side == 0 else (1, 0))]
-            kg = hash_columns(keys) % np.uint64(128)
-            mine.append((side, batch.filter(pa.array(np.isin(kg, np.array(groups))))))
+        mine = [(side, batch.filter(pa.array(in_key_groups(batch, (0, 1) if side == 0 else (1, 0), groups))))
+                for side, batch in after]
         got += _run(new, mine)
     assert got == expected
 

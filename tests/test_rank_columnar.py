@@ -19,10 +19,10 @@ import pyarrow as pa
 import pytest
 
 from runtime.elements import Chunk, RowKind
-from runtime.hashing import hash_columns
 from runtime.operators.base import OperatorContext
 from runtime.operators.rank import TopNOperator
 from runtime.state import create_backend
+from tests.conftest import in_key_groups, savepoint_into_halves
 
 SCHEMA = pa.schema([("k", pa.string()), ("g", pa.int32()), ("v", pa.int64()), ("ts", pa.timestamp("ms"))])
 BASE = dt.datetime(2024, 3, 1)
@@ -108,21 +108,14 @@ def test_top_n_state_moves_through_a_savepoint_to_another_backend_and_parallelis
     expected = _materialize(_feed(_operator("hashmap", tmp_path, start, end, output_rank, newer_wins, sort), batches))
     old = _operator(first, tmp_path, start, end, output_rank, newer_wins, sort)
     changes = _feed(old, before)
-    folder = tmp_path / "savepoint"
-    folder.mkdir()
-    handle = old.ctx.keyed_state.snapshot_all(1, canonical=True)(folder)
-    for groups in (range(0, 64), range(64, 128)):
-        state = create_backend(second, groups, tmp_path / f"restored-{second}-{groups.start}")
-        state.restore_all([handle])
+    for groups, state in savepoint_into_halves(old, second, tmp_path):
         schema = pa.schema(list(SCHEMA) + [pa.field("rn", pa.int64())])
         new = TopNOperator([0, 1], sort, start, end, output_rank, False, newer_wins, schema)
         new.open(OperatorContext("rank", state=state))
         new.restore_state(None)
         assert (new.columnar is not None) == (second == "hashmap")
-        mine = []
-        for b in after:  # the rows of this subtask's key groups, as the hash exchange would send them
-            kg = hash_columns([b.column(0), b.column(1)]) % np.uint64(128)
-            mine.append(b.filter(pa.array(np.isin(kg, np.array(groups)))))
+        # the rows of this subtask's key groups, as the hash exchange would send them
+        mine = [b.filter(pa.array(in_key_groups(b, [0, 1], groups))) for b in after]
         changes += _feed(new, mine)
     assert _materialize(changes) == expected
 

@@ -59,6 +59,7 @@ from planner.logical import AggCall
 from runtime.elements import RowKind
 from runtime.hashing import _mix, hash_array, hash_columns
 from runtime.operators.join_columnar import HashIndex
+from runtime.operators.numbered_rows import NumberedRows
 from runtime.state.base import ColumnarState, now_ms
 
 HASH, KEY_GROUP, LIVE, COUNT, TIME = "$h", "$kg", "$live", "$n", "$t"
@@ -161,7 +162,7 @@ def _stable_order(keys: np.ndarray) -> np.ndarray:
     return order
 
 
-def _lists(pairs: np.ndarray, values: _Rows | None, slots: np.ndarray) -> pa.ListArray:
+def _lists(pairs: np.ndarray, values: NumberedRows | None, slots: np.ndarray) -> pa.ListArray:
     """The values of each of these slots (ascending), given the slot of each pair (``pairs``) and
     the pairs' values in that order (None: no value was ever stored)."""
     ids = None
@@ -185,65 +186,6 @@ def _lists(pairs: np.ndarray, values: _Rows | None, slots: np.ndarray) -> pa.Lis
     if ids is not None:
         order = ids[order]
     return pa.ListArray.from_arrays(offsets, _plain(values.all().column(0)).take(pa.array(order)))
-
-
-class _Rows:
-    """Arrow rows numbered 0, 1, ... in the order they were added: tables over consecutive ranges
-    of numbers, merged like a binary counter (each at least as large as the next: few tables, each
-    row copied O(log n) times), and gathered table by table (one take over many chunks costs
-    several times more)."""
-
-    def __init__(self, schema: pa.Schema) -> None:
-        self.schema = schema
-        self.tables: list[pa.Table] = []
-        self.starts: list[int] = []
-        self.count = 0
-
-    def append(self, table: pa.Table) -> None:
-        """Add rows, numbered from ``count`` on."""
-        self.tables.append(table.combine_chunks())
-        self.starts.append(self.count)
-        self.count += table.num_rows
-        while len(self.tables) >= 2 and self.tables[-2].num_rows <= self.tables[-1].num_rows:
-            last = self.tables.pop()
-            self.starts.pop()
-            self.tables[-1] = pa.concat_tables([self.tables[-1], last]).combine_chunks()
-
-    def view(self) -> _Rows:
-        """The rows now, whatever is added later (tables are never changed in place)."""
-        rows = _Rows(self.schema)
-        rows.tables, rows.starts, rows.count = list(self.tables), list(self.starts), self.count
-        return rows
-
-    def all(self) -> pa.Table:
-        """Every row, in order, as one table."""
-        if len(self.tables) == 1:
-            return self.tables[0]
-        return pa.concat_tables(self.tables).combine_chunks() if self.tables else self.schema.empty_table()
-
-    def reset(self, table: pa.Table) -> None:
-        """Keep only these rows, numbered from 0 (compaction)."""
-        self.tables, self.starts, self.count = [], [], 0
-        if table.num_rows:
-            self.append(table)
-
-    def take(self, ids: np.ndarray) -> pa.Table:
-        """The rows with these numbers, in their order."""
-        starts = np.array(self.starts, np.int64)
-        table_of = np.searchsorted(starts, ids, side="right") - 1
-        order = np.argsort(table_of, kind="stable")
-        bounds = np.searchsorted(table_of[order], np.arange(len(starts) + 1))
-        parts = [table.take(pa.array(ids[order[lo:hi]] - start))
-                 for table, start, lo, hi in zip(self.tables, starts, bounds[:-1], bounds[1:], strict=True)
-                 if hi > lo]
-        if not parts:
-            return self.schema.empty_table()
-        if len(parts) == 1:  # all from one table: in their order already
-            return parts[0]
-        gathered = pa.concat_tables(parts).combine_chunks()
-        inverse = np.empty(len(order), np.int64)
-        inverse[order] = np.arange(len(order))
-        return gathered.take(pa.array(inverse))
 
 
 class _HashTable:
@@ -333,7 +275,7 @@ class DistinctValues:
         # known from the first values: a batch's, or a restored table's
         self.value_type: pa.DataType | None = None
         self.exact = False
-        self.values: _Rows | None = None
+        self.values: NumberedRows | None = None
         self.slots = np.zeros(0, np.int32)
         self.size = 0
         self.dead = 0
@@ -372,7 +314,7 @@ class DistinctValues:
         if self.value_type is None:
             self.value_type = values.type
             self.exact = _hash_is_exact(values.type)
-            self.values = _Rows(pa.schema([("v", values.type)]))
+            self.values = NumberedRows(pa.schema([("v", values.type)]))
         return values if values.type == self.value_type else values.cast(self.value_type)
 
     def _store(self, slots: np.ndarray, values: pa.Array, hashes: np.ndarray,
@@ -466,7 +408,7 @@ class ColumnarGroupAggregates:
         self.distinct = {i: DistinctValues() for i, a in enumerate(aggs) if a.distinct}
         self.size = 0  # slots in use, live or dead
         self.live = 0
-        self.keys = _Rows(pa.schema(list(zip(self.key_names, key_types, strict=True))))  # by slot
+        self.keys = NumberedRows(pa.schema(list(zip(self.key_names, key_types, strict=True))))  # by slot
         self.index = HashIndex()
         self.last_sweep = now_ms()
 

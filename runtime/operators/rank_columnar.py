@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from runtime.elements import RowKind
 from runtime.hashing import hash_columns
 from runtime.operators.join_columnar import HashIndex
+from runtime.operators.numbered_rows import NumberedRows
 from runtime.state.base import ColumnarState, now_ms
 
 HASH, KEY_GROUP, SEQ, TIME = "$h", "$kg", "$seq", "$t"
@@ -72,8 +73,9 @@ class ColumnarTopN:
         self.ttl_ms = ttl_ms
         self.max_parallelism = max_parallelism
         self.state = RankState(name, self.table)
-        self.tables: list[pa.Table] = []  # rows [starts[j], starts[j] + len(tables[j]))
-        self.starts: list[int] = []
+        self.rows = NumberedRows(pa.schema(
+            [*zip(self.names, input_schema.types, strict=True),
+             (HASH, pa.uint64()), (KEY_GROUP, pa.int16()), (SEQ, pa.int64())]))  # by row id
         self.live = np.zeros(0, bool)  # per row id
         self.written = np.zeros(0, np.int64)  # per row id: when its partition was last written (TTL)
         self.size = 0
@@ -96,13 +98,7 @@ class ColumnarTopN:
         self.written[first:first + n] = now
         self.size += n
         self.alive += n
-        self.tables.append(table.combine_chunks())
-        self.starts.append(first)
-        # a binary counter of tables: few of them, each row copied O(log n) times
-        while len(self.tables) >= 2 and self.tables[-2].num_rows <= self.tables[-1].num_rows:
-            last = self.tables.pop()
-            self.starts.pop()
-            self.tables[-1] = pa.concat_tables([self.tables[-1], last]).combine_chunks()
+        self.rows.append(table)
         ids = np.arange(first, first + n, dtype=np.int64)
         self.index.add(table.column(HASH).to_numpy(), ids, self._is_live if self.size > self.alive else None)
 
@@ -115,17 +111,7 @@ class ColumnarTopN:
         self.alive -= len(ids)
 
     def _rows(self, ids: np.ndarray) -> pa.Table:
-        """Stored rows by id, in the given order (taken table by table: cheaper than one take)."""
-        starts = np.array(self.starts, np.int64)
-        table_of = np.searchsorted(starts, ids, side="right") - 1
-        order = np.argsort(table_of, kind="stable")
-        bounds = np.searchsorted(table_of[order], np.arange(len(starts) + 1))
-        parts = [t.take(pa.array(ids[order[lo:hi]] - s))
-                 for t, s, lo, hi in zip(self.tables, starts, bounds[:-1], bounds[1:], strict=True) if hi > lo]
-        gathered = pa.concat_tables(parts).combine_chunks() if len(parts) != 1 else parts[0]
-        inverse = np.empty(len(order), np.int64)
-        inverse[order] = np.arange(len(order))
-        return gathered.take(pa.array(inverse))
+        return self.rows.take(ids)
 
     def _expire(self, now: int) -> None:
         if self.ttl_ms is not None and self.alive:
@@ -136,7 +122,8 @@ class ColumnarTopN:
         keep = np.flatnonzero(self.live[: self.size])
         rows = self._rows(keep) if len(keep) else None
         written = self.written[keep]
-        self.tables, self.starts, self.size, self.alive = [], [], 0, 0
+        self.rows.reset(self.rows.schema.empty_table())
+        self.size, self.alive = 0, 0
         self.live, self.written = np.zeros(0, bool), np.zeros(0, np.int64)
         self.index = HashIndex()
         if rows is not None:
@@ -312,7 +299,7 @@ class ColumnarTopN:
         if table.num_rows == 0:
             return
         written = table.column(TIME).to_numpy() if TIME in table.column_names else None
-        rows = table.select([*self.names, HASH, KEY_GROUP, SEQ])
+        rows = table.select([*self.names, HASH, KEY_GROUP, SEQ]).cast(self.rows.schema)
         first = self.size
         self._append(rows, now_ms())
         if written is not None:
