@@ -46,6 +46,7 @@ from planner.logical import (
     WindowTVF,
     window_properties,
 )
+from planner.proctime import is_proctime_column, proctime_attribute
 from planner.scope import Scope, ScopeColumn, plan_error
 from runtime.connectors.base import parse_duration_ms
 from sqlstream.errors import PlanError
@@ -251,10 +252,13 @@ class QueryBinder:
         inner = self._bind_from(tvf.table)
         rowtime = inner.node.rowtime
         time_ref = inner.scope.resolve(tvf.time_col)
+        if time_ref.index != rowtime and is_proctime_column(inner.node, time_ref.index):
+            inner = Relation(proctime_attribute(inner.node, time_ref.index), inner.scope)
+            rowtime = time_ref.index
         if rowtime is None or time_ref.index != rowtime:
             raise plan_error(
                 f"the time column '{tvf.time_col.name}' of {tvf.kind} must be a time attribute "
-                "(a column with a WATERMARK declared on its table)",
+                "(a column with a WATERMARK declared on its table, or a PROCTIME() column)",
                 tvf.time_col,
                 tvf.time_col.name,
             )
@@ -512,7 +516,7 @@ class QueryBinder:
                     seen.add(n.sql())
                     agg_nodes.append(n)
 
-        group_window = self._group_window(rel, key_nodes)
+        rel, group_window = self._group_window(rel, key_nodes)
         if group_window is not None:
             roles_of_keys: list[str | tuple[str, ...] | None] = [
                 WINDOW_COLUMNS if k is group_window.call else None for k in key_nodes
@@ -613,18 +617,26 @@ class QueryBinder:
         exprs, names = self._bind_items(items, Scope.of(out_schema), post)
         return Project(out, exprs, names, _rowtime_through(exprs, out.rowtime))
 
-    def _group_window(self, rel: Relation, key_nodes: list[exp.Expression]) -> GroupWindow | None:
-        """The legacy group window (TUMBLE/HOP/SESSION(ts, ...)) among the grouping keys, if any."""
+    def _group_window(
+        self, rel: Relation, key_nodes: list[exp.Expression]
+    ) -> tuple[Relation, GroupWindow | None]:
+        """The legacy group window (TUMBLE/HOP/SESSION(ts, ...)) among the grouping keys, if any,
+        and the input, with its PROCTIME() column made the time attribute when the window is on it."""
         calls = [k for k in key_nodes if group_window_kind(k) is not None]
         if not calls:
-            return None
+            return rel, None
         if len(calls) > 1:
             first, second = (c.sql(dialect=dialect.Flink) for c in calls[:2])
             raise plan_error(
                 f"GROUP BY takes one group window, found {first} and {second}", calls[1]
             )
         assert isinstance(calls[0], exp.Anonymous)
-        return bind_group_window(calls[0], rel.scope, rel.node.rowtime)
+        time = calls[0].expressions[0] if calls[0].expressions else None
+        if isinstance(time, exp.Column):
+            index = rel.scope.resolve(time).index
+            if index != rel.node.rowtime and is_proctime_column(rel.node, index):
+                rel = Relation(proctime_attribute(rel.node, index), rel.scope)
+        return rel, bind_group_window(calls[0], rel.scope, rel.node.rowtime)
 
     def _window_grouping(self, rel: Relation, key_nodes: list[exp.Expression]) -> WindowGrouping | None:
         """GROUP BY window_start, window_end, ... over windowed rows: how to build the window aggregation.

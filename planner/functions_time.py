@@ -709,8 +709,10 @@ register(
     returns("CURRENT_TIMESTAMP", TIMESTAMP_LTZ_3),
     _current_timestamp,
     0,
-    aliases=("NOW", "PROCTIME"),
+    aliases=("NOW",),
 )
+# its own name, so that planner.proctime can tell a processing-time attribute from CURRENT_TIMESTAMP
+register("PROCTIME", returns("PROCTIME", TIMESTAMP_LTZ_3), _current_timestamp, 0)
 register("LOCALTIMESTAMP", returns("LOCALTIMESTAMP", TIMESTAMP_3), _localtimestamp, 0)
 register("CURRENT_DATE", returns("CURRENT_DATE", pa.date32()), _current_date, 0)
 register(

@@ -138,7 +138,7 @@ def bind_group_window(call: exp.Anonymous, scope: Scope, rowtime: int | None) ->
     if not isinstance(time, exp.Column) or rowtime is None or scope.resolve(time).index != rowtime:
         raise plan_error(
             f"the time column '{time.sql(dialect=Flink)}' of the group window {kind} must be "
-            "a time attribute (a column with a WATERMARK declared on its table)",
+            "a time attribute (a column with a WATERMARK declared on its table, or a PROCTIME() column)",
             time,
             time.name if isinstance(time, exp.Column) else None,
         )

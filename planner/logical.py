@@ -49,6 +49,7 @@ class WatermarkAssign:
     rowtime_index: int
     watermark: Expr  # evaluated per row over the input; the watermark is its running max
     idle_timeout_ms: int | None = None  # splits quiet for longer do not hold event time back
+    proctime: bool = False  # a PROCTIME() column: the watermark is the largest stamp over all splits
 
     @property
     def schema(self) -> pa.Schema:
@@ -546,7 +547,8 @@ def _describe(node: LogicalNode) -> str:
     if isinstance(node, Scan):
         return f"Scan(table={node.table.name}, connector={node.table.connector}, columns=[{', '.join(node.columns)}])"
     if isinstance(node, WatermarkAssign):
-        return f"WatermarkAssigner(rowtime={node.schema.names[node.rowtime_index]}, watermark={node.watermark})"
+        kind = "proctime" if node.proctime else "rowtime"
+        return f"WatermarkAssigner({kind}={node.schema.names[node.rowtime_index]}, watermark={node.watermark})"
     if isinstance(node, Project):
         return "Project(" + ", ".join(f"{n}={e}" for n, e in zip(node.names, node.exprs, strict=True)) + ")"
     if isinstance(node, Filter):

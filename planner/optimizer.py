@@ -105,7 +105,9 @@ def _rewrite(node: LogicalNode) -> LogicalNode:
         inner = _rewrite(node.input)
         return _push_filter(fold(node.predicate), inner)
     if isinstance(node, WatermarkAssign):
-        return WatermarkAssign(_rewrite(node.input), node.rowtime_index, fold(node.watermark), node.idle_timeout_ms)
+        return WatermarkAssign(
+            _rewrite(node.input), node.rowtime_index, fold(node.watermark), node.idle_timeout_ms, node.proctime
+        )
     if isinstance(node, WindowTVF):
         return WindowTVF(_rewrite(node.input), node.window)
     if isinstance(node, Aggregate):
@@ -230,7 +232,8 @@ def prune(node: LogicalNode, required: set[int]) -> tuple[LogicalNode, dict[int,
         needed = set(required) | referenced_columns(node.watermark) | {node.rowtime_index}
         child, mapping = prune(node.input, needed)
         return WatermarkAssign(
-            child, mapping[node.rowtime_index], remap_columns(node.watermark, mapping), node.idle_timeout_ms
+            child, mapping[node.rowtime_index], remap_columns(node.watermark, mapping), node.idle_timeout_ms,
+            node.proctime,
         ), mapping
     if isinstance(node, WindowTVF):
         width = len(node.input.schema)

@@ -132,9 +132,10 @@ class Lowering:
                             source=SourceSpec(None, node.table.column_names, values=node.table))
         if isinstance(node, WatermarkAssign):
             up = self.lower(node.input)
-            wm, idle = node.watermark, node.idle_timeout_ms
-            return self.add("WatermarkAssigner", f"rowtime={schema.names[node.rowtime_index]}, watermark={wm}",
-                            schema, [Exchange(up)], make_operator=lambda: WatermarkAssigner(wm, idle))
+            wm, idle, proctime = node.watermark, node.idle_timeout_ms, node.proctime
+            kind = "proctime" if proctime else "rowtime"
+            return self.add("WatermarkAssigner", f"{kind}={schema.names[node.rowtime_index]}, watermark={wm}",
+                            schema, [Exchange(up)], make_operator=lambda: WatermarkAssigner(wm, idle, proctime))
         if isinstance(node, Project | Filter):
             predicate = None
             exprs = names = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -33,6 +34,8 @@ from runtime.task import Task
 
 POLL_S = 0.05
 IDLE_SLEEP_S = 0.002
+# how often an idle subtask tells its operators the wall clock (Flink's auto-watermark interval)
+PROCESSING_TIME_TICK_S = 0.2
 
 
 class Cancelled(Exception):
@@ -138,6 +141,7 @@ class Subtask(threading.Thread):
         self.ended: set[int] = set()
         self.final_commit = threading.Event()
         self.notified = 0  # the newest checkpoint whose completion this subtask's operators have seen
+        self.last_tick = time.monotonic()
 
     @property
     def key(self) -> tuple[str, int]:
@@ -184,6 +188,7 @@ class Subtask(threading.Thread):
                 self._finish()
                 return
             elif batch is None:
+                self._tick_processing_time()
                 self.stop.wait(IDLE_SLEEP_S)
 
     def _run_operator(self) -> None:
@@ -196,6 +201,7 @@ class Subtask(threading.Thread):
                 try:
                     channel, element = self.inbound.get(timeout=POLL_S)
                 except queue.Empty:
+                    self._tick_processing_time()
                     continue
             if channel in self.blocked:
                 self.held.setdefault(channel, deque()).append(element)
@@ -218,20 +224,33 @@ class Subtask(threading.Thread):
     def _process(self, element: Element, channel: int = 0) -> None:
         """Push one element through the chain and out of its gates."""
         elements = [element]
-        tasks = self.tasks
-        for pos, task in enumerate(tasks):
-            nxt: list[Element] = []
-            for e in elements:
-                if pos == 0 and self.reader is None:
-                    nxt.extend(task.receive(e, channel, self.channel_inputs[channel]))
-                else:
-                    nxt.extend(task.receive(e))
-            elements = nxt
+        if self.reader is None and self.tasks:
+            elements = self.tasks[0].receive(element, channel, self.channel_inputs[channel])
+            self._push(elements, 1)
+        else:
+            self._push(elements, 0)
+
+    def _push(self, elements: list[Element], start: int) -> None:
+        """Push elements through the chain's tasks from position ``start`` on, then out of its gates."""
+        for task in self.tasks[start:]:
             if not elements:
                 return
+            nxt: list[Element] = []
+            for e in elements:
+                nxt.extend(task.receive(e))
+            elements = nxt
         for e in elements:
             for gate in self.outputs:
                 gate.emit(e)
+
+    def _tick_processing_time(self) -> None:
+        """While idle, every PROCESSING_TIME_TICK_S, give each operator the wall clock."""
+        if time.monotonic() - self.last_tick < PROCESSING_TIME_TICK_S:
+            return
+        self.last_tick = time.monotonic()
+        now_ms = time.time_ns() // 1_000_000
+        for pos, task in enumerate(self.tasks):
+            self._push(task.advance_processing_time(now_ms), pos + 1)
 
     # ------------------------------------------------------------ checkpoints
     def _drain_control(self) -> None:

@@ -43,6 +43,10 @@ class Task:
             return out
         raise TypeError(element)
 
+    def advance_processing_time(self, now_ms: int) -> list[Element]:
+        """Tell the operator the wall clock while its input is idle (see Operator.on_processing_time)."""
+        return self._emit(self.operator.on_processing_time(now_ms))
+
     def _advance(self, timestamp: int) -> list[Element]:
         if timestamp <= self.watermark:
             return []

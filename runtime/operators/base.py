@@ -58,6 +58,11 @@ class Operator:
         """Event time reached ``timestamp`` on all inputs: fire what is due."""
         return []
 
+    def on_processing_time(self, now_ms: int) -> Output:
+        """The wall clock reached ``now_ms`` while no input arrived: a processing-time
+        watermark assigner advances, so windows on ``PROCTIME()`` fire on an idle stream."""
+        return []
+
     def output_watermark(self, timestamp: int) -> int:
         """The watermark to forward after on_watermark(timestamp): operators that emit rows
         older than their input watermark (interval joins) hold it back."""
