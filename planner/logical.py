@@ -49,7 +49,7 @@ class WatermarkAssign:
     rowtime_index: int
     watermark: Expr  # evaluated per row over the input; the watermark is its running max
     idle_timeout_ms: int | None = None  # splits quiet for longer do not hold event time back
-    proctime: bool = False  # a PROCTIME() column: the watermark is the largest stamp over all splits
+    proctime: bool = False  # a PROCTIME() column: the assigner stamps it with the wall clock, its watermark
 
     @property
     def schema(self) -> pa.Schema:
