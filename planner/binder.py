@@ -46,7 +46,7 @@ from planner.logical import (
     WindowTVF,
     window_properties,
 )
-from planner.proctime import is_proctime_column, proctime_attribute
+from planner.proctime import with_proctime_attribute
 from planner.scope import Scope, ScopeColumn, plan_error
 from runtime.connectors.base import parse_duration_ms
 from sqlstream.errors import PlanError
@@ -250,11 +250,9 @@ class QueryBinder:
 
     def _bind_window_tvf(self, tvf: dialect.WindowTVF) -> Relation:
         inner = self._bind_from(tvf.table)
-        rowtime = inner.node.rowtime
         time_ref = inner.scope.resolve(tvf.time_col)
-        if time_ref.index != rowtime and is_proctime_column(inner.node, time_ref.index):
-            inner = Relation(proctime_attribute(inner.node, time_ref.index), inner.scope)
-            rowtime = time_ref.index
+        inner = Relation(with_proctime_attribute(inner.node, time_ref.index), inner.scope)
+        rowtime = inner.node.rowtime
         if rowtime is None or time_ref.index != rowtime:
             raise plan_error(
                 f"the time column '{tvf.time_col.name}' of {tvf.kind} must be a time attribute "
@@ -633,9 +631,7 @@ class QueryBinder:
         assert isinstance(calls[0], exp.Anonymous)
         time = calls[0].expressions[0] if calls[0].expressions else None
         if isinstance(time, exp.Column):
-            index = rel.scope.resolve(time).index
-            if index != rel.node.rowtime and is_proctime_column(rel.node, index):
-                rel = Relation(proctime_attribute(rel.node, index), rel.scope)
+            rel = Relation(with_proctime_attribute(rel.node, rel.scope.resolve(time).index), rel.scope)
         return rel, bind_group_window(calls[0], rel.scope, rel.node.rowtime)
 
     def _window_grouping(self, rel: Relation, key_nodes: list[exp.Expression]) -> WindowGrouping | None:

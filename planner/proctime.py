@@ -18,7 +18,16 @@ from planner.expressions import Call, ColumnRef
 from planner.logical import Filter, LogicalNode, Project, WatermarkAssign
 
 
-def is_proctime_column(node: LogicalNode, index: int) -> bool:
+def with_proctime_attribute(node: LogicalNode, index: int) -> LogicalNode:
+    """``node`` with column ``index`` made its time attribute if that column is a ``PROCTIME()``
+    value (and not the time attribute already); otherwise ``node`` as it is."""
+    if index == node.rowtime or not _is_proctime_column(node, index):
+        return node
+    column = ColumnRef(index, node.schema.names[index], node.schema.field(index).type)
+    return WatermarkAssign(node, index, column, proctime=True)
+
+
+def _is_proctime_column(node: LogicalNode, index: int) -> bool:
     """Whether column ``index`` of ``node`` is a ``PROCTIME()`` value passed through unchanged."""
     while True:
         if isinstance(node, Project):
@@ -32,9 +41,3 @@ def is_proctime_column(node: LogicalNode, index: int) -> bool:
             node = node.input
         else:
             return False
-
-
-def proctime_attribute(node: LogicalNode, index: int) -> WatermarkAssign:
-    """``node`` with its ``PROCTIME()`` column ``index`` made the time attribute."""
-    column = ColumnRef(index, node.schema.names[index], node.schema.field(index).type)
-    return WatermarkAssign(node, index, column, proctime=True)
