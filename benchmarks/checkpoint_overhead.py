@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlstream.session import Session  # noqa: E402
+from sqlstream.frontend.session import Session  # noqa: E402
 
 JOB = """
 SET 'parallelism.default' = '{parallelism}';

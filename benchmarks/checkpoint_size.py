@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runtime.state import create_backend  # noqa: E402
+from sqlstream.runtime.state import create_backend  # noqa: E402
 
 
 def size_of(path: Path) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlstream.session import Session  # noqa: E402
+from sqlstream.frontend.session import Session  # noqa: E402
 
 JOB = """
 SET 'state.backend.type' = '{backend}';

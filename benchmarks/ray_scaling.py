@@ -29,7 +29,7 @@ sys.path.insert(1, str(NEXMARK))
 
 from run import DEFAULT_TPS, TINY_EVENTS, script_for  # noqa: E402 - benchmarks/nexmark/run.py
 
-from sqlstream.session import Session  # noqa: E402
+from sqlstream.frontend.session import Session  # noqa: E402
 
 CONFIGS = [("local", 1), ("local", 2), ("ray", 1), ("ray", 2)]
 

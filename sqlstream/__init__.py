@@ -1,7 +1,7 @@
 """sqlstream: a streaming SQL engine in Python in the line of Apache Flink's SQL layer.
 
 The Python Table API is exported here (``from sqlstream import TableEnvironment, col``).
-It is imported on first use: the runtime imports ``sqlstream.errors``, and an eager
+It is imported on first use: the runtime imports ``sqlstream.core.errors``, and an eager
 import of the Table API would import the runtime back while it is half initialized.
 """
 
@@ -20,7 +20,7 @@ __all__ = ["__version__", *_TABLE_API]
 
 def __getattr__(name: str) -> Any:
     if name in _TABLE_API:
-        from sqlstream import table_api
+        from sqlstream.frontend import table_api
 
         return getattr(table_api, name)
     raise AttributeError(f"module 'sqlstream' has no attribute '{name}'")

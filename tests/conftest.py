@@ -14,11 +14,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from runtime.elements import RowKind
-from runtime.hashing import hash_columns
-from runtime.state import create_backend
-from runtime.state.base import StateBackend
-from sqlstream.session import Session
+from sqlstream.frontend.session import Session
+from sqlstream.runtime.elements import RowKind
+from sqlstream.runtime.hashing import hash_columns
+from sqlstream.runtime.state import create_backend
+from sqlstream.runtime.state.base import StateBackend
 
 
 def run_sql(script: str, config: dict[str, str] | None = None) -> pa.Table:

@@ -15,12 +15,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from runtime.checkpoint.coordinator import CheckpointCoordinator
-from runtime.elements import Barrier, Chunk, EndOfInput
-from runtime.graph import Chain
-from runtime.operators.base import Operator, OperatorContext, Output
-from runtime.subtask import OutputGate, Subtask
-from runtime.task import Task
+from sqlstream.runtime.checkpoint.coordinator import CheckpointCoordinator
+from sqlstream.runtime.elements import Barrier, Chunk, EndOfInput
+from sqlstream.runtime.graph import Chain
+from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
+from sqlstream.runtime.subtask import OutputGate, Subtask
+from sqlstream.runtime.task import Task
 
 
 class Recorder(Operator):

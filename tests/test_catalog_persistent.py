@@ -7,16 +7,16 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from catalog.persistent import (
+from sqlstream.catalog.persistent import (
     CatalogManager,
     FunctionDef,
     SqliteCatalog,
     object_from_json,
     object_to_json,
 )
-from catalog.tables import ColumnDef, TableDef, WatermarkDef
-from sqlstream.errors import CatalogError, SqlError
-from sqlstream.session import Session
+from sqlstream.catalog.tables import ColumnDef, TableDef, WatermarkDef
+from sqlstream.core.errors import CatalogError, SqlError
+from sqlstream.frontend.session import Session
 from tests.conftest import rows
 
 GEN = """

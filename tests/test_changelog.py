@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from runtime.elements import RowKind
-from sqlstream.session import Session
+from sqlstream.frontend.session import Session
+from sqlstream.runtime.elements import RowKind
 from tests.conftest import apply_changelog, duckdb_rows, rows, run_sql
 
 

@@ -10,11 +10,11 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from catalog.tables import ColumnDef, TableDef
-from catalog.types import parse_type
-from runtime.connectors.base import SourceContext, SourceReader
-from runtime.connectors.registry import get_connector
-from sqlstream.errors import ConnectorError
+from sqlstream.catalog.tables import ColumnDef, TableDef
+from sqlstream.catalog.types import parse_type
+from sqlstream.core.errors import ConnectorError
+from sqlstream.runtime.connectors.base import SourceContext, SourceReader
+from sqlstream.runtime.connectors.registry import get_connector
 
 DG = get_connector("datagen")
 FAST = {"rows-per-second": "100000000"}

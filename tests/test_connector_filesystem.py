@@ -11,11 +11,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from catalog.tables import ColumnDef, TableDef
-from catalog.types import parse_type
-from runtime.connectors.base import SinkContext, SourceContext, SourceReader
-from runtime.connectors.registry import get_connector
-from sqlstream.errors import ConnectorError, DataError
+from sqlstream.catalog.tables import ColumnDef, TableDef
+from sqlstream.catalog.types import parse_type
+from sqlstream.core.errors import ConnectorError, DataError
+from sqlstream.runtime.connectors.base import SinkContext, SourceContext, SourceReader
+from sqlstream.runtime.connectors.registry import get_connector
 
 FS = get_connector("filesystem")
 COLUMNS = (

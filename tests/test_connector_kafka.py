@@ -24,12 +24,12 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from catalog.tables import ColumnDef, TableDef
-from catalog.types import parse_type
-from runtime.connectors.base import SinkContext, SinkWriter, SourceContext, SourceReader
-from runtime.connectors.registry import get_connector
-from runtime.operators.sink import FINAL_CHECKPOINT
-from sqlstream.errors import ConnectorError, DataError
+from sqlstream.catalog.tables import ColumnDef, TableDef
+from sqlstream.catalog.types import parse_type
+from sqlstream.core.errors import ConnectorError, DataError
+from sqlstream.runtime.connectors.base import SinkContext, SinkWriter, SourceContext, SourceReader
+from sqlstream.runtime.connectors.registry import get_connector
+from sqlstream.runtime.operators.sink import FINAL_CHECKPOINT
 
 # Provides the kafka_broker fixture (conftest.py is shared; this keeps the broker opt-in).
 pytest_plugins = ("tests.kafka_broker",)

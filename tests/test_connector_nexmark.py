@@ -8,13 +8,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from catalog.tables import ColumnDef, TableDef
-from catalog.types import parse_type
-from runtime.connectors import nexmark
-from runtime.connectors.base import SourceContext, SourceReader
-from runtime.connectors.registry import get_connector
-from sqlstream.errors import ConnectorError, SqlStreamError
-from sqlstream.session import Session
+from sqlstream.catalog.tables import ColumnDef, TableDef
+from sqlstream.catalog.types import parse_type
+from sqlstream.core.errors import ConnectorError, SqlStreamError
+from sqlstream.frontend.session import Session
+from sqlstream.runtime.connectors import nexmark
+from sqlstream.runtime.connectors.base import SourceContext, SourceReader
+from sqlstream.runtime.connectors.registry import get_connector
 
 NX = get_connector("nexmark")
 BID_COLUMNS = {"auction": "BIGINT", "bidder": "BIGINT", "price": "BIGINT", "channel": "STRING",

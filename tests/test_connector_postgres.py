@@ -16,20 +16,20 @@ import psycopg
 import pyarrow as pa
 import pytest
 
-from catalog.tables import ColumnDef, TableDef
-from catalog.types import parse_type
-from runtime.connectors.base import (
+from sqlstream.catalog.tables import ColumnDef, TableDef
+from sqlstream.catalog.types import parse_type
+from sqlstream.core.errors import ConnectorError
+from sqlstream.frontend.session import Session
+from sqlstream.runtime.connectors.base import (
     LookupContext,
     SinkContext,
     SinkWriter,
     SourceContext,
     SourceReader,
 )
-from runtime.connectors.registry import get_connector
-from runtime.elements import RowKind
-from runtime.operators.sink import FINAL_CHECKPOINT
-from sqlstream.errors import ConnectorError
-from sqlstream.session import Session
+from sqlstream.runtime.connectors.registry import get_connector
+from sqlstream.runtime.elements import RowKind
+from sqlstream.runtime.operators.sink import FINAL_CHECKPOINT
 from tests.conftest import duckdb_rows, rows, run_sql
 
 # Provides the postgres_server fixture (opt-in, like tests/kafka_broker.py).

@@ -8,12 +8,12 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from catalog.tables import ColumnDef, TableDef
-from catalog.types import parse_type
-from runtime.connectors.base import SinkContext, SinkWriter
-from runtime.connectors.registry import get_connector
-from runtime.elements import RowKind
-from sqlstream.errors import ConnectorError
+from sqlstream.catalog.tables import ColumnDef, TableDef
+from sqlstream.catalog.types import parse_type
+from sqlstream.core.errors import ConnectorError
+from sqlstream.runtime.connectors.base import SinkContext, SinkWriter
+from sqlstream.runtime.connectors.registry import get_connector
+from sqlstream.runtime.elements import RowKind
 
 COLUMNS = {"id": "INT", "name": "STRING", "ts": "TIMESTAMP(3)", "price": "DOUBLE",
            "amount": "DECIMAL(6, 2)", "ok": "BOOLEAN", "tags": "ARRAY<STRING>"}

@@ -8,7 +8,8 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from planner.dialect import (
+from sqlstream.core.errors import PlanError, SqlError
+from sqlstream.planner.dialect import (
     Explain,
     Flink,
     MetadataColumnConstraint,
@@ -20,8 +21,7 @@ from planner.dialect import (
     table_options,
     watermarks,
 )
-from planner.script import Statement, parse_one, parse_script
-from sqlstream.errors import PlanError, SqlError
+from sqlstream.planner.script import Statement, parse_one, parse_script
 
 
 def one(sql: str) -> exp.Expression:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sqlstream.cli import main
+from sqlstream.frontend.cli import main
 
 
 def run_cli(tmp_path: Path, sql: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -10,7 +10,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from sqlstream.cli import main
+from sqlstream.frontend.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "sql-examples"

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
 
-from runtime.checkpoint.storage import completed_ids
+from sqlstream.runtime.checkpoint.storage import completed_ids
 from tests.conftest import duckdb_rows, rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +54,7 @@ GROUP BY window_start, window_end, seq % 7;
 
 
 def start(script: Path, env: dict[str, str], restore: Path | None) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "sqlstream.cli", "run", str(script)]
+    cmd = [sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script)]
     if restore is not None:
         cmd += ["--restore", str(restore)]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -3,7 +3,7 @@
 The harness of tests/test_fault_tolerance.py, for a bounded datagen source, a
 windowed aggregation and the kafka sink in exactly-once mode (write-ahead
 committables, one transaction per committable with a commit marker; see
-runtime/connectors/kafka.py).  Job processes are killed after random delays,
+sqlstream/runtime/connectors/kafka.py).  Job processes are killed after random delays,
 restarted with --restore, and the last run is left to finish.  The topic is then
 read with a read_committed ``assign()`` consumer.
 
@@ -57,7 +57,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from runtime.checkpoint.storage import completed_ids
+from sqlstream.runtime.checkpoint.storage import completed_ids
 from tests.conftest import duckdb_rows
 
 pytest_plugins = ("tests.kafka_broker",)
@@ -153,7 +153,7 @@ def as_row(value: bytes) -> tuple:
 
 
 def start(script: Path, env: dict[str, str], restore: Path | None) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "sqlstream.cli", "run", str(script)]
+    cmd = [sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script)]
     if restore is not None:
         cmd += ["--restore", str(restore)]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from runtime.checkpoint.storage import completed_ids
+from sqlstream.runtime.checkpoint.storage import completed_ids
 from tests.conftest import duckdb_rows
 
 pytest_plugins = ("tests.postgres_server",)
@@ -89,7 +89,7 @@ def execute(url: str, statement: str) -> list[tuple]:
 
 
 def start(script: Path, env: dict[str, str], restore: Path | None) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "sqlstream.cli", "run", str(script)]
+    cmd = [sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script)]
     if restore is not None:
         cmd += ["--restore", str(restore)]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -17,8 +17,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from sqlstream.errors import PlanError
-from sqlstream.session import Session
+from sqlstream.core.errors import PlanError
+from sqlstream.frontend.session import Session
 from tests.conftest import duckdb_rows, rows, run_sql
 
 BASE = dt.datetime(2024, 3, 1, 12, 0, 0)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from catalog.types import parse_type
-from runtime.formats import create_format
-from sqlstream.errors import ConnectorError, DataError
+from sqlstream.catalog.types import parse_type
+from sqlstream.core.errors import ConnectorError, DataError
+from sqlstream.runtime.formats import create_format
 
 UTC = dt.UTC
 

@@ -17,14 +17,14 @@ import pyarrow as pa
 import pytest
 import sqlglot
 
-import planner.dialect  # noqa: F401  (registers read="flink")
-from planner.expr_binder import ExprBinder
-from planner.expressions import Expr
-from planner.function_calls import translate_call
-from planner.functions import ArgumentTypeError, lookup
-from planner.scope import Scope
-from runtime.evaluator import as_array, compile_expr
-from sqlstream.errors import PlanError
+import sqlstream.planner.dialect  # noqa: F401  (registers read="flink")
+from sqlstream.core.errors import PlanError
+from sqlstream.planner.expr_binder import ExprBinder
+from sqlstream.planner.expressions import Expr
+from sqlstream.planner.function_calls import translate_call
+from sqlstream.planner.functions import ArgumentTypeError, lookup
+from sqlstream.planner.scope import Scope
+from sqlstream.runtime.evaluator import as_array, compile_expr
 
 UTC = dt.UTC
 

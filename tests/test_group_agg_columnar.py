@@ -1,4 +1,4 @@
-"""The vectorized non-windowed GROUP BY (runtime/operators/group_agg_columnar.py).
+"""The vectorized non-windowed GROUP BY (sqlstream/runtime/operators/group_agg_columnar.py).
 
 On the hashmap backend GROUP BY runs in columnar form; the rocksdb backend
 still runs the per-key form (group_agg.py).  Both must emit the same
@@ -21,14 +21,18 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from planner.logical import AggCall
-from runtime.elements import Chunk, RowKind
-from runtime.hashing import _GOLDEN, _NULL_HASH, _mix, hash_array, hash_columns
-from runtime.operators.base import OperatorContext
-from runtime.operators.group_agg import COLUMNAR_STATE, GroupAggOperator
-from runtime.operators.group_agg_columnar import DistinctValues, _pair_hashes, _stable_order
-from runtime.state import create_backend
-from sqlstream.session import Session
+from sqlstream.frontend.session import Session
+from sqlstream.planner.logical import AggCall
+from sqlstream.runtime.elements import Chunk, RowKind
+from sqlstream.runtime.hashing import _GOLDEN, _NULL_HASH, _mix, hash_array, hash_columns
+from sqlstream.runtime.operators.base import OperatorContext
+from sqlstream.runtime.operators.group_agg import COLUMNAR_STATE, GroupAggOperator
+from sqlstream.runtime.operators.group_agg_columnar import (
+    DistinctValues,
+    _pair_hashes,
+    _stable_order,
+)
+from sqlstream.runtime.state import create_backend
 from tests.conftest import (
     apply_changelog,
     duckdb_rows,

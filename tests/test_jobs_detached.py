@@ -54,7 +54,7 @@ INSERT INTO sink SELECT window_start, user_id, COUNT(*) FROM TABLE(TUMBLE(TABLE 
 
 def cli(home: Path, *args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "SQLSTREAM_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "sqlstream.cli", *args], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "sqlstream.frontend.cli", *args], capture_output=True, text=True,
                           env=env, cwd=cwd or ROOT, timeout=120)
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -138,7 +138,7 @@ def jobmanager() -> Iterator[tuple[Path, str]]:
     """A job manager started with `sqlstream serve`, and the base URL of its REST API."""
     home = Path(tempfile.mkdtemp(prefix="sqlstream-jm-"))
     env = {**os.environ, "SQLSTREAM_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "sqlstream.cli", "serve", "--port", "0"], env=env, cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "sqlstream.frontend.cli", "serve", "--port", "0"], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         line = proc.stdout.readline()  # type: ignore[union-attr]

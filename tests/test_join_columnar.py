@@ -1,4 +1,4 @@
-"""The vectorized INNER join of append-only inputs (runtime/operators/join_columnar.py).
+"""The vectorized INNER join of append-only inputs (sqlstream/runtime/operators/join_columnar.py).
 
 It must give exactly the rows of the per-key join (which the rocksdb backend
 still runs) and of DuckDB, never match rows whose keys merely share a hash,
@@ -19,13 +19,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.expressions import Call, ColumnRef
-from runtime.elements import Chunk
-from runtime.hashing import _GOLDEN, _M1, _M2, hash_columns
-from runtime.operators.base import OperatorContext
-from runtime.operators.join import RegularJoinOperator
-from runtime.operators.join_columnar import HashIndex
-from runtime.state import create_backend
+from sqlstream.planner.expressions import Call, ColumnRef
+from sqlstream.runtime.elements import Chunk
+from sqlstream.runtime.hashing import _GOLDEN, _M1, _M2, hash_columns
+from sqlstream.runtime.operators.base import OperatorContext
+from sqlstream.runtime.operators.join import RegularJoinOperator
+from sqlstream.runtime.operators.join_columnar import HashIndex
+from sqlstream.runtime.state import create_backend
 from tests.conftest import duckdb_rows, in_key_groups, rows, run_sql, savepoint_into_halves
 
 LEFT = pa.schema([("s", pa.string()), ("k", pa.int64()), ("x", pa.int64())])

@@ -1,4 +1,4 @@
-"""Regular joins forget stored rows that no later row can match (planner/horizons.py).
+"""Regular joins forget stored rows that no later row can match (sqlstream/planner/horizons.py).
 
 The rows of a window aggregation only ever arrive ahead of the watermark, so
 a join condition that bounds a stored row's time by such a column (Nexmark
@@ -17,17 +17,17 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from planner.horizons import Horizon, join_horizons
-from planner.joins import analyze
-from planner.logical import Join
-from planner.optimizer import optimize
-from planner.planner import select_plan
-from planner.script import parse_one
-from runtime.elements import Chunk
-from runtime.operators.base import OperatorContext
-from runtime.operators.join import RegularJoinOperator
-from runtime.state.heap import HeapStateBackend
-from sqlstream.session import Session
+from sqlstream.frontend.session import Session
+from sqlstream.planner.horizons import Horizon, join_horizons
+from sqlstream.planner.joins import analyze
+from sqlstream.planner.logical import Join
+from sqlstream.planner.optimizer import optimize
+from sqlstream.planner.planner import select_plan
+from sqlstream.planner.script import parse_one
+from sqlstream.runtime.elements import Chunk
+from sqlstream.runtime.operators.base import OperatorContext
+from sqlstream.runtime.operators.join import RegularJoinOperator
+from sqlstream.runtime.state.heap import HeapStateBackend
 from tests.conftest import duckdb_rows, rows, run_sql
 
 BASE = dt.datetime(2024, 1, 1)

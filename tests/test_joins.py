@@ -11,11 +11,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from planner.joins import IntervalBounds
-from runtime.elements import Chunk
-from runtime.operators.base import OperatorContext
-from runtime.operators.interval_join import IntervalJoinOperator
-from runtime.state.heap import HeapStateBackend
+from sqlstream.planner.joins import IntervalBounds
+from sqlstream.runtime.elements import Chunk
+from sqlstream.runtime.operators.base import OperatorContext
+from sqlstream.runtime.operators.interval_join import IntervalJoinOperator
+from sqlstream.runtime.state.heap import HeapStateBackend
 from tests.conftest import duckdb_rows, rows, run_sql
 
 BASE = dt.datetime(2024, 1, 1)
@@ -84,7 +84,7 @@ def test_interval_join_matches_duckdb(data, kind: str) -> None:
 
 def test_interval_join_is_planned_as_one_and_is_append_only(data) -> None:
     ddl, _, _ = data
-    from sqlstream.session import Session
+    from sqlstream.frontend.session import Session
 
     text = Session().execute_script(ddl + """EXPLAIN SELECT o.oid FROM o JOIN p ON o.k = p.k
         AND o.ts BETWEEN p.pts - INTERVAL '1' HOUR AND p.pts;""")[-1].message

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from benchmarks.nexmark.run import substitute
-from runtime.connectors import nexmark
+from sqlstream.runtime.connectors import nexmark
 from tests.conftest import duckdb_rows, rows, run_sql
 
 QUERIES = Path(__file__).resolve().parents[1] / "benchmarks" / "nexmark"

@@ -17,14 +17,18 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from planner.logical import AggCall
-from runtime.elements import MAX_WATERMARK, Chunk, RowKind, Watermark
-from runtime.operators.base import Operator, OperatorContext
-from runtime.operators.over_agg import OverAggOperator
-from runtime.operators.rank import DeduplicateFirstOperator, TopNOperator, WindowRankOperator
-from runtime.state import create_backend
-from sqlstream.errors import PlanError
-from sqlstream.session import Session
+from sqlstream.core.errors import PlanError
+from sqlstream.frontend.session import Session
+from sqlstream.planner.logical import AggCall
+from sqlstream.runtime.elements import MAX_WATERMARK, Chunk, RowKind, Watermark
+from sqlstream.runtime.operators.base import Operator, OperatorContext
+from sqlstream.runtime.operators.over_agg import OverAggOperator
+from sqlstream.runtime.operators.rank import (
+    DeduplicateFirstOperator,
+    TopNOperator,
+    WindowRankOperator,
+)
+from sqlstream.runtime.state import create_backend
 from tests.conftest import duckdb_rows, rows, run_sql
 
 BASE = dt.datetime(2024, 3, 1, 12, 0, 0)

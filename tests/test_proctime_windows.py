@@ -19,14 +19,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from planner.expressions import ColumnRef
-from runtime.connectors import nexmark
-from runtime.elements import Chunk, Watermark
-from runtime.operators.base import OperatorContext
-from runtime.operators.watermark import WatermarkAssigner
 from sqlstream import TableEnvironment
-from sqlstream.errors import PlanError
-from sqlstream.session import Session
+from sqlstream.core.errors import PlanError
+from sqlstream.frontend.session import Session
+from sqlstream.planner.expressions import ColumnRef
+from sqlstream.runtime.connectors import nexmark
+from sqlstream.runtime.elements import Chunk, Watermark
+from sqlstream.runtime.operators.base import OperatorContext
+from sqlstream.runtime.operators.watermark import WatermarkAssigner
 from tests.conftest import run_sql
 from tests.test_nexmark_queries import EVENTS, TPS, engine_rows, nexmark_rows
 

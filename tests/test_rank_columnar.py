@@ -1,4 +1,4 @@
-"""The vectorized Top-N over an append-only input (runtime/operators/rank_columnar.py).
+"""The vectorized Top-N over an append-only input (sqlstream/runtime/operators/rank_columnar.py).
 
 It must emit what the per-key form emits (which the rocksdb backend still
 runs): with the row number, the same changes of every rank of every batch;
@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from runtime.elements import Chunk, RowKind
-from runtime.operators.base import OperatorContext
-from runtime.operators.rank import TopNOperator
-from runtime.state import create_backend
+from sqlstream.runtime.elements import Chunk, RowKind
+from sqlstream.runtime.operators.base import OperatorContext
+from sqlstream.runtime.operators.rank import TopNOperator
+from sqlstream.runtime.state import create_backend
 from tests.conftest import in_key_groups, savepoint_into_halves
 
 SCHEMA = pa.schema([("k", pa.string()), ("g", pa.int32()), ("v", pa.int64()), ("ts", pa.timestamp("ms"))])

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from runtime.checkpoint import storage as chk_storage
-from sqlstream.errors import SqlStreamError
-from sqlstream.session import Session, StatementResult
+from sqlstream.core.errors import SqlStreamError
+from sqlstream.frontend.session import Session, StatementResult
+from sqlstream.runtime.checkpoint import storage as chk_storage
 from tests.conftest import rows
 from tests.test_fault_tolerance import ROWS, committed, expected_rows, job_script
 

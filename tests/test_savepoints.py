@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.checkpoint.storage import CheckpointError
-from sqlstream.session import Session
+from sqlstream.frontend.session import Session
+from sqlstream.runtime.checkpoint.storage import CheckpointError
 from tests.conftest import rows
 from tests.test_fault_tolerance import committed, expected_rows, job_script
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from sqlstream.session import Session
-from sqlstream.shell import FlinkSqlLexer, SqlCompleter, SqlShell, is_complete
+from sqlstream.frontend.session import Session
+from sqlstream.frontend.shell import FlinkSqlLexer, SqlCompleter, SqlShell, is_complete
 from tests.conftest import apply_changelog, rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +36,7 @@ class Terminal:
             os.environ.update(SQLSTREAM_HOME=str(home), TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1",
                               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
             os.chdir(ROOT)
-            os.execv(sys.executable, [sys.executable, "-m", "sqlstream.cli"])
+            os.execv(sys.executable, [sys.executable, "-m", "sqlstream.frontend.cli"])
         self.raw = b""
         self.seen = 0  # how much of the screen text earlier expects consumed
         self.exited = False
@@ -223,9 +223,9 @@ def test_non_interactive_input_runs_like_a_script(tmp_path: Path) -> None:
     import subprocess
 
     env = {**os.environ, "SQLSTREAM_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    ok = subprocess.run([sys.executable, "-m", "sqlstream.cli", "shell"], input=BOUNDED + "SHOW TABLES;",
+    ok = subprocess.run([sys.executable, "-m", "sqlstream.frontend.cli", "shell"], input=BOUNDED + "SHOW TABLES;",
                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
     assert ok.returncode == 0 and "nums" in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "sqlstream.cli", "shell"], input="SELECT * FROM nope;",
+    bad = subprocess.run([sys.executable, "-m", "sqlstream.frontend.cli", "shell"], input="SELECT * FROM nope;",
                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
     assert bad.returncode == 1 and "[ERROR]" in bad.stdout and "'nope' does not exist" in bad.stdout

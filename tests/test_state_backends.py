@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from runtime.state import BACKENDS, create_backend
-from runtime.state.base import SnapshotFormatError, StateBackend
+from sqlstream.runtime.state import BACKENDS, create_backend
+from sqlstream.runtime.state.base import SnapshotFormatError, StateBackend
 
 MAX_PARALLELISM = 128
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.state import create_backend
-from runtime.state.primitives import ListState, MapState, ValueState
+from sqlstream.runtime.state import create_backend
+from sqlstream.runtime.state.primitives import ListState, MapState, ValueState
 
 
 @pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])

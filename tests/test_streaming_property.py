@@ -18,7 +18,7 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlstream.session import Session
+from sqlstream.frontend.session import Session
 from tests.conftest import apply_changelog, duckdb_rows, rows
 
 BASE = dt.datetime(2024, 5, 1, 8, 0, 0)

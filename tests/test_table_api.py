@@ -11,11 +11,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from runtime.elements import RowKind
 from sqlstream import EnvironmentSettings, Session, Slide, TableEnvironment, Tumble, call, col, lit
-from sqlstream.errors import PlanError, SqlStreamError
-from sqlstream.session import Session as SqlSession
-from sqlstream.table_api import Table
+from sqlstream.core.errors import PlanError, SqlStreamError
+from sqlstream.frontend.session import Session as SqlSession
+from sqlstream.frontend.table_api import Table
+from sqlstream.runtime.elements import RowKind
 from tests.conftest import apply_changelog, rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,8 +100,8 @@ def test_the_table_api_builds_the_same_plan_as_sql() -> None:
             orders.filter(col("price") > 10).group_by(col("category"))
                   .select(col("category"), col("quantity").count.distinct.alias("q")),
     }
-    from planner import planner
-    from planner.script import parse_one
+    from sqlstream.planner import planner
+    from sqlstream.planner.script import parse_one
 
     for sql, table in cases.items():
         assert table.explain() == planner.explain_text(session._roots(parse_one(sql))), sql
@@ -235,7 +235,7 @@ def _plus_one(x: int | None) -> int | None:
 
 
 def test_python_functions_are_called_from_the_table_api_and_sql() -> None:
-    from planner import udfs
+    from sqlstream.planner import udfs
 
     env = TableEnvironment.create()
     env.create_temporary_function("plus_one_tapi", _plus_one, pa.int64())

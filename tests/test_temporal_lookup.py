@@ -10,8 +10,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from sqlstream.errors import SqlStreamError
-from sqlstream.session import Session
+from sqlstream.core.errors import SqlStreamError
+from sqlstream.frontend.session import Session
 from tests.conftest import duckdb_rows, rows, run_sql
 from tests.test_joins import _csv
 

@@ -7,10 +7,10 @@ import time
 
 import pyarrow as pa
 
-from planner.expressions import Call, ColumnRef, Literal
-from runtime.elements import Chunk, Watermark
-from runtime.operators.base import OperatorContext
-from runtime.operators.watermark import WatermarkAssigner
+from sqlstream.planner.expressions import Call, ColumnRef, Literal
+from sqlstream.runtime.elements import Chunk, Watermark
+from sqlstream.runtime.operators.base import OperatorContext
+from sqlstream.runtime.operators.watermark import WatermarkAssigner
 
 TS = pa.timestamp("ms")
 BASE = dt.datetime(2024, 1, 1)

@@ -20,20 +20,20 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from planner.expressions import Call, ColumnRef, Literal
-from planner.joins import analyze
-from planner.logical import AggCall, Join, WindowAggregate, WindowSpec
-from planner.optimizer import optimize
-from planner.planner import dataflow, insert_plan, select_plan
-from planner.script import parse_one
-from runtime.elements import MAX_WATERMARK, Chunk
-from runtime.hashing import key_group_range, key_groups, subtask_for_key_groups
-from runtime.operators.base import Operator, OperatorContext
-from runtime.operators.window_agg import WindowAggOperator
-from runtime.operators.window_join import WindowJoinOperator
-from runtime.state import create_backend
-from runtime.state.base import StateBackend
-from sqlstream.session import Session
+from sqlstream.frontend.session import Session
+from sqlstream.planner.expressions import Call, ColumnRef, Literal
+from sqlstream.planner.joins import analyze
+from sqlstream.planner.logical import AggCall, Join, WindowAggregate, WindowSpec
+from sqlstream.planner.optimizer import optimize
+from sqlstream.planner.planner import dataflow, insert_plan, select_plan
+from sqlstream.planner.script import parse_one
+from sqlstream.runtime.elements import MAX_WATERMARK, Chunk
+from sqlstream.runtime.hashing import key_group_range, key_groups, subtask_for_key_groups
+from sqlstream.runtime.operators.base import Operator, OperatorContext
+from sqlstream.runtime.operators.window_agg import WindowAggOperator
+from sqlstream.runtime.operators.window_join import WindowJoinOperator
+from sqlstream.runtime.state import create_backend
+from sqlstream.runtime.state.base import StateBackend
 from tests.conftest import duckdb_rows, rows, run_sql
 
 BASE = dt.datetime(2024, 3, 1, 12, 0, 0)

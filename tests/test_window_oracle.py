@@ -13,11 +13,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from planner.logical import AggCall, WindowSpec
-from runtime.elements import Chunk
-from runtime.operators.base import OperatorContext
-from runtime.operators.window_agg import WindowAggOperator
-from runtime.state import create_backend
+from sqlstream.planner.logical import AggCall, WindowSpec
+from sqlstream.runtime.elements import Chunk
+from sqlstream.runtime.operators.base import OperatorContext
+from sqlstream.runtime.operators.window_agg import WindowAggOperator
+from sqlstream.runtime.state import create_backend
 from tests.conftest import duckdb_rows, rows, run_sql
 
 BASE = dt.datetime(2024, 3, 1, 12, 0, 0)
@@ -156,7 +156,7 @@ def test_late_events_are_dropped_and_counted(tmp_path: Path) -> None:
         "a,4,2024-03-01 12:00:03.000\n"  # late: its window already fired
         "a,8,2024-03-01 12:00:13.000\n"
     )
-    from sqlstream.session import Session
+    from sqlstream.frontend.session import Session
 
     session = Session()
     session.config["table.exec.batch-size"] = "1"

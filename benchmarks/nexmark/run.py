@@ -73,8 +73,8 @@ def first_line(text: str) -> str:
 def child(script_path: str) -> None:
     """Run one script through sqlstream; print measurements as one JSON line."""
     started = time.perf_counter()
-    from sqlstream.errors import SqlStreamError
-    from sqlstream.session import Session
+    from sqlstream.core.errors import SqlStreamError
+    from sqlstream.frontend.session import Session
 
     imported = time.perf_counter()
     session = Session()
@@ -217,7 +217,7 @@ def export_csv(directory: Path, events: int, tps: int) -> None:
     import numpy as np
     import pyarrow.csv as csv
 
-    from runtime.connectors.nexmark import KINDS, NexmarkConfig, generate
+    from sqlstream.runtime.connectors.nexmark import KINDS, NexmarkConfig, generate
 
     marker = directory / "COMPLETE"
     if marker.exists():
@@ -240,11 +240,11 @@ def export_csv(directory: Path, events: int, tps: int) -> None:
 
 def generator_only(events: int, tps: int) -> dict[str, Any]:
     """The nexmark source's own rate per kind (all columns), through its reader."""
-    from catalog.tables import TableDef
-    from planner.script import parse_script
-    from runtime.connectors.base import SourceContext
-    from runtime.connectors.registry import get_connector
-    from sqlstream.session import Session
+    from sqlstream.catalog.tables import TableDef
+    from sqlstream.frontend.session import Session
+    from sqlstream.planner.script import parse_script
+    from sqlstream.runtime.connectors.base import SourceContext
+    from sqlstream.runtime.connectors.registry import get_connector
 
     session = Session()
     values = {"EVENTS_NUM": str(events), "TPS": str(tps), "RATE_LIMITED": "true"}

@@ -1,0 +1,125 @@
+"""Mapping between Flink SQL types and Arrow types.
+
+Arrow is the runtime's only data representation, so every SQL type a user can
+declare must map to exactly one Arrow type, and back for DESCRIBE.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from sqlstream.core.errors import PlanError
+
+_DT = exp.DataType.Type
+
+_SIMPLE: dict[exp.DataType.Type, pa.DataType] = {
+    _DT.BOOLEAN: pa.bool_(),
+    _DT.TINYINT: pa.int8(),
+    _DT.SMALLINT: pa.int16(),
+    _DT.INT: pa.int32(),
+    _DT.BIGINT: pa.int64(),
+    _DT.FLOAT: pa.float32(),
+    _DT.DOUBLE: pa.float64(),
+    _DT.TEXT: pa.string(),
+    _DT.VARCHAR: pa.string(),
+    _DT.NVARCHAR: pa.string(),
+    _DT.CHAR: pa.string(),
+    _DT.NCHAR: pa.string(),
+    _DT.BINARY: pa.binary(),
+    _DT.VARBINARY: pa.binary(),
+    _DT.DATE: pa.date32(),
+    _DT.TIME: pa.time32("ms"),
+}
+
+
+def _unit_for_precision(precision: int) -> str:
+    if precision <= 3:
+        return "ms"
+    if precision <= 6:
+        return "us"
+    return "ns"
+
+
+def _int_params(dt: exp.DataType) -> list[int]:
+    out: list[int] = []
+    for p in dt.expressions:
+        node = p.this if isinstance(p, exp.DataTypeParam) else p
+        try:
+            out.append(int(node.name if hasattr(node, "name") else node))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def arrow_type(dt: exp.DataType) -> pa.DataType:
+    """The Arrow type for a parsed SQL type; raises PlanError for unsupported types."""
+    kind = dt.this
+    params = _int_params(dt)
+    if kind in _SIMPLE:
+        return _SIMPLE[kind]
+    if kind in (_DT.TIMESTAMP, _DT.DATETIME, _DT.TIMESTAMPNTZ):
+        return pa.timestamp(_unit_for_precision(params[0] if params else 6))
+    if kind in (_DT.TIMESTAMPLTZ, _DT.TIMESTAMPTZ):
+        return pa.timestamp(_unit_for_precision(params[0] if params else 6), tz="UTC")
+    if kind == _DT.DECIMAL:
+        precision = params[0] if params else 10
+        scale = params[1] if len(params) > 1 else 0
+        return pa.decimal128(precision, scale)
+    if kind == _DT.ARRAY and dt.expressions:
+        return pa.list_(arrow_type(dt.expressions[0]))
+    meta = dt.meta if hasattr(dt, "meta") else {}
+    raise PlanError(f"unsupported SQL type {dt.sql()}", meta.get("line"), meta.get("col"))
+
+
+def parse_type(text: str) -> pa.DataType:
+    """The Arrow type for a SQL type written as text in Flink's spelling (e.g. 'TIMESTAMP(3)', 'BYTES')."""
+    from sqlstream.planner.dialect import Flink
+
+    try:
+        return arrow_type(exp.DataType.build(text, dialect=Flink))
+    except (ValueError, ParseError):
+        raise PlanError(f"unknown SQL type '{text}'") from None
+
+
+def sql_type_name(t: pa.DataType) -> str:
+    """The Flink SQL spelling of an Arrow type, for DESCRIBE and error messages."""
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    names = {
+        pa.int8(): "TINYINT",
+        pa.int16(): "SMALLINT",
+        pa.int32(): "INT",
+        pa.int64(): "BIGINT",
+        pa.float32(): "FLOAT",
+        pa.float64(): "DOUBLE",
+        pa.string(): "STRING",
+        pa.large_string(): "STRING",
+        pa.binary(): "BYTES",
+        pa.date32(): "DATE",
+        pa.time32("ms"): "TIME",
+        pa.null(): "NULL",
+    }
+    if t in names:
+        return names[t]
+    if pa.types.is_timestamp(t):
+        precision = {"s": 0, "ms": 3, "us": 6, "ns": 9}[t.unit]
+        return f"TIMESTAMP_LTZ({precision})" if t.tz else f"TIMESTAMP({precision})"
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision}, {t.scale})"
+    if pa.types.is_list(t):
+        return f"ARRAY<{sql_type_name(t.value_type)}>"
+    return str(t).upper()
+
+
+def is_numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def is_temporal(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t)

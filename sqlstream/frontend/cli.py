@@ -1,0 +1,258 @@
+"""`sqlstream` command line: run or explain a SQL script, the shell, detached jobs.
+
+Errors the user can fix (SQL, options, data, files) are printed as one
+message with their location, never as a traceback.  The engine is imported
+only by the commands that plan or run SQL, so that `sqlstream jobs`, `stop`
+and `cancel` answer at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlstream.core.errors import SqlStreamError
+from sqlstream.frontend.jobs import RegisteredJob, list_jobs, request_savepoint
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from sqlstream.frontend.session import StatementResult
+    from sqlstream.frontend.tableau import TableauPrinter
+    from sqlstream.planner.script import Statement
+    from sqlstream.runtime.elements import Chunk
+
+
+def _read_script(path: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise SqlStreamError(f"script '{path}' does not exist")
+    return p.read_text()
+
+
+class ScriptOutput:
+    """Prints statement results: messages, tables, and live rows of SELECTs."""
+
+    def __init__(self) -> None:
+        self.printer: TableauPrinter | None = None
+
+    def on_rows(self, chunk: Chunk, schema: pa.Schema) -> None:
+        from sqlstream.frontend.tableau import TableauPrinter
+
+        if self.printer is None:
+            self.printer = TableauPrinter(schema, sys.stdout)
+        self.printer.write(chunk.batch, chunk.kinds)
+
+    def on_result(self, stmt: Statement, result: StatementResult) -> None:
+        from sqlstream.frontend.tableau import TableauPrinter
+
+        if self.printer is not None:
+            self.printer.finish()
+            self.printer = None
+        elif result.kind == "TABLE" and result.table is not None:
+            printer = TableauPrinter(result.table.schema, sys.stdout, changelog=False)
+            printer.write(result.table, None)
+            printer.finish()
+        elif result.kind == "OK" and result.message:
+            print(result.message)
+        if result.job is not None:
+            late = result.job.late_records_dropped
+            note = f"; {late} late record{'s' if late != 1 else ''} dropped" if late else ""
+            print(f"[INFO] Job finished{note}.", file=sys.stderr)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    sql = _read_script(args.script)
+    if args.detach:
+        if args.target or args.address:
+            raise SqlStreamError("--target/--address do not go with --detach; "
+                                 "put SET 'execution.target' = 'ray' (and 'ray.address') in the script")
+        return _submit_detached(sql, args)
+    from sqlstream.frontend.session import Session
+
+    session = Session(restore_from=args.restore, allow_non_restored_state=args.allow_non_restored_state)
+    # defaults: SET statements in the script still override them; an address means Ray
+    target = args.target or ("ray" if args.address else None)
+    if target:
+        session.config["execution.target"] = target
+    if args.address:
+        session.config["ray.address"] = args.address
+    out = ScriptOutput()
+    job = RegisteredJob(str(Path(args.script).resolve()))
+    print(f"[INFO] Job id: {job.id}", file=sys.stderr)
+
+    def take_savepoint(directory: Path, stop: bool) -> Path:
+        executor = session.current_executor
+        if executor is None:
+            raise SqlStreamError("no job is running yet")
+        target = directory / f"savepoint-{time.strftime('%Y%m%d-%H%M%S')}-{job.id}"
+        if stop:
+            return executor.stop_with_savepoint(target)
+        return executor.savepoint(target).result(timeout=120)
+
+    job.install_savepoint_handler(take_savepoint)
+    reporter = None
+    if args.metrics_file:  # the job manager's window into this job
+        from sqlstream.frontend.jobmanager import MetricsReporter
+
+        reporter = MetricsReporter(session, Path(args.metrics_file), job.id)
+        reporter.start()
+    final_state = "FAILED"
+    try:
+        results = session.execute_script(sql, on_rows=out.on_rows, on_result=out.on_result)
+        final_state = "CANCELED" if any(r.job is not None and r.job.cancelled for r in results) else "FINISHED"
+    except KeyboardInterrupt:
+        final_state = "CANCELED"
+        raise
+    finally:
+        if reporter is not None:
+            reporter.close(final_state)
+        job.close()
+    return 0
+
+
+def _submit_detached(sql: str, args: argparse.Namespace) -> int:
+    from sqlstream.frontend.jobmanager import Client
+
+    client = Client(start=True)
+    restore = str(Path(args.restore).resolve()) if args.restore else None
+    job = client.submit(sql, args.script, str(Path.cwd()), restore, args.allow_non_restored_state)
+    print(f"[INFO] Job has been submitted with JobID {job['id']} (job manager: {client.url}/)")
+    return 0
+
+
+def cmd_jobmanager(args: argparse.Namespace) -> int:
+    from sqlstream.frontend.jobmanager import serve
+
+    return serve(args.port)
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    from sqlstream.frontend.jobmanager import Client, format_jobs
+
+    print(format_jobs(Client().jobs()))
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from sqlstream.frontend.jobmanager import Client
+
+    savepoint_dir = str(Path(args.savepoint).resolve()) if args.savepoint else None
+    path = Client().stop(args.job, savepoint_dir)
+    print(f"[INFO] Job {args.job} stopped with a savepoint: {path}")
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from sqlstream.frontend.jobmanager import Client
+
+    Client().cancel(args.job)
+    print(f"[INFO] Job {args.job} is being cancelled.")
+    return 0
+
+
+def cmd_savepoint(args: argparse.Namespace) -> int:
+    path = request_savepoint(args.job, Path(args.dir), args.stop)
+    print(f"[INFO] Savepoint completed: {path}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    for j in list_jobs():
+        print(f"{j['id']}  pid={j['pid']}  {j['script']}")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from sqlglot import exp
+
+    from sqlstream.frontend.session import Session
+    from sqlstream.planner import dialect, planner
+    from sqlstream.planner.script import parse_script
+
+    sql = _read_script(args.script)
+    session = Session()
+    for stmt in parse_script(sql):
+        node = stmt.node
+        if isinstance(node, exp.Insert | dialect.StatementSet | exp.Query):
+            print(planner.explain_text(session._roots(node)))
+            print()
+        elif isinstance(node, dialect.Explain):
+            print(session.execute_statement(node).message)
+        else:
+            session.execute_statement(node)
+    return 0
+
+
+def cmd_shell(args: argparse.Namespace) -> int:
+    from sqlstream.frontend.shell import main as shell_main
+
+    return shell_main(getattr(args, "init", None))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sqlstream", description="Streaming SQL engine (Flink SQL dialect)")
+    sub = parser.add_subparsers(dest="command")
+    run = sub.add_parser("run", help="run a SQL script (DDL, then INSERT INTO / SELECT statements)")
+    run.add_argument("script")
+    run.add_argument("--restore", metavar="PATH", help="resume from a checkpoint or savepoint (or the newest under a checkpoint root)")
+    run.add_argument("--allow-non-restored-state", action="store_true",
+                     help="start even if some state in the checkpoint maps to no operator")
+    run.add_argument("--detach", "-d", action="store_true",
+                     help="submit the script to the local job manager (started if needed) and return")
+    run.add_argument("--target", choices=("local", "ray"),
+                     help="where the job runs: threads in this process (local, the default) or actors on Ray")
+    run.add_argument("--address", metavar="ADDR",
+                     help="the Ray cluster to run on ('auto', 'HOST:PORT', 'ray://HOST:PORT'; implies --target ray); "
+                          "default: a local Ray started for the run")
+    run.add_argument("--metrics-file", metavar="PATH", help=argparse.SUPPRESS)  # written for the job manager
+    run.set_defaults(func=cmd_run)
+    savepoint = sub.add_parser("savepoint", help="take a savepoint of a running job")
+    savepoint.add_argument("job", help="job id (printed by `sqlstream run`, listed by `sqlstream list`)")
+    savepoint.add_argument("dir", help="directory to write the savepoint under")
+    savepoint.add_argument("--stop", action="store_true", help="stop the job after the savepoint")
+    savepoint.set_defaults(func=cmd_savepoint)
+    listing = sub.add_parser("list", help="list running jobs")
+    listing.set_defaults(func=cmd_list)
+    explain = sub.add_parser("explain", help="print the logical and physical plans of a script's queries")
+    explain.add_argument("script")
+    explain.set_defaults(func=cmd_explain)
+    for name in ("jobmanager", "serve"):
+        jm = sub.add_parser(name, help="run the local job manager: detached jobs, REST API and web page on 127.0.0.1")
+        jm.add_argument("--port", type=int, default=0, help="port to listen on (default: any free one)")
+        jm.set_defaults(func=cmd_jobmanager)
+    jobs = sub.add_parser("jobs", help="list the job manager's jobs: state, uptime, records, last checkpoint")
+    jobs.set_defaults(func=cmd_jobs)
+    stop = sub.add_parser("stop", help="stop a detached job with a savepoint")
+    stop.add_argument("job")
+    stop.add_argument("--savepoint", metavar="DIR", help="directory for the savepoint (default: the job's folder)")
+    stop.set_defaults(func=cmd_stop)
+    cancel = sub.add_parser("cancel", help="cancel a detached job without a savepoint")
+    cancel.add_argument("job")
+    cancel.set_defaults(func=cmd_cancel)
+    shell = sub.add_parser("shell", help="interactive SQL shell (the default without a command)")
+    shell.add_argument("-i", "--init", metavar="SCRIPT", help="run this SQL script first (catalogs, tables, SET)")
+    shell.set_defaults(func=cmd_shell)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        args.func = cmd_shell
+    try:
+        return args.func(args)
+    except SqlStreamError as e:
+        print(f"[ERROR] {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\n[INFO] Cancelled.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,858 @@
+"""Bind a parsed query (sqlglot AST) into a logical plan.
+
+Resolves tables, views and columns against the catalog, types every
+expression, recognises windowing TVFs and fuses ``GROUP BY window_start,
+window_end`` over them into a window aggregation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+from sqlglot import exp
+
+from sqlstream.catalog.catalog import Catalog
+from sqlstream.catalog.tables import TableDef, ViewDef
+from sqlstream.catalog.types import sql_type_name
+from sqlstream.core.errors import PlanError
+from sqlstream.planner import dialect, script
+from sqlstream.planner.expr_binder import ExprBinder, coerce, contains_aggregate, is_aggregate
+from sqlstream.planner.expressions import ColumnRef, Expr, Literal, referenced_columns
+from sqlstream.planner.functions import common_type
+from sqlstream.planner.group_windows import (
+    GroupWindow,
+    auxiliary,
+    bind_group_window,
+    group_window_kind,
+    window_spec,
+)
+from sqlstream.planner.joins import conjoin, equi_keys
+from sqlstream.planner.logical import (
+    WINDOW_COLUMNS,
+    AggCall,
+    Aggregate,
+    Filter,
+    Join,
+    LogicalNode,
+    LookupJoin,
+    Project,
+    Scan,
+    TemporalJoin,
+    Union,
+    Values,
+    WatermarkAssign,
+    WindowAggregate,
+    WindowSpec,
+    WindowTVF,
+    window_properties,
+)
+from sqlstream.planner.proctime import with_proctime_attribute
+from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
+from sqlstream.runtime.connectors.base import parse_duration_ms
+
+
+@dataclass
+class Relation:
+    node: LogicalNode
+    scope: Scope
+
+
+@dataclass
+class WindowGrouping:
+    """What a GROUP BY over windowed rows aggregates: see QueryBinder._window_grouping."""
+
+    window: WindowSpec
+    input: LogicalNode  # the aggregation's input
+    scope: Scope  # its columns, as the GROUP BY and aggregate arguments name them
+    # per grouping key: the window column it is, all three for a legacy group window
+    # (GROUP BY TUMBLE(ts, size)), or None for a plain key
+    roles: list[str | tuple[str, ...] | None]
+    input_window: tuple[int, int] | None  # cascaded: the input's window_start and window_end columns
+
+
+def _parse_expression(text: str) -> exp.Expression:
+    return script.parse_one(text)
+
+
+class QueryBinder:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.ctes: list[dict[str, exp.Expression]] = []
+
+    # ---------------------------------------------------------------- queries
+    def bind_query(self, node: exp.Expression) -> Relation:
+        with_ = node.args.get("with_") or node.args.get("with")
+        if with_ is not None:
+            frame = {cte.alias_or_name.lower(): cte.this for cte in with_.expressions}
+            self.ctes.append(frame)
+            try:
+                return self._bind_query_body(node)
+            finally:
+                self.ctes.pop()
+        return self._bind_query_body(node)
+
+    def _bind_query_body(self, node: exp.Expression) -> Relation:
+        if isinstance(node, exp.Subquery):
+            return self.bind_query(node.this)
+        if isinstance(node, exp.Union):
+            return self._bind_union(node)
+        if isinstance(node, exp.Select):
+            return self._bind_select(node)
+        if isinstance(node, exp.Values):
+            return self._bind_values(node)
+        if isinstance(node, exp.Intersect | exp.Except):
+            raise plan_error(f"{node.key.upper()} is not supported yet; use UNION ALL or a JOIN", node)
+        raise plan_error(f"unsupported query '{node.sql()[:60]}'", node)
+
+    def _bind_union(self, node: exp.Union) -> Relation:
+        left = self.bind_query(node.this)
+        right = self.bind_query(node.expression)
+        lt, rt = left.node.schema, right.node.schema
+        if len(lt) != len(rt):
+            raise plan_error(
+                f"UNION inputs have {len(lt)} and {len(rt)} columns; they must have the same number",
+                node,
+            )
+        children = []
+        targets = []
+        for a, b in zip(lt, rt, strict=True):
+            c = common_type(a.type, b.type)
+            if c is None:
+                raise plan_error(
+                    f"UNION column '{a.name}' has types {sql_type_name(a.type)} and {sql_type_name(b.type)}",
+                    node,
+                )
+            targets.append(c if not pa.types.is_null(c) else pa.string())
+        for rel in (left, right):
+            schema = rel.node.schema
+            if [f.type for f in schema] == targets:
+                children.append(rel.node)
+            else:
+                exprs: list[Expr] = [
+                    coerce(ColumnRef(i, f.name, f.type), t) for i, (f, t) in enumerate(zip(schema, targets, strict=True))
+                ]
+                children.append(Project(rel.node, exprs, lt.names, rel.node.rowtime))
+        flat: list[LogicalNode] = []
+        for c in children:
+            flat.extend(c.children if isinstance(c, Union) else [c])
+        out: LogicalNode = Union(flat)
+        if node.args.get("distinct"):
+            out = _distinct(out)
+        return Relation(out, Scope.of(out.schema))
+
+    def _bind_values(self, node: exp.Values) -> Relation:
+        rows = []
+        empty = Scope([])
+        for tup in node.expressions:
+            row = [ExprBinder(empty).bind(v) for v in tup.expressions]
+            for v, src in zip(row, tup.expressions, strict=True):
+                if not isinstance(v, Literal):
+                    raise plan_error("VALUES only takes constants", src)
+            rows.append(row)
+        width = len(rows[0])
+        if any(len(r) != width for r in rows):
+            raise plan_error("all VALUES rows must have the same number of columns", node)
+        types = []
+        for i in range(width):
+            t = rows[0][i].type
+            for r in rows[1:]:
+                c = common_type(t, r[i].type)
+                if c is None:
+                    raise plan_error(f"VALUES column {i + 1} mixes incompatible types", node)
+                t = c
+            types.append(pa.string() if pa.types.is_null(t) else t)
+        names = [f"EXPR${i}" for i in range(width)]
+        alias = node.args.get("alias")
+        if alias is not None and alias.columns:
+            names = [c.name for c in alias.columns]
+        arrays = [
+            pa.array([coerce(r[i], types[i]).value for r in rows], types[i]) for i in range(width)
+        ]
+        table = pa.Table.from_arrays(arrays, names=names)
+        return Relation(Values(table), Scope.of(table.schema, node.alias or None))
+
+    # ------------------------------------------------------------------ FROM
+    def _bind_from(self, node: exp.Expression) -> Relation:
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier | exp.Var | str):
+            return self._bind_table_ref(node)
+        if isinstance(node, exp.Subquery):
+            rel = self.bind_query(node.this)
+            alias = node.alias or None
+            if alias and node.args.get("alias") is not None and node.args["alias"].columns:
+                rel = _rename(rel, [c.name for c in node.args["alias"].columns], node)
+            return Relation(rel.node, rel.scope.requalified(alias) if alias else Scope.of(rel.node.schema))
+        if isinstance(node, dialect.WindowTVF):
+            return self._bind_window_tvf(node)
+        if isinstance(node, exp.Values):
+            return self._bind_values(node)
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Expression):
+            return self._bind_from(node.this)
+        raise plan_error(f"unsupported FROM item '{node.sql()[:60]}'", node)
+
+    def _bind_table_ref(self, node: exp.Table) -> Relation:
+        name = node.name
+        alias = node.alias or name
+        for frame in reversed(self.ctes):
+            if name.lower() in frame:
+                rel = self.bind_query(frame[name.lower()])
+                return Relation(rel.node, rel.scope.requalified(alias))
+        obj = self.catalog.get(name)
+        if obj is None:
+            known = self.catalog.names()
+            hint = f" Known tables: {', '.join(known)}" if known else " No tables are defined yet."
+            raise plan_error(f"table or view '{name}' does not exist.{hint}", node, name)
+        if isinstance(obj, ViewDef):
+            rel = self.bind_query(script.parse_one(obj.query))
+            return Relation(rel.node, rel.scope.requalified(alias))
+        return self.table_relation(obj, alias)
+
+    def table_relation(self, table: TableDef, alias: str | None = None) -> Relation:
+        """Scan a table, derive its computed columns, and assign its watermark."""
+        from sqlstream.runtime.connectors.registry import get_connector
+
+        connector = get_connector(table.connector)
+        if connector.create_source is None:
+            raise PlanError(f"table '{table.name}' (connector '{table.connector}') can only be written to, not read")
+        physical = [c.name for c in table.physical_columns]
+        node: LogicalNode = Scan(table, physical)
+        if any(c.computed is not None for c in table.columns):
+            phys_scope = Scope.of(node.schema)
+            exprs: list[Expr] = []
+            for c in table.columns:
+                if c.computed is None:
+                    i = physical.index(c.name)
+                    exprs.append(ColumnRef(i, c.name, c.type))
+                else:
+                    exprs.append(ExprBinder(phys_scope).bind(_parse_expression(c.computed)))
+            node = Project(node, exprs, [c.name for c in table.columns])
+        if table.watermark is not None:
+            names = node.schema.names
+            lowered = [n.lower() for n in names]
+            wm_col = table.watermark.column.lower()
+            if wm_col not in lowered:
+                raise PlanError(f"table '{table.name}': WATERMARK column '{table.watermark.column}' is not a column")
+            index = lowered.index(wm_col)
+            ts_type = node.schema.field(index).type
+            if not (pa.types.is_timestamp(ts_type) and ts_type.unit == "ms"):
+                raise PlanError(
+                    f"table '{table.name}': the rowtime column '{names[index]}' must be TIMESTAMP(3) or "
+                    f"TIMESTAMP_LTZ(3), got {sql_type_name(ts_type)}"
+                )
+            wm_expr = ExprBinder(Scope.of(node.schema)).bind(_parse_expression(table.watermark.expression))
+            if not pa.types.is_timestamp(wm_expr.type):
+                raise PlanError(
+                    f"table '{table.name}': the WATERMARK expression must be a TIMESTAMP, got {sql_type_name(wm_expr.type)}"
+                )
+            idle = table.options.get("scan.watermark.idle-timeout")
+            node = WatermarkAssign(node, index, coerce(wm_expr, ts_type), parse_duration_ms(idle) if idle else None)
+        return Relation(node, Scope.of(node.schema, alias or table.name))
+
+    def _bind_window_tvf(self, tvf: dialect.WindowTVF) -> Relation:
+        inner = self._bind_from(tvf.table)
+        time_ref = inner.scope.resolve(tvf.time_col)
+        inner = Relation(with_proctime_attribute(inner.node, time_ref.index), inner.scope)
+        rowtime = inner.node.rowtime
+        if rowtime is None or time_ref.index != rowtime:
+            raise plan_error(
+                f"the time column '{tvf.time_col.name}' of {tvf.kind} must be a time attribute "
+                "(a column with a WATERMARK declared on its table, or a PROCTIME() column)",
+                tvf.time_col,
+                tvf.time_col.name,
+            )
+        ms = [dialect.interval_ms(i) for i in tvf.expressions]
+        if tvf.offset is not None:
+            ms.append(dialect.interval_ms(tvf.offset))
+        partition = tuple(inner.scope.resolve(c).index for c in tvf.partition_by)
+        spec = window_spec(tvf.kind, rowtime, ms, tvf, partition)
+        out = WindowTVF(inner.node, spec)
+        qualifier = tvf.alias or None
+        cols = list(inner.scope.columns) + [
+            ScopeColumn(qualifier or (inner.scope.columns[0].qualifier if inner.scope.columns else None), n, f.type)
+            for n, f in zip(WINDOW_COLUMNS, list(out.schema)[-3:], strict=True)
+        ]
+        scope = Scope(cols)
+        if qualifier:
+            scope = scope.requalified(qualifier)
+        return Relation(out, scope)
+
+    def _bind_join(self, left: Relation, join: exp.Join) -> Relation:
+        side = (join.args.get("side") or "").upper()
+        kind = (join.args.get("kind") or "").upper()
+        if join.args.get("method") or kind in ("SEMI", "ANTI") or join.args.get("natural"):
+            raise plan_error(f"{join.sql(dialect=dialect.Flink).split(' ')[0]} joins are not supported", join)
+        if isinstance(join.this, exp.Table) and join.this.args.get("version") is not None:
+            return self._bind_temporal_join(left, join, side)
+        right = self._bind_from(join.this)
+        scope = Scope(left.scope.columns + right.scope.columns)
+        width = len(left.node.schema)
+        condition: Expr | None = None
+        on, using = join.args.get("on"), join.args.get("using")
+        if on is not None:
+            condition = ExprBinder(scope).bind(on)
+            _require_boolean(condition, on, "JOIN ON")
+        elif using:
+            parts = []
+            for ident in using:
+                lref = left.scope.resolve(exp.column(ident.name))
+                rref = right.scope.resolve(exp.column(ident.name))
+                parts.append(ExprBinder(scope)._call(
+                    "=", [lref, ColumnRef(width + rref.index, rref.name, rref.type)], join))
+            condition = conjoin(parts)
+        elif side:
+            raise plan_error(f"{side} JOIN needs an ON condition", join)
+        node = Join(left.node, right.node, side or "INNER", condition)
+        return Relation(node, scope)
+
+    def _bind_temporal_join(self, left: Relation, join: exp.Join, side: str) -> Relation:
+        """FOR SYSTEM_TIME AS OF: a lookup join (processing time) or a temporal join (event time)."""
+        from sqlstream.runtime.connectors.registry import get_connector
+
+        table_node = join.this
+        version = table_node.args["version"]
+        if side not in ("", "LEFT"):
+            raise plan_error(f"{side} JOIN is not supported with FOR SYSTEM_TIME AS OF; use INNER or LEFT", join)
+        kind = side or "INNER"
+        as_of = ExprBinder(left.scope).bind(version.expression)
+        if not isinstance(as_of, ColumnRef):
+            raise plan_error("FOR SYSTEM_TIME AS OF needs a time column of the left table", version)
+        obj = self.catalog.get(table_node.name)
+        if not isinstance(obj, TableDef):
+            raise plan_error(f"FOR SYSTEM_TIME AS OF needs a table, '{table_node.name}' is not one", table_node)
+        alias = table_node.alias or obj.name
+        on = join.args.get("on")
+        if on is None:
+            raise plan_error("a temporal join needs an ON condition equating the join keys", join)
+        width = len(left.node.schema)
+        if as_of.index == left.node.rowtime:
+            right = self.table_relation(obj, alias)
+            if not obj.primary_key or right.node.rowtime is None:
+                raise plan_error(
+                    f"'{obj.name}' must be a versioned table (a PRIMARY KEY and a WATERMARK) for an "
+                    "event-time temporal join", table_node, table_node.name)
+            scope = Scope(left.scope.columns + right.scope.columns)
+            condition = ExprBinder(scope).bind(on)
+            left_keys, right_keys, rest = equi_keys(condition, width)
+            pk = [right.node.schema.get_field_index(k) for k in obj.primary_key]
+            if sorted(right_keys) != sorted(pk):
+                raise plan_error(
+                    f"the temporal join must equate the primary key of '{obj.name}' "
+                    f"({', '.join(obj.primary_key)}) with columns of the left table", on)
+            node = TemporalJoin(left.node, right.node, kind, left_keys, right_keys, conjoin(rest))
+            return Relation(node, scope)
+        connector = get_connector(obj.connector)
+        if connector.create_lookup is None:
+            raise plan_error(
+                f"'{obj.name}' (connector '{obj.connector}') cannot be looked up; a lookup join needs a "
+                "lookup connector such as 'duckdb' or 'postgres', or use the event-time column for a "
+                "temporal join", table_node, table_node.name)
+        dim_scope = Scope.of(obj.physical_schema, alias)
+        scope = Scope(left.scope.columns + dim_scope.columns)
+        condition = ExprBinder(scope).bind(on)
+        left_keys, right_keys, rest = equi_keys(condition, width)
+        if not left_keys:
+            raise plan_error("a lookup join needs an equality between a left column and a column of the table", on)
+        names = obj.physical_schema.names
+        node = LookupJoin(left.node, obj, kind, [(lk, names[rk]) for lk, rk in zip(left_keys, right_keys, strict=True)],
+                          list(names), conjoin(rest))
+        return Relation(node, scope)
+
+    # ---------------------------------------------------------------- SELECT
+    def _bind_select(self, sel: exp.Select) -> Relation:
+        group = sel.args.get("group")
+        sets = _grouping_sets(group) if group is not None else None
+        if sets is not None:
+            return self._bind_grouping_sets(sel, sets)
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        if from_ is None:
+            rel = Relation(Values(pa.table({"dummy": pa.array([0], pa.int32())})), Scope([]))
+            rel = Relation(rel.node, Scope([ScopeColumn(None, "$dummy", pa.int32())]))
+        else:
+            rel = self._bind_from(from_.this)
+            for join in sel.args.get("joins") or []:
+                rel = self._bind_join(rel, join)
+        where = sel.args.get("where")
+        if where is not None:
+            if contains_aggregate(where.this):
+                raise plan_error("aggregate functions are not allowed in WHERE; use HAVING", where.this)
+            pred = ExprBinder(rel.scope).bind(where.this)
+            _require_boolean(pred, where.this, "WHERE")
+            rel = Relation(Filter(rel.node, pred), rel.scope)
+            from sqlstream.planner.over import absorb_rank_filter
+
+            # WHERE rn <= N over a ROW_NUMBER() subquery makes it a Top-N (planner.over)
+            rel = Relation(absorb_rank_filter(rel.node), rel.scope)
+        if sel.args.get("offset") is not None:
+            raise plan_error("OFFSET is not supported on streaming queries; use LIMIT n, or Top-N with "
+                             "ROW_NUMBER() and WHERE rn BETWEEN m AND n", sel.args["offset"])
+        group = sel.args.get("group")
+        having = sel.args.get("having")
+        items = sel.expressions
+        aggregating = (
+            group is not None
+            or having is not None
+            or any(contains_aggregate(i) for i in items)
+        )
+        if any(isinstance(n, exp.Window) for i in items for n in i.walk()):
+            from sqlstream.planner.over import bind_window_items
+
+            # OVER aggregates and ROW_NUMBER (Top-N, deduplication) are bound in planner.over
+            # (before aggregates: SUM(x) OVER (...) contains an aggregate but does not group)
+            out = bind_window_items(self, rel, items)
+        elif aggregating:
+            out = self._bind_aggregate(sel, rel, group, having, items)
+        else:
+            exprs, names = self._bind_items(items, rel.scope, ExprBinder(rel.scope))
+            rowtime = _rowtime_through(exprs, rel.node.rowtime)
+            out = Project(rel.node, exprs, names, rowtime)
+        if sel.args.get("distinct") is not None:
+            out = _distinct(out)
+        if sel.args.get("order") is not None or sel.args.get("limit") is not None:
+            from sqlstream.planner.over import bind_order_limit
+
+            out = bind_order_limit(out, sel.args.get("order"), sel.args.get("limit"))
+        return Relation(out, Scope.of(out.schema))
+
+    def _bind_grouping_sets(self, sel: exp.Select, sets: list[list[exp.Expression]]) -> Relation:
+        """GROUPING SETS / ROLLUP / CUBE as the UNION ALL of one aggregation per set.
+
+        Each branch groups by its set; the other grouping columns read as typed NULLs,
+        as in Flink's expansion.
+        """
+        all_keys: dict[str, exp.Expression] = {}
+        for s in sets:
+            for k in s:
+                # a group window is no column that can read as NULL
+                if group_window_kind(k) is None:
+                    all_keys.setdefault(k.sql(dialect=dialect.Flink), k)
+        probe = sel.copy()
+        probe.set("group", None)
+        probe.set("having", None)
+        probe.set("expressions", [k.copy() for k in all_keys.values()])
+        key_types = dict(zip(all_keys, [f.type for f in self._bind_select(probe).node.schema], strict=True))
+        branches: list[LogicalNode] = []
+        for s in sets:
+            present = {k.sql(dialect=dialect.Flink) for k in s}
+
+            def null_out(node: exp.Expression, present: set[str] = present) -> exp.Expression:
+                if is_aggregate(node) or isinstance(node, exp.Filter):
+                    # aggregates read the input rows, where every key has its value; a copy
+                    # (not the node itself) stops the transform from descending into them
+                    return node.copy()
+                text = node.sql(dialect=dialect.Flink)
+                if text in key_types and text not in present and not isinstance(node, exp.Alias):
+                    to = exp.DataType.build(sql_type_name(key_types[text]), dialect=dialect.Flink)
+                    return exp.Cast(this=exp.Null(), to=to)
+                return node
+
+            branch = sel.copy()
+            branch.set("group", exp.Group(expressions=[k.copy() for k in s]) if s else None)
+            branch.set("expressions", [_keep_name(i, i.copy().transform(null_out)) for i in sel.expressions])
+            if sel.args.get("having") is not None:
+                branch.set("having", exp.Having(this=sel.args["having"].this.copy().transform(null_out)))
+            branches.append(self._bind_select(branch).node)
+        first = branches[0].schema
+        out: LogicalNode = Union([
+            b if b.schema.names == first.names else Project(
+                b, [ColumnRef(i, f.name, f.type) for i, f in enumerate(b.schema)], first.names)
+            for b in branches
+        ])
+        return Relation(out, Scope.of(out.schema))
+
+    def _bind_items(
+        self, items: list[exp.Expression], scope: Scope, binder: ExprBinder
+    ) -> tuple[list[Expr], list[str]]:
+        exprs: list[Expr] = []
+        names: list[str] = []
+        for item in items:
+            star_qualifier = _star(item)
+            if star_qualifier is not None:
+                matched = False
+                for i, c in enumerate(scope.columns):
+                    if c.name.startswith("$"):
+                        continue
+                    if star_qualifier == "" or (c.qualifier or "").lower() == star_qualifier.lower():
+                        exprs.append(ColumnRef(i, c.name, c.type))
+                        names.append(c.name)
+                        matched = True
+                if not matched:
+                    raise plan_error(f"'{item.sql()}' matches no columns", item)
+                continue
+            node = item.this if isinstance(item, exp.Alias) else item
+            bound = binder.bind(node)
+            if pa.types.is_null(bound.type):
+                bound = coerce(bound, pa.string())
+            exprs.append(bound)
+            names.append(_item_name(item, len(names)))
+        return exprs, names
+
+    def _bind_aggregate(
+        self,
+        sel: exp.Select,
+        rel: Relation,
+        group: exp.Group | None,
+        having: exp.Having | None,
+        items: list[exp.Expression],
+    ) -> LogicalNode:
+        key_nodes: list[exp.Expression] = []
+        if group is not None:
+            key_nodes = list(group.expressions)
+        for k in key_nodes:
+            if contains_aggregate(k):
+                raise plan_error("aggregate functions are not allowed in GROUP BY", k)
+        filter_conditions: list[exp.Expression] = []
+        items = [_inline_filters(i, filter_conditions) for i in items]
+        having_node = None if having is None else _inline_filters(having.this, filter_conditions)
+        agg_nodes: list[exp.Expression] = []
+        seen: set[str] = set()
+        for src in [*items, *([having_node] if having_node is not None else [])]:
+            for n in src.walk():
+                if is_aggregate(n) and n.sql() not in seen:
+                    for inner in (a for arg in n.iter_expressions() for a in arg.walk()):
+                        if is_aggregate(inner):
+                            raise plan_error("aggregate functions cannot be nested", inner)
+                    seen.add(n.sql())
+                    agg_nodes.append(n)
+
+        rel, group_window = self._group_window(rel, key_nodes)
+        if group_window is not None:
+            roles_of_keys: list[str | tuple[str, ...] | None] = [
+                WINDOW_COLUMNS if k is group_window.call else None for k in key_nodes
+            ]
+            windowed = WindowGrouping(group_window.window, rel.node, rel.scope, roles_of_keys, None)
+        else:
+            windowed = self._window_grouping(rel, key_nodes)
+        if windowed is not None:
+            input_node, input_scope, roles = windowed.input, windowed.scope, windowed.roles
+        else:
+            input_node, input_scope = rel.node, rel.scope
+            roles = [None] * len(key_nodes)
+            if isinstance(_strip_filters(rel.node), WindowTVF) and _strip_filters(rel.node).window.kind == "SESSION":
+                raise plan_error(
+                    "a SESSION window must be aggregated with GROUP BY window_start, window_end",
+                    group or sel,
+                )
+
+        binder = ExprBinder(input_scope)
+        for condition in filter_conditions:
+            _require_boolean(binder.bind(condition), condition, "FILTER")
+        pre_exprs: list[Expr] = [ColumnRef(i, c.name, c.type) for i, c in enumerate(input_scope.columns)]
+        pre_names = [c.name for c in input_scope.columns]
+
+        def column_of(e: Expr) -> int:
+            if isinstance(e, ColumnRef):
+                return e.index
+            pre_exprs.append(e)
+            pre_names.append(f"$expr{len(pre_exprs)}")
+            return len(pre_exprs) - 1
+
+        key_cols: list[int | str] = []
+        key_names: list[str] = []
+        # the output column of each grouping key, by its text and (plain columns) by name
+        key_lookup: dict[str, int] = {}
+        key_columns: dict[str, int] = {}
+        window_output = 0  # a legacy group window's outputs: window_start, window_end, window_time
+        for node, role in zip(key_nodes, roles, strict=True):
+            if isinstance(role, tuple):
+                window_output = len(key_cols)
+                key_cols.extend(role)
+                key_names.extend(role)
+                continue
+            key_lookup[node.sql()] = len(key_cols)
+            if isinstance(node, exp.Column):
+                key_columns[node.name.lower()] = len(key_cols)
+            key_cols.append(column_of(binder.bind(node)) if role is None else role)
+            key_names.append(node.alias_or_name if isinstance(node, exp.Column) else f"$key{len(key_names)}")
+
+        aggs: list[AggCall] = []
+        for i, n in enumerate(agg_nodes):
+            aggs.append(self._agg_call(n, binder, column_of, f"$agg{i}"))
+
+        if len(pre_exprs) > len(input_scope.columns):
+            input_node = Project(input_node, pre_exprs, pre_names, input_node.rowtime)
+
+        if windowed is not None:
+            agg_node: LogicalNode = WindowAggregate(input_node, windowed.window, key_cols, key_names, aggs,
+                                                    windowed.input_window)
+        else:
+            agg_node = Aggregate(input_node, [int(k) for k in key_cols], aggs, key_names)
+
+        # expressions above the aggregate see group keys and aggregate results only
+        agg_lookup = {n.sql(): len(key_cols) + i for i, n in enumerate(agg_nodes)}
+        out_schema = agg_node.schema
+
+        def intercept(node: exp.Expression) -> Expr | None:
+            text = node.sql()
+            index = key_lookup.get(text)
+            if group_window is not None and auxiliary(node) is not None:
+                assert isinstance(node, exp.Anonymous)
+                role = group_window.check_auxiliary(node, input_scope)
+                index = window_output + WINDOW_COLUMNS.index(role)
+            if index is None:
+                index = agg_lookup.get(text)
+            if index is None and isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+                index = key_columns.get(node.name.lower())
+                if index is None:
+                    input_scope.resolve(node)  # unknown column: the resolver's error
+                    raise plan_error(
+                        f"column '{node.sql()}' must appear in GROUP BY or be used in an aggregate function",
+                        node,
+                        node.name,
+                    )
+            if index is None:
+                return None
+            f = out_schema.field(index)
+            return ColumnRef(index, f.name, f.type)
+
+        post = ExprBinder(Scope.of(out_schema), intercept)
+        out: LogicalNode = agg_node
+        if having_node is not None:
+            pred = post.bind(having_node)
+            _require_boolean(pred, having_node, "HAVING")
+            out = Filter(out, pred)
+        if any(_star(i) is not None for i in items):
+            raise plan_error("SELECT * cannot be used with GROUP BY; list the columns", sel)
+        exprs, names = self._bind_items(items, Scope.of(out_schema), post)
+        return Project(out, exprs, names, _rowtime_through(exprs, out.rowtime))
+
+    def _group_window(
+        self, rel: Relation, key_nodes: list[exp.Expression]
+    ) -> tuple[Relation, GroupWindow | None]:
+        """The legacy group window (TUMBLE/HOP/SESSION(ts, ...)) among the grouping keys, if any,
+        and the input, with its PROCTIME() column made the time attribute when the window is on it."""
+        calls = [k for k in key_nodes if group_window_kind(k) is not None]
+        if not calls:
+            return rel, None
+        if len(calls) > 1:
+            first, second = (c.sql(dialect=dialect.Flink) for c in calls[:2])
+            raise plan_error(
+                f"GROUP BY takes one group window, found {first} and {second}", calls[1]
+            )
+        assert isinstance(calls[0], exp.Anonymous)
+        time = calls[0].expressions[0] if calls[0].expressions else None
+        if isinstance(time, exp.Column):
+            rel = Relation(with_proctime_attribute(rel.node, rel.scope.resolve(time).index), rel.scope)
+        return rel, bind_group_window(calls[0], rel.scope, rel.node.rowtime)
+
+    def _window_grouping(self, rel: Relation, key_nodes: list[exp.Expression]) -> WindowGrouping | None:
+        """GROUP BY window_start, window_end, ... over windowed rows: how to build the window aggregation.
+
+        Directly over a windowing TVF (through WHERE filters on its input columns) the TVF
+        fuses into the aggregation, which assigns the windows itself.  Over any other input whose
+        window properties say that two grouping columns are the window_start and
+        window_end of one window (a window aggregation's output, renamed or not), the
+        aggregation is cascaded: it takes each row's window from those columns.
+        """
+        fused = self._fused_window_grouping(rel, key_nodes)
+        windows = window_properties(rel.node)
+        if fused is not None or not windows or rel.node.updating:
+            return fused
+        indexes = [rel.scope.resolve(k).index if isinstance(k, exp.Column) else None for k in key_nodes]
+        for window in windows:
+            roles = [None if i is None else window.role(i) for i in indexes]
+            if {"window_start", "window_end"} <= set(roles):
+                assert window.start is not None and window.end is not None
+                return WindowGrouping(window.window, rel.node, rel.scope, roles, (window.start, window.end))
+        return None
+
+    def _fused_window_grouping(self, rel: Relation, key_nodes: list[exp.Expression]) -> WindowGrouping | None:
+        filters: list[Expr] = []
+        node = rel.node
+        while isinstance(node, Filter):
+            filters.append(node.predicate)
+            node = node.input
+        if not isinstance(node, WindowTVF):
+            return None
+        width = len(node.input.schema)
+        roles: list[str | None] = []
+        for k in key_nodes:
+            role = None
+            if isinstance(k, exp.Column):
+                ref = rel.scope.resolve(k)
+                if ref.index >= width:
+                    role = WINDOW_COLUMNS[ref.index - width]
+            roles.append(role)
+        if not ({"window_start", "window_end"} <= {r for r in roles if r}):
+            return None
+        if any(i >= width for pred in filters for i in referenced_columns(pred)):
+            if node.window.kind == "SESSION":  # sessions only exist once merged by the aggregation
+                raise PlanError(
+                    "a WHERE condition on window_start/window_end/window_time of a SESSION window before "
+                    "the window aggregation is not supported; filter after aggregating (HAVING) instead"
+                )
+            return None  # a WHERE on the window columns needs them computed first: cascaded, not fused
+        base = node.input
+        for pred in reversed(filters):
+            base = Filter(base, pred)
+        return WindowGrouping(node.window, base, Scope(rel.scope.columns[:width]), roles, None)
+
+    def _agg_call(self, node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:
+        if isinstance(node, exp.Anonymous):  # an aggregate UDF
+            from sqlstream.planner.udfs import USER_AGGREGATES
+
+            udaf = USER_AGGREGATES[node.name.upper()]
+            if len(node.expressions) > 1:
+                raise plan_error(f"aggregate function {node.name} takes one argument here", node)
+            arg = column_of(binder.bind(node.expressions[0])) if node.expressions else None
+            return AggCall(udaf.name, arg, False, udaf.result_type, name)
+        function = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}[type(node)]
+        arg_node = node.this
+        distinct = False
+        if isinstance(arg_node, exp.Distinct):
+            distinct = True
+            if len(arg_node.expressions) != 1:
+                raise plan_error(f"{function}(DISTINCT ...) takes exactly one argument", node)
+            arg_node = arg_node.expressions[0]
+        if function == "COUNT" and (arg_node is None or isinstance(arg_node, exp.Star)):
+            return AggCall("COUNT", None, False, pa.int64(), name)
+        if arg_node is None:
+            raise plan_error(f"{function} needs an argument", node)
+        arg = binder.bind(arg_node)
+        t = arg.type
+        if function == "COUNT":
+            out = pa.int64()
+        elif function in ("SUM", "AVG"):
+            if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+                raise plan_error(f"{function} needs a numeric argument, got {sql_type_name(t)}", node)
+            # Flink: SUM of integers is BIGINT here (safe from overflow); AVG keeps the input type
+            out = pa.int64() if (function == "SUM" and pa.types.is_integer(t)) else t
+        else:
+            out = t
+        return AggCall(function, column_of(arg), distinct, out, name)
+
+
+def _grouping_sets(group: exp.Group) -> list[list[exp.Expression]] | None:
+    """The grouping sets a GROUP BY with GROUPING SETS / ROLLUP / CUBE stands for, else None."""
+    options_per_item: list[list[list[exp.Expression]]] = []
+    expanded = False
+    for e in group.expressions:
+        if isinstance(e, exp.GroupingSets):
+            expanded = True
+            opts = []
+            for x in e.expressions:
+                if isinstance(x, exp.Tuple):
+                    opts.append(list(x.expressions))
+                elif isinstance(x, exp.Paren):
+                    opts.append([x.this])
+                else:
+                    opts.append([x])
+            options_per_item.append(opts)
+        elif isinstance(e, exp.Rollup):
+            expanded = True
+            items = list(e.expressions)
+            options_per_item.append([items[:i] for i in range(len(items), -1, -1)])
+        elif isinstance(e, exp.Cube):
+            expanded = True
+            items = list(e.expressions)
+            subsets = [[items[j] for j in range(len(items)) if mask >> j & 1] for mask in range(2 ** len(items) - 1, -1, -1)]
+            options_per_item.append(subsets)
+        else:
+            options_per_item.append([[e]])
+    if not expanded:
+        return None
+    sets: list[list[exp.Expression]] = [[]]
+    for opts in options_per_item:
+        sets = [a + b for a in sets for b in opts]
+    return sets
+
+
+def _inline_filters(node: exp.Expression, conditions: list[exp.Expression]) -> exp.Expression:
+    """``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)``, collecting each ``c``.
+
+    Aggregates skip NULL arguments, so only rows where ``c`` is TRUE reach the aggregate
+    (``COUNT(*)`` counts ``CASE WHEN c THEN 1 END``): every aggregation path, vectorized or not,
+    serves FILTER unchanged.  Aggregate UDFs see NULL arguments, so FILTER is refused on them.
+    """
+
+    def inline(n: exp.Expression) -> exp.Expression:
+        if not isinstance(n, exp.Filter):
+            return n
+        agg, condition = n.this, n.expression.this
+        if not is_aggregate(agg):
+            raise plan_error(
+                f"FILTER (WHERE ...) only applies to an aggregate function, not to {agg.sql()}", n
+            )
+        if isinstance(agg, exp.Anonymous):
+            raise plan_error(
+                f"FILTER (WHERE ...) is not supported on the aggregate function {agg.name}", n
+            )
+        name = agg.sql_name()
+        for inner in condition.walk():
+            if is_aggregate(inner):
+                raise plan_error(
+                    f"aggregate functions are not allowed in the FILTER condition of {name}", inner
+                )
+        conditions.append(condition)
+        agg = agg.copy()
+        arg = agg.this
+        holder, slot = (arg, "expressions") if isinstance(arg, exp.Distinct) else (agg, "this")
+        values = list(arg.expressions) if isinstance(arg, exp.Distinct) else [arg]
+        if len(values) != 1 or (values[0] is None and not isinstance(agg, exp.Count)):
+            return agg  # malformed: _agg_call names the problem
+        value = values[0]
+        if value is None or isinstance(value, exp.Star):  # COUNT(*)
+            value = exp.Literal.number(1)
+        case = exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())])
+        holder.set(slot, [case] if slot == "expressions" else case)
+        return agg
+
+    return node.transform(inline)
+
+
+def _keep_name(original: exp.Expression, rewritten: exp.Expression) -> exp.Expression:
+    """A SELECT item keeps its output name when a grouping column inside it became NULL."""
+    if isinstance(original, exp.Alias) or not isinstance(original, exp.Column):
+        return rewritten
+    return exp.alias_(rewritten, original.name) if not isinstance(rewritten, exp.Column) else rewritten
+
+
+def _strip_filters(node: LogicalNode) -> LogicalNode:
+    while isinstance(node, Filter):
+        node = node.input
+    return node
+
+
+def _distinct(node: LogicalNode) -> LogicalNode:
+    schema = node.schema
+    agg = Aggregate(node, list(range(len(schema))), [], list(schema.names))
+    return agg
+
+
+def _rename(rel: Relation, names: list[str], node: exp.Expression) -> Relation:
+    schema = rel.node.schema
+    if len(names) != len(schema):
+        raise plan_error(f"alias lists {len(names)} columns but the query has {len(schema)}", node)
+    exprs: list[Expr] = [ColumnRef(i, f.name, f.type) for i, f in enumerate(schema)]
+    out = Project(rel.node, exprs, names, rel.node.rowtime)
+    return Relation(out, Scope.of(out.schema))
+
+
+def _star(item: exp.Expression) -> str | None:
+    """'' for '*', the qualifier for 't.*', None otherwise."""
+    if isinstance(item, exp.Star):
+        return ""
+    if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+        return item.table or ""
+    return None
+
+
+def _item_name(item: exp.Expression, position: int) -> str:
+    if isinstance(item, exp.Alias):
+        return item.alias
+    if isinstance(item, exp.Column):
+        return item.name
+    return f"EXPR${position}"
+
+
+def _require_boolean(pred: Expr, node: exp.Expression, clause: str) -> None:
+    if not (pa.types.is_boolean(pred.type) or pa.types.is_null(pred.type)):
+        raise plan_error(f"{clause} condition must be BOOLEAN, got {sql_type_name(pred.type)}", node)
+
+
+def _rowtime_through(exprs: list[Expr], rowtime: int | None) -> int | None:
+    if rowtime is None:
+        return None
+    for i, e in enumerate(exprs):
+        if isinstance(e, ColumnRef) and e.index == rowtime:
+            return i
+    return None

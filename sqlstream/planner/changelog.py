@@ -1,0 +1,50 @@
+"""Changelog checks: which results update, and which sinks can take updates."""
+
+from __future__ import annotations
+
+from sqlstream.core.errors import PlanError
+from sqlstream.planner.logical import Aggregate, LogicalNode, Sink, WindowAggregate, _describe
+from sqlstream.runtime import aggregates
+
+
+def _first_updating(node: LogicalNode) -> LogicalNode | None:
+    """The lowest node that turns an append-only stream into an updating one."""
+    for child in node.inputs:
+        found = _first_updating(child)
+        if found is not None:
+            return found
+    if node.updating and not any(c.updating for c in node.inputs):
+        return node
+    return None
+
+
+def check_sink(root: Sink) -> None:
+    _check_retractions(root)
+    if root.table is None or not root.input.updating:
+        return
+    from sqlstream.runtime.connectors.registry import get_connector
+
+    connector = get_connector(root.table.connector)
+    if not connector.accepts_updates:
+        producer = _first_updating(root.input)
+        what = _describe(producer) if producer is not None else "the query"
+        raise PlanError(
+            f"table sink '{root.table.name}' (connector '{root.table.connector}') is append-only and "
+            f"cannot consume the update changes produced by {what}. Use a windowed aggregation "
+            "(TABLE(TUMBLE(...)) ... GROUP BY window_start, window_end, ...) for append-only results, "
+            "or a sink that accepts updates (e.g. 'print', 'blackhole')."
+        )
+
+
+def _check_retractions(node: LogicalNode) -> None:
+    for child in node.inputs:
+        _check_retractions(child)
+    if isinstance(node, Aggregate) and node.input.updating:
+        for a in node.aggs:
+            if not aggregates.retractable(a):
+                raise PlanError(
+                    f"{a.describe()} over an updating input (an aggregate of an aggregate) is not supported; "
+                    "only COUNT, SUM and AVG can consume retractions"
+                )
+    if isinstance(node, WindowAggregate) and node.input.updating:
+        raise PlanError("window aggregation over an updating input is not supported")

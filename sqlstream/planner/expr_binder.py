@@ -1,0 +1,286 @@
+"""Bind sqlglot scalar expressions to typed IR over a scope.
+
+Type checking happens here, so a mismatch (``'abc' + 1``, ``UPPER(1)``) is a
+plan-time error at the expression's line and column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyarrow as pa
+from sqlglot import exp
+
+from sqlstream.catalog.types import arrow_type, is_string, sql_type_name
+from sqlstream.core.errors import PlanError
+from sqlstream.planner.expressions import Call, Case, Cast, ColumnRef, Expr, Literal
+from sqlstream.planner.function_calls import translate_call
+from sqlstream.planner.functions import ArgumentTypeError, common_type, lookup
+from sqlstream.planner.scope import Scope, plan_error
+
+AGGREGATES = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
+
+_BINARY: dict[type, str] = {
+    exp.Add: "+",
+    exp.Sub: "-",
+    exp.Mul: "*",
+    exp.Div: "/",
+    exp.Mod: "%",
+    exp.EQ: "=",
+    exp.NEQ: "<>",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.GT: ">",
+    exp.GTE: ">=",
+    exp.And: "AND",
+    exp.Or: "OR",
+    exp.DPipe: "CONCAT",
+    exp.NullSafeNEQ: "IS_DISTINCT_FROM",
+    exp.NullSafeEQ: "IS_NOT_DISTINCT_FROM",
+}
+
+# Hook consulted before the default rules; returns IR to use for the node, or None.
+Intercept = Callable[[exp.Expression], Expr | None]
+
+
+def interval_ms(node: exp.Interval) -> int:
+    from sqlstream.planner.dialect import interval_ms as dialect_interval_ms
+
+    return dialect_interval_ms(node)
+
+
+class ExprBinder:
+    def __init__(self, scope: Scope, intercept: Intercept | None = None) -> None:
+        self.scope = scope
+        self.intercept = intercept
+
+    def bind(self, node: exp.Expression) -> Expr:
+        if self.intercept is not None:
+            hit = self.intercept(node)
+            if hit is not None:
+                return hit
+        try:
+            return self._bind(node)
+        except ArgumentTypeError as e:
+            raise plan_error(f"type mismatch in '{node.sql()}': {e}", node) from None
+
+    # ------------------------------------------------------------------ rules
+    def _bind(self, node: exp.Expression) -> Expr:
+        if isinstance(node, exp.Paren):
+            return self.bind(node.this)
+        if isinstance(node, exp.Column):
+            if isinstance(node.this, exp.Star):
+                raise plan_error("'*' is only allowed in the SELECT list or COUNT(*)", node)
+            return self.scope.resolve(node)
+        if isinstance(node, exp.Literal):
+            return self._literal(node)
+        if isinstance(node, exp.Boolean):
+            return Literal(bool(node.this), pa.bool_())
+        if isinstance(node, exp.Null):
+            return Literal(None, pa.null())
+        if isinstance(node, exp.Interval):
+            return Literal(interval_ms(node), pa.duration("ms"))
+        if is_aggregate(node):
+            raise plan_error(
+                f"aggregate function {node.sql()} is not allowed here "
+                "(only in the SELECT list or HAVING of an aggregating query)",
+                node,
+            )
+        if isinstance(node, exp.Neg):
+            return self._call("NEGATE", [self.bind(node.this)], node)
+        if isinstance(node, exp.Not):
+            inner = node.this
+            return self._call("NOT", [self.bind(inner)], node)
+        if isinstance(node, exp.Is):
+            if isinstance(node.expression, exp.Null):
+                return self._call("IS_NULL", [self.bind(node.this)], node)
+            if isinstance(node.expression, exp.Boolean):
+                value = self.bind(node.this)
+                want = bool(node.expression.this)
+                eq = self._call("=", [value, Literal(want, pa.bool_())], node)
+                return Call("COALESCE", (eq, Literal(False, pa.bool_())), pa.bool_())
+            raise plan_error(f"unsupported IS expression '{node.sql()}'", node)
+        if type(node) in _BINARY:
+            return self._call(_BINARY[type(node)], [self.bind(node.this), self.bind(node.expression)], node)
+        if isinstance(node, exp.Like):
+            return self._call("LIKE", [self.bind(node.this), self.bind(node.expression)], node)
+        if isinstance(node, exp.ILike):
+            lowered = [self._call("LOWER", [self.bind(x)], node) for x in (node.this, node.expression)]
+            return self._call("LIKE", lowered, node)
+        if isinstance(node, exp.Between):
+            value = self.bind(node.this)
+            low = self._call(">=", [value, self.bind(node.args["low"])], node)
+            high = self._call("<=", [value, self.bind(node.args["high"])], node)
+            return self._call("AND", [low, high], node)
+        if isinstance(node, exp.In):
+            if node.args.get("query") is not None:
+                raise plan_error("IN (subquery) is not supported; use a JOIN", node)
+            args = [self.bind(node.this)] + [self.bind(x) for x in node.expressions]
+            return self._call("IN", args, node)
+        if isinstance(node, exp.Case):
+            return self._case(node)
+        if isinstance(node, exp.Cast | exp.TryCast):
+            target = arrow_type(node.to)
+            arg = self.bind(node.this)
+            safe = isinstance(node, exp.TryCast)
+            if isinstance(arg, Literal) and arg.value is None:
+                return Literal(None, target)
+            return Cast(arg, target, safe)
+        if isinstance(node, exp.Filter):
+            if not is_aggregate(node.this):
+                raise plan_error(
+                    "FILTER (WHERE ...) only applies to an aggregate function, "
+                    f"not to {node.this.sql()}",
+                    node,
+                )
+            raise plan_error(
+                f"{node.sql()} is not allowed here "
+                "(only in the SELECT list or HAVING of an aggregating query)",
+                node,
+            )
+        if isinstance(node, exp.Anonymous):
+            _refuse_group_window_call(node)
+        if isinstance(node, exp.Func):
+            translated = translate_call(node)
+            if translated is None:
+                raise plan_error(f"unknown function '{node.sql_name()}' in '{node.sql()}'", node)
+            name, arg_nodes = translated
+            return self._call(name, [self.bind(a) for a in arg_nodes], node)
+        raise plan_error(f"unsupported expression '{node.sql()}'", node)
+
+    def _literal(self, node: exp.Literal) -> Literal:
+        text = node.this
+        if node.is_string:
+            return Literal(text, pa.string())
+        try:
+            value = int(text)
+            return Literal(value, pa.int32() if -(2**31) <= value < 2**31 else pa.int64())
+        except ValueError:
+            return Literal(float(text), pa.float64())
+
+    def _call(self, name: str, args: list[Expr], node: exp.Expression) -> Expr:
+        fn = lookup(name)
+        if fn is None:
+            raise plan_error(f"unknown function '{name}'", node)
+        if len(args) < fn.min_args or (fn.max_args is not None and len(args) > fn.max_args):
+            expected = (
+                f"{fn.min_args}" if fn.max_args == fn.min_args
+                else f"at least {fn.min_args}" if fn.max_args is None
+                else f"{fn.min_args} to {fn.max_args}"
+            )
+            raise plan_error(f"{name} takes {expected} arguments, got {len(args)}", node)
+        types = [a.type for a in args]
+        try:
+            result = fn.infer(types)
+        except ArgumentTypeError as e:
+            raise plan_error(f"type mismatch in '{node.sql()}': {e}", node) from None
+        if fn.coerce_args:
+            target = types[0]
+            for t in types[1:]:
+                c = common_type(target, t)
+                if c is None:
+                    raise plan_error(
+                        f"type mismatch in '{node.sql()}': cannot compare or combine "
+                        + " and ".join(sql_type_name(t) for t in types),
+                        node,
+                    )
+                target = c
+            args = [coerce(a, target) for a in args]
+        return Call(name.upper(), tuple(args), result)
+
+    def _case(self, node: exp.Case) -> Expr:
+        subject = node.this
+        whens = []
+        for arm in node.args.get("ifs") or []:
+            cond_node = arm.this
+            if subject is not None:
+                cond = self._call("=", [self.bind(subject), self.bind(cond_node)], arm)
+            else:
+                cond = self.bind(cond_node)
+            whens.append((cond, self.bind(arm.args["true"])))
+        return self._make_case(whens, node.args.get("default"), node)
+
+    def _make_case(self, whens: list[tuple[Expr, Expr]], default_node: exp.Expression | None, node: exp.Expression) -> Expr:
+        default = self.bind(default_node) if default_node is not None else None
+        values = [v for _, v in whens] + ([default] if default is not None else [])
+        target = values[0].type
+        for v in values[1:]:
+            c = common_type(target, v.type)
+            if c is None:
+                raise plan_error(
+                    "type mismatch in CASE: branches have types "
+                    + ", ".join(sql_type_name(v.type) for v in values),
+                    node,
+                )
+            target = c
+        for cond, _ in whens:
+            if not (pa.types.is_boolean(cond.type) or pa.types.is_null(cond.type)):
+                raise plan_error(f"CASE condition must be BOOLEAN, got {sql_type_name(cond.type)}", node)
+        if pa.types.is_null(target):
+            target = pa.string()
+        return Case(
+            tuple((c, coerce(v, target)) for c, v in whens),
+            None if default is None else coerce(default, target),
+            target,
+        )
+
+
+def coerce(e: Expr, target: pa.DataType) -> Expr:
+    """``e`` cast to ``target`` (folding literals, so '2024-01-01' becomes a TIMESTAMP constant)."""
+    if e.type == target:
+        return e
+    if isinstance(e, Literal):
+        if e.value is None:
+            return Literal(None, target)
+        try:
+            return Literal(pa.scalar(e.value, e.type).cast(target).as_py(), target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            if is_string(e.type):
+                raise PlanError(
+                    f"cannot read '{e.value}' as {sql_type_name(target)}"
+                ) from None
+            raise
+    return Cast(e, target)
+
+
+def is_aggregate(node: exp.Expression) -> bool:
+    """A built-in aggregate call, or a call of a registered aggregate UDF."""
+    if isinstance(node, AGGREGATES):
+        return True
+    from sqlstream.planner.udfs import USER_AGGREGATES
+
+    return isinstance(node, exp.Anonymous) and node.name.upper() in USER_AGGREGATES
+
+
+def contains_aggregate(node: exp.Expression) -> bool:
+    return any(is_aggregate(n) for n in node.walk())
+
+
+def column_ref(index: int, scope: Scope) -> ColumnRef:
+    c = scope.columns[index]
+    return ColumnRef(index, c.name, c.type)
+
+
+def _refuse_group_window_call(node: exp.Anonymous) -> None:
+    """A legacy group window function out of place: a clear error, not 'unknown function'.
+
+    The aggregation binder consumes TUMBLE/HOP/SESSION(...) in GROUP BY and the matching
+    TUMBLE_START/... above it; any call that reaches here is misplaced.
+    """
+    from sqlstream.planner.group_windows import AUXILIARIES, GROUP_WINDOWS
+
+    name = node.name.upper()
+    if name in GROUP_WINDOWS:
+        params = ", ".join(("time_attribute", *GROUP_WINDOWS[name]))
+        raise plan_error(
+            f"the group window {name}({params}) is only allowed in GROUP BY; read its bounds with "
+            f"{name}_START, {name}_END or {name}_ROWTIME",
+            node,
+        )
+    if name in AUXILIARIES:
+        kind = AUXILIARIES[name][0]
+        params = ", ".join(("time_attribute", *GROUP_WINDOWS[kind]))
+        raise plan_error(
+            f"{name} needs the group window {kind}({params}) with the same arguments in GROUP BY",
+            node,
+        )

@@ -1,0 +1,257 @@
+"""Scalar functions and operators: their SQL typing and their vectorized kernel.
+
+A function is registered once with the rule that types its arguments (and
+rejects bad ones with a message) and an Arrow kernel that evaluates a whole
+column at a time.  The binder looks functions up by name; the runtime calls
+the kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sqlstream.catalog.types import is_numeric, is_string, is_temporal, sql_type_name
+
+Value = pa.Array | pa.ChunkedArray | pa.Scalar
+Kernel = Callable[..., Value]
+Infer = Callable[[list[pa.DataType]], pa.DataType]
+
+
+class ArgumentTypeError(Exception):
+    """Raised by a typing rule; the binder adds the SQL position."""
+
+
+@dataclass(frozen=True)
+class ScalarFunction:
+    name: str
+    infer: Infer
+    kernel: Kernel
+    min_args: int
+    max_args: int | None  # None: variadic
+    # cast every argument to the inferred common type before calling the kernel
+    coerce_args: bool = False
+
+
+REGISTRY: dict[str, ScalarFunction] = {}
+
+
+def register(
+    name: str,
+    infer: Infer,
+    kernel: Kernel,
+    min_args: int,
+    max_args: int | None = -1,
+    coerce_args: bool = False,
+    aliases: tuple[str, ...] = (),
+) -> None:
+    fn = ScalarFunction(
+        name, infer, kernel, min_args, min_args if max_args == -1 else max_args, coerce_args
+    )
+    for n in (name, *aliases):
+        REGISTRY[n.upper()] = fn
+
+
+def lookup(name: str) -> ScalarFunction | None:
+    return REGISTRY.get(name.upper())
+
+
+# ---------------------------------------------------------------- type rules
+
+_INT_RANK = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
+
+
+def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """The type both sides are cast to for comparison/arithmetic/COALESCE; None if incompatible."""
+    if a == b:
+        return a
+    if pa.types.is_null(a):
+        return b
+    if pa.types.is_null(b):
+        return a
+    if is_numeric(a) and is_numeric(b):
+        if pa.types.is_floating(a) or pa.types.is_floating(b):
+            return pa.float64()
+        if pa.types.is_decimal(a) or pa.types.is_decimal(b):
+            da = a if pa.types.is_decimal(a) else pa.decimal128(19, 0)
+            db = b if pa.types.is_decimal(b) else pa.decimal128(19, 0)
+            scale = max(da.scale, db.scale)
+            integral = max(da.precision - da.scale, db.precision - db.scale)
+            return pa.decimal128(min(integral + scale, 38), scale)
+        return _INT_RANK[max(_INT_RANK.index(a), _INT_RANK.index(b))]
+    if is_string(a) and is_string(b):
+        return pa.string()
+    # a string literal compared with a temporal value is read as that type
+    if is_string(a) and is_temporal(b):
+        return b
+    if is_temporal(a) and is_string(b):
+        return a
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
+        return a if ["s", "ms", "us", "ns"].index(a.unit) >= ["s", "ms", "us", "ns"].index(b.unit) else b
+    if pa.types.is_date(a) and pa.types.is_timestamp(b):
+        return b
+    if pa.types.is_timestamp(a) and pa.types.is_date(b):
+        return a
+    return None
+
+
+def _names(types: list[pa.DataType]) -> str:
+    return ", ".join(sql_type_name(t) for t in types)
+
+
+def _common_of(types: list[pa.DataType], what: str) -> pa.DataType:
+    out = types[0]
+    for t in types[1:]:
+        c = common_type(out, t)
+        if c is None:
+            raise ArgumentTypeError(f"{what} cannot combine {_names(types)}")
+        out = c
+    return out
+
+
+def _numeric_result(op: str) -> Infer:
+    def infer(types: list[pa.DataType]) -> pa.DataType:
+        a, b = types
+        # timestamp +/- interval keeps the timestamp type
+        if op in ("+", "-") and pa.types.is_timestamp(a) and pa.types.is_duration(b):
+            return a
+        if op == "+" and pa.types.is_duration(a) and pa.types.is_timestamp(b):
+            return b
+        if op in ("+", "-") and pa.types.is_date(a) and pa.types.is_duration(b):
+            return pa.timestamp("ms")
+        if not (is_numeric(a) or pa.types.is_null(a)) or not (is_numeric(b) or pa.types.is_null(b)):
+            raise ArgumentTypeError(f"operator '{op}' needs numeric operands, got {_names(types)}")
+        c = common_type(a, b)
+        assert c is not None
+        return pa.int64() if pa.types.is_null(c) else c
+
+    return infer
+
+
+def _boolean(types: list[pa.DataType]) -> pa.DataType:
+    for t in types:
+        if not (pa.types.is_boolean(t) or pa.types.is_null(t)):
+            raise ArgumentTypeError(f"expected BOOLEAN operands, got {_names(types)}")
+    return pa.bool_()
+
+
+def _comparison(types: list[pa.DataType]) -> pa.DataType:
+    _common_of(types, "comparison")
+    return pa.bool_()
+
+
+def _returns(t: pa.DataType, check: Callable[[pa.DataType], bool] | None = None, what: str = "") -> Infer:
+    def infer(types: list[pa.DataType]) -> pa.DataType:
+        if check is not None:
+            for a in types:
+                if not (check(a) or pa.types.is_null(a)):
+                    raise ArgumentTypeError(f"expected {what} arguments, got {_names(types)}")
+        return t
+
+    return infer
+
+
+def _same_as_first(types: list[pa.DataType]) -> pa.DataType:
+    return types[0]
+
+
+def _common(types: list[pa.DataType]) -> pa.DataType:
+    return _common_of(types, "arguments")
+
+
+def _add(a: Value, b: Value) -> Value:
+    if pa.types.is_date(a.type) and pa.types.is_duration(b.type):
+        a = pc.cast(a, pa.timestamp("ms"))
+    return pc.add_checked(a, b)
+
+
+def _subtract(a: Value, b: Value) -> Value:
+    if pa.types.is_date(a.type) and pa.types.is_duration(b.type):
+        a = pc.cast(a, pa.timestamp("ms"))
+    return pc.subtract_checked(a, b)
+
+
+def _divide(a: Value, b: Value) -> Value:
+    # SQL: division by zero yields an error in Flink; Arrow's checked divide does too.
+    return pc.divide_checked(a, b)
+
+
+def _modulo(a: Value, b: Value) -> Value:
+    # Java/Flink semantics: the result takes the sign of the dividend
+    q = pc.divide_checked(a, b)
+    if pa.types.is_floating(q.type):
+        q = pc.trunc(q)
+    return pc.subtract(a, pc.multiply(q, b))
+
+
+def _concat(*args: Value) -> Value:
+    return pc.binary_join_element_wise(*[pc.cast(a, pa.string()) for a in args], "")
+
+
+def _like(s: Value, pattern: Value) -> Value:
+    if not isinstance(pattern, pa.Scalar):
+        raise ArgumentTypeError("LIKE pattern must be a constant")
+    return pc.match_like(s, pattern.as_py())
+
+
+def _substring(s: Value, start: Value, length: Value | None = None) -> Value:
+    # SQL is 1-based; start <= 0 behaves like 1 (Flink)
+    begin = max(start.as_py(), 1) - 1 if isinstance(start, pa.Scalar) else None
+    if begin is None:
+        raise ArgumentTypeError("SUBSTRING start must be a constant")
+    if length is None:
+        return pc.utf8_slice_codeunits(s, begin)
+    if not isinstance(length, pa.Scalar):
+        raise ArgumentTypeError("SUBSTRING length must be a constant")
+    return pc.utf8_slice_codeunits(s, begin, begin + length.as_py())
+
+
+def _coalesce(*args: Value) -> Value:
+    return pc.coalesce(*args)
+
+
+def _is_in(value: Value, *options: Value) -> Value:
+    if not all(isinstance(o, pa.Scalar) for o in options):
+        # non-constant IN list: OR of equalities
+        out = pc.equal(value, options[0])
+        for o in options[1:]:
+            out = pc.or_kleene(out, pc.equal(value, o))
+        return out
+    values = pa.array([o.as_py() for o in options], value.type)
+    result = pc.is_in(value, value_set=values)
+    # SQL: x IN (...) is NULL when x is NULL
+    return pc.if_else(pc.is_null(value), pa.scalar(None, pa.bool_()), result)
+
+
+register("+", _numeric_result("+"), _add, 2, coerce_args=False)
+register("-", _numeric_result("-"), _subtract, 2)
+register("*", _numeric_result("*"), pc.multiply_checked, 2, coerce_args=True)
+register("/", _numeric_result("/"), _divide, 2, coerce_args=True)
+register("%", _numeric_result("%"), _modulo, 2, coerce_args=True, aliases=("MOD",))
+register("NEGATE", _same_as_first, pc.negate_checked, 1)
+register("=", _comparison, pc.equal, 2, coerce_args=True)
+register("<>", _comparison, pc.not_equal, 2, coerce_args=True)
+register("<", _comparison, pc.less, 2, coerce_args=True)
+register("<=", _comparison, pc.less_equal, 2, coerce_args=True)
+register(">", _comparison, pc.greater, 2, coerce_args=True)
+register(">=", _comparison, pc.greater_equal, 2, coerce_args=True)
+register("AND", _boolean, pc.and_kleene, 2)
+register("OR", _boolean, pc.or_kleene, 2)
+register("NOT", _boolean, pc.invert, 1)
+register("IS_NULL", _returns(pa.bool_()), pc.is_null, 1)
+register("IS_NOT_NULL", _returns(pa.bool_()), pc.is_valid, 1)
+register("IN", _comparison, _is_in, 2, None, coerce_args=True)
+register("LIKE", _returns(pa.bool_(), is_string, "STRING"), _like, 2)
+register("CONCAT", _returns(pa.string()), _concat, 1, None, aliases=("||",))
+register("UPPER", _returns(pa.string(), is_string, "STRING"), pc.utf8_upper, 1)
+register("LOWER", _returns(pa.string(), is_string, "STRING"), pc.utf8_lower, 1)
+register("SUBSTRING", _returns(pa.string()), _substring, 2, 3, aliases=("SUBSTR",))
+register("CHAR_LENGTH", _returns(pa.int32(), is_string, "STRING"), lambda s: pc.cast(pc.utf8_length(s), pa.int32()), 1, aliases=("CHARACTER_LENGTH",))
+register("COALESCE", _common, _coalesce, 1, None, coerce_args=True)
+
+# The Flink built-in function library registers itself into REGISTRY; imported
+# last because those modules import the helpers above.
+from sqlstream.planner import functions_math, functions_string, functions_time  # noqa: E402, F401

@@ -1,0 +1,460 @@
+"""Flink SQL's built-in string functions, registered into planner.functions.
+
+Semantics follow Flink's runtime (SqlFunctionUtils / BinaryStringDataUtil), not
+Arrow's defaults, wherever the two differ: TRIM removes only spaces unless told
+otherwise, LPAD/RPAD truncate and cycle multi-character pads, REGEXP_REPLACE
+treats the replacement literally, CONCAT_WS skips NULLs, SPLIT_INDEX and
+REGEXP_EXTRACT return NULL instead of failing.
+
+Arrow takes patterns, pad strings and positions as kernel *options*, not
+columns, so those arguments must be constants here; a column in their place
+raises ArgumentTypeError naming the argument.
+
+The small typing helpers at the top are shared with functions_math and
+functions_time, which register the numeric and temporal functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sqlstream.catalog.types import is_numeric, is_string, sql_type_name
+
+# ---------------------------------------------------------------- shared helpers
+
+ArgKind = tuple[Callable[[pa.DataType], bool], str]
+
+STRING: ArgKind = (is_string, "STRING")
+INTEGER: ArgKind = (pa.types.is_integer, "INTEGER")
+NUMERIC: ArgKind = (is_numeric, "NUMERIC")
+BOOLEAN: ArgKind = (pa.types.is_boolean, "BOOLEAN")
+
+
+def type_names(types: list[pa.DataType]) -> str:
+    return ", ".join(sql_type_name(t) for t in types)
+
+
+def check_args(
+    name: str, types: list[pa.DataType], kinds: tuple[ArgKind, ...], rest: ArgKind | None = None
+) -> None:
+    """Raise ArgumentTypeError unless every argument fits its kind; NULL fits any kind.
+
+    ``rest`` is the kind of the arguments past ``kinds`` (variadic functions).
+    """
+    for i, t in enumerate(types):
+        kind = kinds[i] if i < len(kinds) else rest
+        if kind is None or pa.types.is_null(t) or kind[0](t):
+            continue
+        expected = ", ".join(k[1] for k in kinds) + (f", {rest[1]}..." if rest else "")
+        raise ArgumentTypeError(f"{name} expects ({expected}), got ({type_names(types)})")
+
+
+def returns(name: str, result: pa.DataType, *kinds: ArgKind, rest: ArgKind | None = None) -> Infer:
+    """A typing rule: check the arguments against ``kinds``, always return ``result``."""
+
+    def infer(types: list[pa.DataType]) -> pa.DataType:
+        check_args(name, types, kinds, rest)
+        return result
+
+    return infer
+
+
+def constant(value: Value, function: str, argument: str) -> Any:
+    """The Python value of an argument that Arrow only accepts as a kernel option."""
+    if isinstance(value, pa.Scalar):
+        return value.as_py()
+    raise ArgumentTypeError(f"{function}: {argument} must be a constant")
+
+
+def strict(result: pa.DataType) -> Callable[[Kernel], Kernel]:
+    """Make a kernel return NULL when any argument is a NULL constant.
+
+    That is Flink's rule for all these functions, and it spares each kernel
+    from handling ``None`` option values and NULL-typed scalars.
+    """
+
+    def wrap(kernel: Kernel) -> Kernel:
+        def strict_kernel(*args: Value) -> Value:
+            if any(isinstance(a, pa.Scalar) and not a.is_valid for a in args):
+                return pa.scalar(None, result)
+            return kernel(*args)
+
+        strict_kernel.__doc__ = kernel.__doc__
+        return strict_kernel
+
+    return wrap
+
+
+def first_as_array(kernel: Kernel) -> Kernel:
+    """Run a kernel that needs an Array (take, numpy) on a constant first argument too."""
+
+    def array_kernel(first: Value, *rest: Value) -> Value:
+        if isinstance(first, pa.ChunkedArray):
+            first = first.combine_chunks()
+        if isinstance(first, pa.Scalar):
+            return kernel(pa.array([first.as_py()], first.type), *rest)[0]
+        return kernel(first, *rest)
+
+    array_kernel.__doc__ = kernel.__doc__
+    return array_kernel
+
+
+def lookup(table: pa.Array, indices: Value) -> Value:
+    """table[indices], also for a scalar index (pc.take only accepts arrays)."""
+    if isinstance(indices, pa.Scalar):
+        return table[indices.as_py()] if indices.is_valid else pa.scalar(None, table.type)
+    return pc.take(table, indices)
+
+
+# Imported only now: planner.functions imports this module (and functions_math and
+# functions_time, which use the helpers above) at its end, so whichever module is
+# imported first, the helpers must exist before planner.functions runs.
+from sqlstream.planner.functions import ArgumentTypeError, Infer, Kernel, Value, register  # noqa: E402
+
+
+def _null_string() -> pa.Scalar:
+    return pa.scalar(None, pa.string())
+
+
+def _rewrite_literal(text: str) -> str:
+    """``text`` as an RE2 rewrite string that inserts it verbatim (Java's quoteReplacement)."""
+    return text.replace("\\", "\\\\")
+
+
+# ---------------------------------------------------------------- trimming
+
+_SPACE = " "  # Flink trims only U+0020 by default, not all whitespace
+
+
+def _trim(name: str, trimmer: Callable[..., Value]) -> Kernel:
+    @strict(pa.string())
+    def kernel(s: Value, characters: Value | None = None) -> Value:
+        """Remove any of ``characters`` (a set, as in Flink) from the end(s)."""
+        chars = (
+            _SPACE if characters is None else constant(characters, name, "the characters to trim")
+        )
+        return trimmer(s, characters=chars)
+
+    return kernel
+
+
+# ---------------------------------------------------------------- search and replace
+
+
+@strict(pa.string())
+def _replace(s: Value, search: Value, replacement: Value) -> Value:
+    old = constant(search, "REPLACE", "the search string")
+    new = constant(replacement, "REPLACE", "the replacement")
+    if old == "":
+        # Java inserts the replacement around every character; Arrow's
+        # replace_substring never terminates on an empty pattern, an empty regex does it.
+        return pc.replace_substring_regex(s, pattern="", replacement=_rewrite_literal(new))
+    return pc.replace_substring(s, pattern=old, replacement=new)
+
+
+@strict(pa.int32())
+def _position(seek: Value, s: Value, start: Value | None = None) -> Value:
+    """1-based character position of ``seek`` in ``s`` at or after ``start``; 0 if absent."""
+    needle = constant(seek, "POSITION", "the string searched for")
+    begin = 1 if start is None else constant(start, "LOCATE", "the start position")
+    if needle == "":
+        # Flink: an empty string is found at position 1, whatever the start
+        return pc.if_else(pc.is_valid(s), pa.scalar(1, pa.int32()), pa.scalar(None, pa.int32()))
+    offset = max(begin - 1, 0)
+    hay = pc.utf8_slice_codeunits(s, offset) if offset else s
+    # find_substring counts bytes; the text before the first match counts characters
+    head = pc.list_element(pc.split_pattern(hay, pattern=needle, max_splits=1), 0)
+    head_length = pc.utf8_length(head)
+    found = pc.less(head_length, pc.utf8_length(hay))
+    position = pc.add(pc.cast(head_length, pa.int64()), offset + 1)
+    return pc.cast(pc.if_else(found, position, 0), pa.int32())
+
+
+@strict(pa.string())
+def _split_index(s: Value, separator: Value, index: Value) -> Value:
+    """The index-th (0-based) field of ``s`` split by ``separator``; NULL past the end."""
+    sep = constant(separator, "SPLIT_INDEX", "the separator")
+    i = constant(index, "SPLIT_INDEX", "the index")
+    if i < 0:
+        return _null_string()
+    if sep == "":
+        # commons-lang splits on whitespace when the separator is empty
+        fields = pc.count_substring_regex(s, pattern=r"\s")
+        padded = pc.binary_join_element_wise(s, " " * (i + 1), "")
+        parts = pc.split_pattern_regex(padded, pattern=r"\s")
+    else:
+        fields = pc.count_substring(s, pattern=sep)
+        # pad so the list always has an element i (list_element fails past the end)
+        padded = pc.binary_join_element_wise(s, sep * (i + 1), "")
+        parts = pc.split_pattern(padded, pattern=sep)
+    # an empty string has no fields at all in Flink
+    present = pc.and_(pc.greater_equal(fields, i), pc.greater(pc.utf8_length(s), 0))
+    return pc.if_else(present, pc.list_element(parts, i), _null_string())
+
+
+# ---------------------------------------------------------------- regular expressions
+# Arrow evaluates RE2 syntax, Flink Java regexes: backreferences and lookaround
+# are not available here.  Flink returns NULL/FALSE for an invalid regex instead
+# of failing the job, and so do these kernels.
+
+
+@strict(pa.bool_())
+def _regexp(s: Value, regex: Value) -> Value:
+    pattern = constant(regex, "REGEXP", "the regular expression")
+    if pattern == "":
+        return pc.if_else(pc.is_valid(s), False, pa.scalar(None, pa.bool_()))
+    try:
+        return pc.match_substring_regex(s, pattern=pattern)
+    except pa.ArrowInvalid:
+        return pc.if_else(pc.is_valid(s), False, pa.scalar(None, pa.bool_()))
+
+
+@strict(pa.string())
+def _regexp_extract(s: Value, regex: Value, group: Value | None = None) -> Value:
+    """Group ``group`` (0: the whole match) of the first match of ``regex``; NULL if none."""
+    pattern = constant(regex, "REGEXP_EXTRACT", "the regular expression")
+    index = 0 if group is None else constant(group, "REGEXP_EXTRACT", "the group index")
+    if index < 0:
+        return _null_string()
+    try:
+        matched = pc.match_substring_regex(s, pattern=pattern)
+        # Arrow extracts only named groups; a lazy prefix finds the first match like
+        # Java's Matcher.find(), and the rewrite \N keeps just its group N
+        extracted = pc.replace_substring_regex(
+            s, pattern=f"(?s)^.*?(?:{pattern}).*$", replacement=f"\\{index}", max_replacements=1
+        )
+    except pa.ArrowInvalid:  # bad regex, or fewer groups than ``group``
+        return _null_string()
+    return pc.if_else(matched, extracted, _null_string())
+
+
+@strict(pa.string())
+def _regexp_replace(s: Value, regex: Value, replacement: Value) -> Value:
+    pattern = constant(regex, "REGEXP_REPLACE", "the regular expression")
+    new = constant(replacement, "REGEXP_REPLACE", "the replacement")
+    try:
+        # Flink quotes the replacement: "$1" or "\1" in it are literal text
+        return pc.replace_substring_regex(s, pattern=pattern, replacement=_rewrite_literal(new))
+    except pa.ArrowInvalid:
+        return _null_string()
+
+
+# ---------------------------------------------------------------- padding and slicing
+
+
+def _pad(name: str, left: bool) -> Kernel:
+    @strict(pa.string())
+    @first_as_array
+    def kernel(s: Value, length: Value, pad: Value) -> Value:
+        """Pad to ``length`` characters with ``pad`` repeated, or cut ``s`` to ``length``."""
+        width = constant(length, name, "the length")
+        fill = constant(pad, name, "the pad string")
+        if width < 0 or fill == "":
+            return pa.nulls(len(s), pa.string())
+        missing = pc.max_element_wise(pc.subtract(width, pc.cast(pc.utf8_length(s), pa.int64())), 0)
+        whole = pc.divide(missing, len(fill))
+        part = pc.subtract(missing, pc.multiply(whole, len(fill)))
+        padding = pc.binary_join_element_wise(
+            pc.binary_repeat(fill, whole),
+            lookup(pa.array([fill[:j] for j in range(len(fill))]), part),
+            "",
+        )
+        cut = pc.utf8_slice_codeunits(s, 0, width)
+        padded = pc.binary_join_element_wise(*((padding, s) if left else (s, padding)), "")
+        return pc.if_else(pc.greater(missing, 0), padded, cut)
+
+    return kernel
+
+
+@strict(pa.string())
+def _left(s: Value, count: Value) -> Value:
+    n = constant(count, "LEFT", "the length")
+    return pc.utf8_slice_codeunits(s, 0, max(n, 0))
+
+
+@strict(pa.string())
+def _right(s: Value, count: Value) -> Value:
+    n = constant(count, "RIGHT", "the length")
+    if n <= 0:
+        return pc.utf8_slice_codeunits(s, 0, 0)
+    return pc.utf8_slice_codeunits(s, -n)
+
+
+@strict(pa.string())
+def _repeat(s: Value, times: Value) -> Value:
+    # Flink: a count <= 0 gives the empty string
+    return pc.binary_repeat(s, pc.max_element_wise(times, 0, skip_nulls=False))
+
+
+# ---------------------------------------------------------------- concatenation
+
+
+def _concat_ws(separator: Value, *strings: Value) -> Value:
+    """Join the non-NULL strings with ``separator``; NULL only if the separator is.
+
+    Built from if_else rather than binary_join_element_wise(null_handling='skip'),
+    which in Arrow 26 drops the rows whose inputs are all NULL.
+    """
+    if isinstance(separator, pa.Scalar) and not separator.is_valid:
+        return pa.scalar(None, pa.string())
+    joined: Value = pa.scalar(None, pa.string())
+    for s in strings:
+        s = pc.cast(s, pa.string())
+        extended = pc.if_else(
+            pc.is_null(joined), s, pc.binary_join_element_wise(joined, separator, s, "")
+        )
+        joined = pc.if_else(pc.is_null(s), joined, extended)
+    result = pc.coalesce(joined, "")
+    return pc.if_else(pc.is_null(separator), pa.scalar(None, pa.string()), result)
+
+
+# ---------------------------------------------------------------- characters and case
+
+_BYTES = pa.array([bytes([i]) for i in range(256)], pa.binary())
+# Flink's CHR is Latin-1: code (n & 0xFF), with U+0000 for 0
+_LATIN1 = pa.array([chr(i) for i in range(256)], pa.string())
+
+
+@strict(pa.int32())
+def _ascii(s: Value) -> Value:
+    """Flink's ASCII: the first UTF-8 byte as a signed Java byte, 0 for ''."""
+    first = pc.binary_slice(pc.cast(s, pa.binary()), 0, 1)
+    unsigned = pc.cast(pc.index_in(first, value_set=_BYTES), pa.int32())
+    signed = pc.if_else(pc.greater_equal(unsigned, 128), pc.subtract(unsigned, 256), unsigned)
+    return pc.cast(
+        pc.if_else(pc.is_valid(s), pc.coalesce(signed, 0), pa.scalar(None, pa.int64())), pa.int32()
+    )
+
+
+@strict(pa.string())
+def _chr(code: Value) -> Value:
+    codes = pc.cast(code, pa.int64())
+    char = lookup(_LATIN1, pc.bit_wise_and(codes, 0xFF))
+    return pc.if_else(pc.less(codes, 0), "", char)
+
+
+_A, _Z, _LOWER_A, _LOWER_Z, _DIGIT_0, _DIGIT_9 = (ord(c) for c in "AZaz09")
+
+
+@strict(pa.string())
+@first_as_array
+def _initcap(s: pa.Array) -> pa.Array:
+    """Flink's (Calcite's) INITCAP: upper-case the first letter of each run of ASCII letters
+    and digits, lower-case its other letters; every other character is left as is.
+
+    Arrow's utf8_title uses Unicode word boundaries ("1st" -> "1St"), so this works on
+    the UTF-8 bytes with numpy instead: bytes >= 0x80 are never letters or digits, which
+    is exactly Calcite's treatment of non-ASCII characters.
+    """
+    validity, offsets_buf, data_buf = s.buffers()
+    if data_buf is None or data_buf.size == 0:
+        return s
+    offset_type = np.int64 if pa.types.is_large_string(s.type) else np.int32
+    offsets = np.frombuffer(offsets_buf, offset_type)[s.offset : s.offset + len(s) + 1]
+    data = np.frombuffer(data_buf, np.uint8).copy()
+    upper = (data >= _A) & (data <= _Z)
+    lower = (data >= _LOWER_A) & (data <= _LOWER_Z)
+    alnum = upper | lower | ((data >= _DIGIT_0) & (data <= _DIGIT_9))
+    after_alnum = np.zeros_like(alnum)
+    after_alnum[1:] = alnum[:-1]
+    starts = offsets[:-1][offsets[:-1] < len(data)]
+    after_alnum[starts] = False  # a word never continues into the next string
+    data[lower & ~after_alnum] -= 32
+    data[upper & after_alnum] += 32
+    return pa.Array.from_buffers(
+        s.type,
+        len(s),
+        [validity, offsets_buf, pa.py_buffer(data.tobytes())],
+        s.null_count,
+        s.offset,
+    )
+
+
+# ---------------------------------------------------------------- hashing
+
+
+def _hash(algorithm: str) -> Kernel:
+    @strict(pa.string())
+    def kernel(s: Value) -> Value:
+        """Lower-case hex digest of the UTF-8 bytes, as Flink's EncodingUtils.hex."""
+        if isinstance(s, pa.Scalar):
+            return pa.scalar(hashlib.new(algorithm, s.as_py().encode()).hexdigest())
+        # Arrow has no cryptographic hash kernel, so this one is per row
+        return pa.array(
+            [
+                None if v is None else hashlib.new(algorithm, v.encode()).hexdigest()
+                for v in s.to_pylist()
+            ],
+            pa.string(),
+        )
+
+    return kernel
+
+
+_SHA2 = {bits: _hash(f"sha{bits}") for bits in (224, 256, 384, 512)}
+
+
+@strict(pa.string())
+def _sha2(s: Value, bits: Value) -> Value:
+    length = constant(bits, "SHA2", "the hash length")
+    if length not in _SHA2:
+        raise ArgumentTypeError(f"SHA2: hash length must be 224, 256, 384 or 512, got {length}")
+    return _SHA2[length](s)
+
+
+# ---------------------------------------------------------------- registration
+
+for _name, _trimmer in (("TRIM", pc.utf8_trim), ("LTRIM", pc.utf8_ltrim), ("RTRIM", pc.utf8_rtrim)):
+    register(_name, returns(_name, pa.string(), STRING, STRING), _trim(_name, _trimmer), 1, 2)
+
+register("REPLACE", returns("REPLACE", pa.string(), STRING, STRING, STRING), _replace, 3)
+register(
+    "POSITION",
+    returns("POSITION", pa.int32(), STRING, STRING, INTEGER),
+    _position,
+    2,
+    3,
+    aliases=("LOCATE",),
+)
+register("INITCAP", returns("INITCAP", pa.string(), STRING), _initcap, 1)
+register("LPAD", returns("LPAD", pa.string(), STRING, INTEGER, STRING), _pad("LPAD", left=True), 3)
+register("RPAD", returns("RPAD", pa.string(), STRING, INTEGER, STRING), _pad("RPAD", left=False), 3)
+register("REPEAT", returns("REPEAT", pa.string(), STRING, INTEGER), _repeat, 2)
+register(
+    "REVERSE", returns("REVERSE", pa.string(), STRING), strict(pa.string())(pc.utf8_reverse), 1
+)
+register(
+    "CONCAT_WS", returns("CONCAT_WS", pa.string(), STRING, STRING, rest=STRING), _concat_ws, 2, None
+)
+register(
+    "SPLIT_INDEX", returns("SPLIT_INDEX", pa.string(), STRING, STRING, INTEGER), _split_index, 3
+)
+register("REGEXP", returns("REGEXP", pa.bool_(), STRING, STRING), _regexp, 2)
+register(
+    "REGEXP_EXTRACT",
+    returns("REGEXP_EXTRACT", pa.string(), STRING, STRING, INTEGER),
+    _regexp_extract,
+    2,
+    3,
+)
+register(
+    "REGEXP_REPLACE",
+    returns("REGEXP_REPLACE", pa.string(), STRING, STRING, STRING),
+    _regexp_replace,
+    3,
+)
+register("LEFT", returns("LEFT", pa.string(), STRING, INTEGER), _left, 2)
+register("RIGHT", returns("RIGHT", pa.string(), STRING, INTEGER), _right, 2)
+register("ASCII", returns("ASCII", pa.int32(), STRING), _ascii, 1)
+register("CHR", returns("CHR", pa.string(), INTEGER), _chr, 1)
+register("MD5", returns("MD5", pa.string(), STRING), _hash("md5"), 1)
+register("SHA1", returns("SHA1", pa.string(), STRING), _hash("sha1"), 1)
+for _bits, _kernel in _SHA2.items():
+    register(f"SHA{_bits}", returns(f"SHA{_bits}", pa.string(), STRING), _kernel, 1)
+register("SHA2", returns("SHA2", pa.string(), STRING, INTEGER), _sha2, 2)

@@ -1,0 +1,755 @@
+"""OVER windows on streams: OVER aggregates, Top-N, deduplication, window Top-N, ORDER BY / LIMIT.
+
+Binding follows Flink's streaming rules:
+
+* ``agg(x) OVER (PARTITION BY k ORDER BY <time attribute> ROWS|RANGE ... PRECEDING)``
+  is an :class:`OverAggregate`: append-only, each row emitted once the watermark
+  passes its timestamp.  All OVER windows of one SELECT must be the same (Flink's
+  streaming limitation), and the only ordering is the time attribute ascending.
+* ``ROW_NUMBER() OVER (PARTITION BY k ORDER BY ...)`` is a :class:`Rank`.  On its
+  own it has no end on a stream, so it is only plannable once a condition on the
+  row number bounds it (``WHERE rn <= N``).  That condition is written in the
+  *enclosing* query, so :func:`absorb_rank_filter` is called by the binder right
+  after it binds a WHERE clause: a filter over (projections of) an unbounded Rank
+  gives its ``rn`` bounds to the Rank and keeps only the rest of the condition.
+  Doing it on the bound plan (not the syntax tree) finds the pattern through
+  subqueries, CTEs and views alike; the optimizer never sees an unbounded Rank
+  except for a ROW_NUMBER nobody bounded, which :meth:`Rank.with_inputs`
+  (the optimizer's first look at a complete plan) rejects.
+* A Rank is lowered to one of three operators, chosen from its shape
+  (:attr:`Rank.strategy`): a window Top-N when it is partitioned by the
+  window_start and window_end of a window TVF or window aggregation (append-only,
+  once per window), a buffered deduplication keeping the first row when it orders
+  by the time attribute ascending with ``rn = 1`` (append-only), or an updating
+  Top-N (which also covers keep-last deduplication).
+* ``ORDER BY`` must start with the time attribute ascending and sorts rows as the
+  watermark passes them; ``LIMIT n`` alone emits the first n rows (:class:`StreamSort`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from sqlglot import exp
+
+from sqlstream.core.errors import PlanError
+from sqlstream.planner import dialect
+from sqlstream.planner.expr_binder import AGGREGATES, ExprBinder
+from sqlstream.planner.expressions import Call, ColumnRef, Expr, Literal, substitute
+from sqlstream.planner.joins import conjoin, conjuncts
+from sqlstream.planner.logical import (
+    WINDOW_COLUMNS,
+    AggCall,
+    Filter,
+    LogicalNode,
+    Project,
+    WindowAggregate,
+    WindowTVF,
+)
+from sqlstream.planner.physical import Exchange, Lowering
+from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
+
+if TYPE_CHECKING:
+    from sqlstream.planner.binder import QueryBinder, Relation
+
+Prune = Callable[[LogicalNode, set[int]], tuple[LogicalNode, dict[int, int]]]
+
+TOP_N_HINT = (
+    "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn FROM ...) "
+    "WHERE rn <= N"
+)
+
+
+# ------------------------------------------------------------------ logical nodes
+
+@dataclass(frozen=True)
+class OverFrame:
+    """ROWS or RANGE BETWEEN <preceding> PRECEDING AND CURRENT ROW; ``preceding`` None is UNBOUNDED.
+
+    ``preceding`` counts rows for ROWS and milliseconds for RANGE.
+    """
+
+    kind: str  # ROWS | RANGE
+    preceding: int | None
+
+    def describe(self) -> str:
+        if self.preceding is None:
+            start = "UNBOUNDED"
+        else:
+            start = f"{self.preceding}" if self.kind == "ROWS" else f"{self.preceding}ms"
+        return f"{self.kind} BETWEEN {start} PRECEDING AND CURRENT ROW"
+
+
+@dataclass
+class OverAggregate:
+    """Input columns plus one column per aggregate over the row's frame in its partition."""
+
+    input: LogicalNode
+    partition_keys: list[int]
+    time_index: int
+    frame: OverFrame
+    aggs: list[AggCall]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema(list(self.input.schema) + [pa.field(a.name, a.type) for a in self.aggs])
+
+    @property
+    def rowtime(self) -> int | None:
+        return self.input.rowtime
+
+    @property
+    def updating(self) -> bool:
+        return False
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+    def describe(self) -> str:
+        keys = ", ".join(f"${k}" for k in self.partition_keys)
+        return (
+            f"OverAggregate(partition=[{keys}], order=${self.time_index}, {self.frame.describe()}, "
+            f"aggs=[{', '.join(a.describe() for a in self.aggs)}])"
+        )
+
+    def with_inputs(self, inputs: list[LogicalNode]) -> OverAggregate:
+        return replace(self, input=inputs[0])
+
+    def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
+        width = len(self.input.schema)
+        needed = {i for i in required if i < width} | set(self.partition_keys) | {self.time_index}
+        needed |= {a.arg for a in self.aggs if a.arg is not None}
+        child, mapping = prune(self.input, needed)
+        aggs = [AggCall(a.function, None if a.arg is None else mapping[a.arg], a.distinct, a.type, a.name)
+                for a in self.aggs]
+        node = OverAggregate(child, [mapping[k] for k in self.partition_keys], mapping[self.time_index],
+                             self.frame, aggs)
+        out = dict(mapping)
+        out.update({width + j: len(child.schema) + j for j in range(len(self.aggs))})
+        return node, out
+
+    def lower_node(self, lowering: Lowering) -> int:
+        from sqlstream.runtime.operators.over_agg import OverAggOperator
+
+        up = lowering.lower(self.input)
+        keys, time_index, frame, aggs, schema = self.partition_keys, self.time_index, self.frame, self.aggs, self.schema
+        return lowering.add(
+            "OverAggregate", self.describe(), schema, [Exchange(up, "hash", tuple(keys))],
+            make_operator=lambda: OverAggOperator(keys, time_index, frame.kind, frame.preceding, aggs, schema),
+        )
+
+
+@dataclass(frozen=True)
+class SortKey:
+    index: int
+    descending: bool
+    nulls_first: bool
+
+    def describe(self) -> str:
+        nulls = " NULLS FIRST" if self.nulls_first != (not self.descending) else ""
+        return f"${self.index} {'DESC' if self.descending else 'ASC'}{nulls}"
+
+    def remapped(self, mapping: dict[int, int]) -> SortKey:
+        return SortKey(mapping[self.index], self.descending, self.nulls_first)
+
+
+@dataclass
+class Rank:
+    """ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) with rank_start <= rn <= rank_end.
+
+    ``rank_end`` None means not bounded (yet); ``window`` holds the input columns
+    that are window_start and window_end when it ranks within windows;
+    ``time_order`` says that it orders by a single time column (the time attribute,
+    or a window TVF's time column), so ``rn = 1`` is a deduplication.
+    ``output_rank`` is cleared by projection pruning when nobody reads ``rn``:
+    the Top-N then emits -D/+I of rows instead of updating every shifted rank.
+    """
+
+    input: LogicalNode
+    partition_keys: list[int]
+    order: list[SortKey]
+    rank_start: int = 1
+    rank_end: int | None = None
+    output_rank: bool = True
+    window: tuple[int, int] | None = None
+    time_order: bool = False
+
+    @property
+    def strategy(self) -> str:
+        """window | first (buffered keep-first deduplication) | topn (updating Top-N)."""
+        if self.window is not None:
+            return "window"
+        if (self.time_order and (self.rank_start, self.rank_end) == (1, 1) and not self.order[0].descending
+                and self.order[0].index == self.input.rowtime and not self.input.updating):
+            return "first"
+        return "topn"
+
+    @property
+    def newer_wins(self) -> bool:
+        """Keep-last deduplication: among rows with the same time the one that arrived last wins."""
+        return self.time_order and self.order[0].descending and (self.rank_start, self.rank_end) == (1, 1)
+
+    @property
+    def schema(self) -> pa.Schema:
+        fields = list(self.input.schema)
+        if self.output_rank:
+            fields.append(pa.field("$rn", pa.int64()))
+        return pa.schema(fields)
+
+    @property
+    def rowtime(self) -> int | None:
+        return None if self.updating else self.input.rowtime
+
+    @property
+    def updating(self) -> bool:
+        return self.strategy == "topn"
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+    def describe(self) -> str:
+        keys = ", ".join(f"${k}" for k in self.partition_keys)
+        order = ", ".join(k.describe() for k in self.order)
+        end = "" if self.rank_end is None else str(self.rank_end)
+        what = {"window": "WindowRank", "first": "Deduplicate", "topn": "Rank"}[self.strategy]
+        extra = ""
+        if self.strategy == "first":
+            extra = ", keep=first"
+        elif self.newer_wins:
+            extra = ", keep=last"
+        number = ", rank number" if self.output_rank else ""
+        return f"{what}(rows {self.rank_start}..{end}, partition=[{keys}], order=[{order}]{extra}{number})"
+
+    def with_inputs(self, inputs: list[LogicalNode]) -> Rank:
+        # the first look at the complete plan: every enclosing WHERE has been bound
+        if self.rank_end is None and self.window is None:
+            raise PlanError(
+                "ROW_NUMBER() over an unbounded stream never ends: it is only supported as a Top-N or "
+                f"deduplication query, with a condition on the row number in the enclosing query: {TOP_N_HINT} "
+                "(rn = 1 with ORDER BY the time attribute deduplicates)"
+            )
+        return replace(self, input=inputs[0])
+
+    def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
+        width = len(self.input.schema)
+        needed = {i for i in required if i < width} | set(self.partition_keys) | {k.index for k in self.order}
+        if self.window is not None:
+            needed |= set(self.window)
+        if self.input.rowtime is not None and not self.updating:
+            needed.add(self.input.rowtime)  # append-only results keep their time attribute
+        child, mapping = prune(self.input, needed)
+        output_rank = self.output_rank and width in required
+        node = Rank(
+            child, [mapping[k] for k in self.partition_keys], [k.remapped(mapping) for k in self.order],
+            self.rank_start, self.rank_end, output_rank,
+            None if self.window is None else (mapping[self.window[0]], mapping[self.window[1]]),
+            self.time_order,
+        )
+        out = dict(mapping)
+        if output_rank:
+            out[width] = len(child.schema)
+        return node, out
+
+    def lower_node(self, lowering: Lowering) -> int:
+        from sqlstream.runtime.operators import rank
+
+        up = lowering.lower(self.input)
+        keys, order, schema = self.partition_keys, self.order, self.schema
+        start, end, output_rank = self.rank_start, self.rank_end, self.output_rank
+        sort = [(k.index, k.descending, k.nulls_first) for k in order]
+        inputs = [Exchange(up, "hash", tuple(keys))]
+        strategy = self.strategy
+        if strategy == "window":
+            window_end = self.window[1] if self.window is not None else 0
+            newer = self.newer_wins
+            return lowering.add(
+                "WindowRank", self.describe(), schema, inputs,
+                make_operator=lambda: rank.WindowRankOperator(keys, window_end, sort, start, end, output_rank,
+                                                              newer, schema),
+            )
+        if strategy == "first":
+            time_index = order[0].index
+            return lowering.add(
+                "Deduplicate", self.describe(), schema, inputs,
+                make_operator=lambda: rank.DeduplicateFirstOperator(keys, time_index, output_rank, schema),
+            )
+        retracting, newer = self.input.updating, self.newer_wins
+        assert end is not None  # with_inputs refused an unbounded ROW_NUMBER
+        return lowering.add(
+            "Rank", self.describe(), schema, inputs,
+            make_operator=lambda: rank.TopNOperator(keys, sort, start, end, output_rank, retracting, newer,
+                                                    schema),
+        )
+
+
+@dataclass
+class StreamSort:
+    """ORDER BY <time attribute> [, ...] [LIMIT n] (``order`` set), or LIMIT n alone: append-only."""
+
+    input: LogicalNode
+    order: list[SortKey]
+    limit: int | None
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.input.schema
+
+    @property
+    def rowtime(self) -> int | None:
+        return self.input.rowtime
+
+    @property
+    def updating(self) -> bool:
+        return False
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+    def describe(self) -> str:
+        limit = "" if self.limit is None else f"limit={self.limit}"
+        if not self.order:
+            return f"Limit({limit})"
+        order = ", ".join(k.describe() for k in self.order)
+        return f"Sort(order=[{order}]{', ' + limit if limit else ''})"
+
+    def with_inputs(self, inputs: list[LogicalNode]) -> StreamSort:
+        return replace(self, input=inputs[0])
+
+    def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
+        needed = set(required) | {k.index for k in self.order}
+        if self.order and self.input.rowtime is not None:
+            needed.add(self.input.rowtime)
+        child, mapping = prune(self.input, needed)
+        return StreamSort(child, [k.remapped(mapping) for k in self.order], self.limit), mapping
+
+    def lower_node(self, lowering: Lowering) -> int:
+        from sqlstream.runtime.operators.rank import LimitOperator, StreamSortOperator
+
+        up = lowering.lower(self.input)
+        limit, schema = self.limit, self.schema
+        # one global subtask: a hash exchange without keys
+        inputs = [Exchange(up, "hash", ())]
+        if not self.order:
+            assert limit is not None
+            return lowering.add("Limit", self.describe(), schema, inputs, make_operator=lambda: LimitOperator(limit))
+        sort = [(k.index, k.descending, k.nulls_first) for k in self.order]
+        return lowering.add("Sort", self.describe(), schema, inputs,
+                            make_operator=lambda: StreamSortOperator(sort, limit))
+
+
+# ------------------------------------------------------------------ binding SELECT items
+
+@dataclass(frozen=True)
+class _BoundWindow:
+    partition: tuple[int, ...]
+    order: tuple[SortKey, ...]
+    frame: OverFrame | None  # None: no frame given
+
+
+def bind_window_items(binder: QueryBinder, rel: Relation, items: list[exp.Expression]) -> LogicalNode:
+    """A SELECT list with OVER windows: an OverAggregate or a Rank, under a projection of the items."""
+    select = items[0].parent if items else None
+    if isinstance(select, exp.Select):
+        for clause in ("group", "having"):
+            if select.args.get(clause) is not None:
+                raise plan_error(
+                    "OVER windows cannot be combined with GROUP BY or HAVING in one streaming query; "
+                    "aggregate in a subquery and apply the OVER window to its result",
+                    select.args[clause],
+                )
+    windows: list[exp.Window] = []
+    for item in items:
+        for n in item.walk():
+            if isinstance(n, exp.Window):
+                windows.append(n)
+                for inner in n.walk():
+                    if inner is not n and isinstance(inner, exp.Window):
+                        raise plan_error("OVER windows cannot be nested", inner)
+            elif isinstance(n, AGGREGATES) and not _inside_window(n):
+                raise plan_error(
+                    f"aggregate {n.sql()} without OVER cannot be mixed with OVER windows in one SELECT; "
+                    "use GROUP BY in a subquery",
+                    n,
+                )
+    functions = [w.this for w in windows]
+    if any(isinstance(f, exp.RowNumber) for f in functions):
+        if len(windows) > 1:
+            raise plan_error("a streaming SELECT takes one ROW_NUMBER() OVER (...) and no other OVER window",
+                             windows[1])
+        return _bind_row_number(binder, rel, items, windows[0], select)
+    for f, w in zip(functions, windows, strict=True):
+        if not isinstance(f, AGGREGATES):
+            name = f.sql_name() if isinstance(f, exp.Func) else f.sql()
+            raise plan_error(
+                f"window function {name} is not supported on streams; OVER takes COUNT, SUM, MIN, MAX or AVG, "
+                "and ROW_NUMBER() for Top-N and deduplication",
+                w,
+            )
+    return _bind_over_aggregates(binder, rel, items, windows, select)
+
+
+def _inside_window(node: exp.Expression) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, exp.Window):
+            return True
+        parent = parent.parent
+    return False
+
+
+class _PreProjection:
+    """The input columns plus computed partition / order / argument expressions appended to them."""
+
+    def __init__(self, rel: Relation) -> None:
+        self.rel = rel
+        self.scope = rel.scope
+        self.exprs: list[Expr] = [ColumnRef(i, c.name, c.type) for i, c in enumerate(rel.scope.columns)]
+        self.names = [c.name for c in rel.scope.columns]
+
+    def column_of(self, e: Expr) -> int:
+        if isinstance(e, ColumnRef):
+            return e.index
+        for i, existing in enumerate(self.exprs):
+            if i >= len(self.scope.columns) and existing == e:
+                return i
+        self.exprs.append(e)
+        self.names.append(f"$expr{len(self.exprs)}")
+        return len(self.exprs) - 1
+
+    def node(self) -> LogicalNode:
+        if len(self.exprs) == len(self.scope.columns):
+            return self.rel.node
+        return Project(self.rel.node, self.exprs, self.names, self.rel.node.rowtime)
+
+    def item_scope(self, extra: list[tuple[str, pa.DataType]]) -> Scope:
+        """The items see the input columns (``*`` skips the ``$`` ones) and the window results."""
+        cols = list(self.scope.columns)
+        cols += [ScopeColumn(None, n, e.type) for n, e in zip(self.names[len(cols):], self.exprs[len(cols):],
+                                                               strict=True)]
+        cols += [ScopeColumn(None, n, t) for n, t in extra]
+        return Scope(cols)
+
+
+def _window_definition(window: exp.Window, select: exp.Select | None) -> dict[str, exp.Expression | None]:
+    """partition_by / order / spec of an OVER clause, completed from the named WINDOW it refers to."""
+    parts: dict[str, exp.Expression | None] = {
+        k: window.args.get(k) for k in ("partition_by", "order", "spec")
+    }
+    alias = window.args.get("alias")
+    if alias is None:
+        return parts
+    named = {w.this.name.lower(): w for w in (select.args.get("windows") or [])} if select is not None else {}
+    base = named.get(alias.name.lower())
+    if base is None:
+        known = ", ".join(named) or "none"
+        raise plan_error(f"unknown window '{alias.name}' (WINDOW clauses defined: {known})", window, alias.name)
+    for k in parts:
+        if not parts[k]:
+            parts[k] = base.args.get(k)
+    return parts
+
+
+def _bind_window(window: exp.Window, select: exp.Select | None, pre: _PreProjection) -> _BoundWindow:
+    parts = _window_definition(window, select)
+    binder = ExprBinder(pre.scope)
+    partition = tuple(pre.column_of(binder.bind(p)) for p in parts["partition_by"] or [])
+    order: list[SortKey] = []
+    order_node = parts["order"]
+    for o in order_node.expressions if isinstance(order_node, exp.Order) else []:
+        index = pre.column_of(binder.bind(o.this))
+        desc = bool(o.args.get("desc"))
+        nulls_first = o.args.get("nulls_first")
+        order.append(SortKey(index, desc, (not desc) if nulls_first is None else bool(nulls_first)))
+    spec = parts["spec"]
+    frame = _bind_frame(spec) if isinstance(spec, exp.WindowSpec) else None
+    return _BoundWindow(partition, tuple(order), frame)
+
+
+def _bind_frame(spec: exp.WindowSpec) -> OverFrame:
+    kind = (spec.args.get("kind") or "").upper()
+    end = spec.args.get("end")
+    end_text = end.upper() if isinstance(end, str) else (end.sql() if end is not None else "CURRENT ROW")
+    if end_text != "CURRENT ROW":
+        raise plan_error(
+            f"OVER windows on streams end at CURRENT ROW (Flink does not support FOLLOWING), got '{spec.sql()}'",
+            spec,
+        )
+    start = spec.args.get("start")
+    side = (spec.args.get("start_side") or "").upper()
+    if isinstance(start, str) and start.upper() == "UNBOUNDED":
+        return OverFrame(kind, None)
+    if isinstance(start, str) and start.upper() == "CURRENT ROW":
+        return OverFrame(kind, 0)
+    if side != "PRECEDING":
+        raise plan_error(f"an OVER window starts at UNBOUNDED or n PRECEDING, got '{spec.sql()}'", spec)
+    if kind == "ROWS":
+        if not (isinstance(start, exp.Literal) and not start.is_string and str(start.this).isdigit()):
+            raise plan_error(f"ROWS takes a constant number of preceding rows, got '{start.sql()}'", spec)
+        return OverFrame("ROWS", int(start.this))
+    if not isinstance(start, exp.Interval):
+        raise plan_error(
+            f"RANGE over the time attribute takes an INTERVAL (e.g. INTERVAL '1' HOUR PRECEDING), got '{start.sql()}'",
+            spec,
+        )
+    ms = dialect.interval_ms(start)
+    if ms < 0:
+        raise plan_error("the RANGE of an OVER window must not be negative", spec)
+    return OverFrame("RANGE", ms)
+
+
+def _require_append_only(rel: Relation, what: str, node: exp.Expression) -> None:
+    if rel.node.updating:
+        raise plan_error(
+            f"{what} needs an append-only input, but its input is an updating result (a changelog)", node
+        )
+
+
+def _bind_over_aggregates(binder: QueryBinder, rel: Relation, items: list[exp.Expression],
+                          windows: list[exp.Window], select: exp.Select | None) -> LogicalNode:
+    _require_append_only(rel, "an OVER aggregation", windows[0])
+    pre = _PreProjection(rel)
+    bound = [_bind_window(w, select, pre) for w in windows]
+    if any(b != bound[0] for b in bound[1:]):
+        other = next(w for w, b in zip(windows, bound, strict=True) if b != bound[0])
+        raise plan_error(
+            "all OVER windows of a streaming SELECT must be the same (a Flink limitation); "
+            "define it once with WINDOW w AS (...) and use OVER w",
+            other,
+        )
+    spec = bound[0]
+    rowtime = rel.node.rowtime
+    time_name = rel.scope.columns[rowtime].name if rowtime is not None else None
+    if rowtime is None:
+        raise plan_error(
+            "an OVER window on a stream must be ordered by a time attribute, and this input has none "
+            "(declare a WATERMARK on the table's time column)",
+            windows[0],
+        )
+    if len(spec.order) != 1 or spec.order[0].index != rowtime or spec.order[0].descending:
+        raise plan_error(
+            f"an OVER window on a stream must be ORDER BY the time attribute ascending (ORDER BY {time_name}); "
+            "Flink supports no other ordering for streaming OVER aggregates",
+            windows[0],
+        )
+    frame = spec.frame or OverFrame("RANGE", None)  # the SQL default with ORDER BY
+    expr_binder = ExprBinder(pre.scope)
+    aggs: list[AggCall] = []
+    agg_of: dict[str, int] = {}
+    for w in windows:
+        key = w.this.sql()
+        if key in agg_of:
+            continue
+        call = binder._agg_call(w.this, expr_binder, pre.column_of, f"$over{len(aggs)}")
+        if call.distinct:
+            raise plan_error(f"{call.function}(DISTINCT ...) OVER is not supported on streams", w)
+        agg_of[key] = len(aggs)
+        aggs.append(call)
+    input_node = pre.node()
+    node = OverAggregate(input_node, list(spec.partition), rowtime, frame, aggs)
+    width = len(input_node.schema)
+    scope = pre.item_scope([(a.name, a.type) for a in aggs])
+
+    def intercept(n: exp.Expression) -> Expr | None:
+        if isinstance(n, exp.Window):
+            j = agg_of[n.this.sql()]
+            return ColumnRef(width + j, aggs[j].name, aggs[j].type)
+        return None
+
+    exprs, names = binder._bind_items(items, scope, ExprBinder(scope, intercept))
+    return Project(node, exprs, names, _rowtime_through(exprs, node.rowtime))
+
+
+def _bind_row_number(binder: QueryBinder, rel: Relation, items: list[exp.Expression], window: exp.Window,
+                     select: exp.Select | None) -> LogicalNode:
+    pre = _PreProjection(rel)
+    spec = _bind_window(window, select, pre)
+    if spec.frame is not None:
+        raise plan_error("ROW_NUMBER() takes no ROWS/RANGE frame", window)
+    if not spec.order:
+        raise plan_error(f"ROW_NUMBER() on a stream needs an ORDER BY in its OVER clause: {TOP_N_HINT}", window)
+    input_node = pre.node()
+    roles = window_roles(input_node)
+    by_role = {roles.get(k): k for k in spec.partition}
+    ranked_window = None
+    if "window_start" in by_role and "window_end" in by_role:
+        ranked_window = (by_role["window_start"], by_role["window_end"])
+        _require_append_only(rel, "a window Top-N", window)
+    time_columns = {c for c, r in roles.items() if r == "time"}
+    if input_node.rowtime is not None:
+        time_columns.add(input_node.rowtime)
+    time_order = len(spec.order) == 1 and spec.order[0].index in time_columns
+    node = Rank(input_node, list(spec.partition), list(spec.order), window=ranked_window, time_order=time_order)
+    width = len(input_node.schema)
+    scope = pre.item_scope([("$rn", pa.int64())])
+
+    def intercept(n: exp.Expression) -> Expr | None:
+        if isinstance(n, exp.Window):
+            return ColumnRef(width, "$rn", pa.int64())
+        return None
+
+    exprs, names = binder._bind_items(items, scope, ExprBinder(scope, intercept))
+    return Project(node, exprs, names, _rowtime_through(exprs, node.rowtime))
+
+
+def window_roles(node: LogicalNode) -> dict[int, str]:
+    """Which output columns are window_start / window_end / window_time, or a window TVF's time column."""
+    if isinstance(node, WindowTVF):
+        width = len(node.input.schema)
+        roles = {width + j: name for j, name in enumerate(WINDOW_COLUMNS)}
+        roles[node.window.time_index] = "time"
+        return roles
+    if isinstance(node, WindowAggregate):
+        return {i: o for i, o in enumerate(node.outputs) if isinstance(o, str)}
+    if isinstance(node, Filter):
+        return window_roles(node.input)
+    if isinstance(node, Project):
+        below = window_roles(node.input)
+        return {i: below[e.index] for i, e in enumerate(node.exprs) if isinstance(e, ColumnRef) and e.index in below}
+    return {}
+
+
+def _rowtime_through(exprs: list[Expr], rowtime: int | None) -> int | None:
+    """The output position of the time attribute when a projection passes it through unchanged."""
+    if rowtime is None:
+        return None
+    for i, e in enumerate(exprs):
+        if isinstance(e, ColumnRef) and e.index == rowtime:
+            return i
+    return None
+
+
+# ------------------------------------------------------------------ Top-N detection
+
+def absorb_rank_filter(node: LogicalNode) -> LogicalNode:
+    """``Filter(Project*(Rank))``: move the filter's bounds on the row number into the Rank.
+
+    Conjuncts ``rn <= N``, ``rn < N``, ``rn = N``, ``rn >= N``, ``rn > N`` (either side,
+    so also BETWEEN) set the Rank's range; the other conjuncts stay a filter above.
+    Anything else is returned unchanged.
+    """
+    if not isinstance(node, Filter):
+        return node
+    chain: list[Project] = []
+    inner = node.input
+    while isinstance(inner, Project):
+        chain.append(inner)
+        inner = inner.input
+    if not isinstance(inner, Rank) or not inner.output_rank:
+        return node
+    rn = len(inner.input.schema)
+    start, end = inner.rank_start, inner.rank_end
+    kept: list[Expr] = []
+    for c in conjuncts(node.predicate):
+        e = c
+        for p in chain:
+            e = substitute(e, p.exprs)
+        bound = _rank_bound(e, rn)
+        if bound is None:
+            kept.append(c)
+            continue
+        start = max(start, bound[0])
+        if bound[1] is not None:
+            end = bound[1] if end is None else min(end, bound[1])
+    if (start, end) == (inner.rank_start, inner.rank_end):
+        return node
+    if end is not None and end < start:
+        raise PlanError(f"the condition on the row number selects no rows (rows {start}..{end})")
+    out: LogicalNode = replace(inner, rank_start=start, rank_end=end)
+    for p in reversed(chain):
+        out = Project(out, p.exprs, p.names, _rowtime_through(p.exprs, out.rowtime))
+    rest = conjoin(kept)
+    return out if rest is None else Filter(out, rest)
+
+
+_FLIPPED = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "=": "="}
+
+
+def _rank_bound(e: Expr, rn: int) -> tuple[int, int | None] | None:
+    """(first, last or None) row numbers that ``e`` lets through, if it bounds column ``rn`` by a constant."""
+    if not (isinstance(e, Call) and e.name in _FLIPPED and len(e.args) == 2):
+        return None
+    a, b = e.args
+    op = e.name
+    if isinstance(b, ColumnRef) and b.index == rn:
+        a, b, op = b, a, _FLIPPED[op]
+    if not (isinstance(a, ColumnRef) and a.index == rn and isinstance(b, Literal) and isinstance(b.value, int)):
+        return None
+    n = b.value
+    return {
+        "<=": (1, n), "<": (1, n - 1), "=": (n, n), ">=": (n, None), ">": (n + 1, None),
+    }[op]
+
+
+# ------------------------------------------------------------------ ORDER BY / LIMIT
+
+def bind_order_limit(node: LogicalNode, order: exp.Order | None, limit: exp.Expression | None) -> LogicalNode:
+    """ORDER BY <time attribute> [, ...] [LIMIT n] or LIMIT n over a query's result, as Flink streams them."""
+    count = None if limit is None else _limit_count(limit)
+    if node.updating:
+        what = "ORDER BY" if order is not None else "LIMIT"
+        raise plan_error(
+            f"{what} over an updating result (a changelog) is not supported on streams; "
+            f"for the first N rows per key use Top-N: {TOP_N_HINT}",
+            order if order is not None else limit,
+        )
+    if order is None:
+        return StreamSort(node, [], count)
+    scope = Scope.of(node.schema)
+    keys: list[SortKey] = []
+    for o in order.expressions:
+        target = o.this
+        if isinstance(target, exp.Literal) and not target.is_string:
+            position = int(target.this)
+            if not 1 <= position <= len(node.schema):
+                raise plan_error(f"ORDER BY position {position} is not in the select list", o)
+            index = position - 1
+        else:
+            if isinstance(target, exp.Column) and target.table:
+                target = target.copy()
+                target.set("table", None)  # the result's columns have no table qualifier
+            try:
+                bound = ExprBinder(scope).bind(target)
+            except PlanError as e:
+                raise PlanError(f"{e.message}. ORDER BY on a stream sorts the query's result: select the "
+                                "columns it sorts by", e.line, e.col, e.token) from None
+            if not isinstance(bound, ColumnRef):
+                raise plan_error(
+                    f"ORDER BY '{target.sql()}': a stream is sorted by columns of the query's result; "
+                    "select the expression and order by its alias",
+                    o,
+                )
+            index = bound.index
+        desc = bool(o.args.get("desc"))
+        nulls_first = o.args.get("nulls_first")
+        keys.append(SortKey(index, desc, (not desc) if nulls_first is None else bool(nulls_first)))
+    first = keys[0]
+    rowtime = node.rowtime
+    if rowtime is None or first.index != rowtime or first.descending:
+        time_hint = f"ORDER BY {node.schema.names[rowtime]}" if rowtime is not None else "ORDER BY <time attribute>"
+        raise plan_error(
+            f"ORDER BY {order.expressions[0].sql()} is not supported on a streaming query: Flink sorts a stream "
+            f"only by its time attribute ascending first ({time_hint} [, ...]); "
+            f"for the top rows by another column use Top-N: {TOP_N_HINT}",
+            order,
+        )
+    return StreamSort(node, keys, count)
+
+
+def _limit_count(limit: exp.Expression) -> int:
+    if isinstance(limit, exp.Fetch):
+        options = limit.args.get("limit_options")
+        if options is not None and (options.args.get("percent") or options.args.get("with_ties")):
+            raise plan_error("FETCH FIRST ... PERCENT / WITH TIES is not supported on streams", limit)
+        value = limit.args.get("count")
+    else:
+        value = limit.expression
+    if not (isinstance(value, exp.Literal) and not value.is_string and str(value.this).isdigit()):
+        shown = value.sql() if value is not None else "nothing"
+        raise plan_error(f"LIMIT takes a constant non-negative number of rows, got {shown}", limit)
+    return int(value.this)

@@ -1,0 +1,109 @@
+"""From a bound query to an executable dataflow: INSERT targets, optimization, lowering."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from sqlstream.catalog.catalog import Catalog
+from sqlstream.catalog.tables import TableDef
+from sqlstream.catalog.types import is_numeric, sql_type_name
+from sqlstream.planner.binder import QueryBinder
+from sqlstream.planner.changelog import check_sink
+from sqlstream.planner.expr_binder import coerce
+from sqlstream.planner.expressions import ColumnRef, Expr, Literal
+from sqlstream.planner.logical import LogicalNode, Project, Sink, explain
+from sqlstream.planner.optimizer import optimize
+from sqlstream.planner.physical import Dataflow, Lowering
+from sqlstream.planner.scope import plan_error
+
+
+def _assignable(source: pa.DataType, target: pa.DataType) -> bool:
+    if source == target or pa.types.is_null(source):
+        return True
+    if is_numeric(source) and is_numeric(target):
+        return True
+    if pa.types.is_timestamp(source) and pa.types.is_timestamp(target):
+        return True
+    if pa.types.is_string(target) and pa.types.is_string(source):
+        return True
+    return False
+
+
+def insert_plan(catalog: Catalog, insert: exp.Insert) -> Sink:
+    """The logical plan of INSERT INTO t [(cols)] <query>, cast to the sink's column types."""
+    target = insert.this
+    columns_node = None
+    if isinstance(target, exp.Schema):
+        columns_node = target.expressions
+        target = target.this
+    obj = catalog.get(target.name)
+    if obj is None:
+        raise plan_error(f"sink table '{target.name}' does not exist", target, target.name)
+    if not isinstance(obj, TableDef):
+        raise plan_error(f"'{target.name}' is a view; INSERT INTO needs a table", target, target.name)
+    query = insert.expression
+    rel = QueryBinder(catalog).bind_query(query)
+    node = rel.node
+    sink_cols = list(obj.physical_columns)
+    produced = list(node.schema)
+    if columns_node:
+        named = [c.name.lower() for c in columns_node]
+        unknown = [c.name for c in columns_node if obj.column(c.name) is None]
+        if unknown:
+            raise plan_error(f"sink table '{obj.name}' has no column '{unknown[0]}'", insert, unknown[0])
+        if len(named) != len(produced):
+            raise plan_error(
+                f"INSERT INTO {obj.name} lists {len(named)} columns but the query produces {len(produced)}", insert
+            )
+        source_for = {n: i for i, n in enumerate(named)}
+    else:
+        if len(produced) != len(sink_cols):
+            raise plan_error(
+                f"INSERT INTO {obj.name}: the query produces {len(produced)} columns but the table has "
+                f"{len(sink_cols)} ({', '.join(c.name for c in sink_cols)})",
+                query,
+            )
+        source_for = {c.name.lower(): i for i, c in enumerate(sink_cols)}
+    exprs: list[Expr] = []
+    for c in sink_cols:
+        i = source_for.get(c.name.lower())
+        if i is None:
+            exprs.append(Literal(None, c.type))
+            continue
+        f = produced[i]
+        if not _assignable(f.type, c.type):
+            raise plan_error(
+                f"INSERT INTO {obj.name}: column '{c.name}' is {sql_type_name(c.type)} but the query produces "
+                f"{sql_type_name(f.type)} ('{f.name}'); add a CAST",
+                query,
+            )
+        exprs.append(coerce(ColumnRef(i, f.name, f.type), c.type))
+    names = [c.name for c in sink_cols]
+    identity = all(isinstance(e, ColumnRef) and e.index == k for k, e in enumerate(exprs)) and len(exprs) == len(produced)
+    if not identity or node.schema.names != names:
+        node = Project(node, exprs, names)
+    return Sink(node, obj)
+
+
+def select_plan(catalog: Catalog, query: exp.Expression) -> Sink:
+    rel = QueryBinder(catalog).bind_query(query)
+    return Sink(rel.node, None)
+
+
+def dataflow(roots: list[Sink]) -> tuple[list[LogicalNode], Dataflow]:
+    """Optimize each root and lower them all into one dataflow (a statement set is one job)."""
+    optimized = [optimize(r) for r in roots]
+    lowering = Lowering()
+    for r in optimized:
+        check_sink(r)  # type: ignore[arg-type]
+        lowering.lower(r)
+    return optimized, Dataflow(lowering.nodes)
+
+
+def explain_text(roots: list[Sink]) -> str:
+    optimized, flow = dataflow(roots)
+    parts = ["== Abstract Syntax Tree ==", *[explain(r) for r in roots], "",
+             "== Optimized Logical Plan ==", *[explain(r) for r in optimized], "",
+             "== Physical Dataflow ==", flow.explain()]
+    return "\n".join(parts)

@@ -1,0 +1,92 @@
+"""Registering Python UDFs so the binder and the runtime find them like built-ins.
+
+Scalar UDFs go into the scalar function registry with a kernel that calls
+the Python function (per batch if vectorized, else per row); aggregate UDFs
+go into their own registry that planner.binder and runtime.aggregates read.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from sqlstream.catalog.types import parse_type
+from sqlstream.core.errors import CatalogError, PlanError
+from sqlstream.core.udf import RESULT_TYPE, VECTORIZED, AggregateFunction
+from sqlstream.planner import functions
+
+
+@dataclass(frozen=True)
+class UserAggregate:
+    name: str
+    implementation: AggregateFunction
+    result_type: pa.DataType
+
+
+USER_AGGREGATES: dict[str, UserAggregate] = {}
+USER_SCALARS: set[str] = set()
+
+
+def load(reference: str) -> Any:
+    """'module.attribute' -> the object (an AggregateFunction class is instantiated)."""
+    module_name, _, attr = reference.rpartition(".")
+    if not module_name:
+        raise CatalogError(f"function reference '{reference}' must be 'module.attribute'")
+    try:
+        obj = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as e:
+        raise CatalogError(f"cannot load function '{reference}': {e}") from None
+    if isinstance(obj, type) and issubclass(obj, AggregateFunction):
+        obj = obj()
+    return obj
+
+
+def _row_kernel(fn: Callable, result: pa.DataType) -> Callable[..., pa.Array]:
+    def kernel(*args: pa.Array | pa.Scalar) -> pa.Array:
+        length = next((len(a) for a in args if not isinstance(a, pa.Scalar)), 1)
+        columns = [[a.as_py()] * length if isinstance(a, pa.Scalar) else a.to_pylist() for a in args]
+        return pa.array([fn(*row) for row in zip(*columns, strict=True)] if columns else [fn() for _ in range(length)], result)
+
+    return kernel
+
+
+def _vector_kernel(fn: Callable, result: pa.DataType) -> Callable[..., pa.Array]:
+    def kernel(*args: pa.Array | pa.Scalar) -> pa.Array:
+        out = fn(*args)
+        return out if isinstance(out, pa.Array | pa.ChunkedArray | pa.Scalar) else pa.array(out, result)
+
+    return kernel
+
+
+def register(name: str, obj: Any, result_type: str | None = None) -> None:
+    key = name.upper()
+    if key in functions.REGISTRY and key not in USER_SCALARS or key in ("COUNT", "SUM", "MIN", "MAX", "AVG"):
+        raise CatalogError(f"function '{name}' is a built-in function and cannot be redefined")
+    if isinstance(obj, AggregateFunction):
+        USER_AGGREGATES[key] = UserAggregate(key, obj, parse_type(result_type or obj.result_type))
+        return
+    if not callable(obj):
+        raise CatalogError(f"'{name}' is neither a function nor an AggregateFunction")
+    declared = result_type or getattr(obj, RESULT_TYPE, None)
+    if declared is None:
+        raise PlanError(f"function '{name}' declares no result type; decorate it with @udf(result_type=...)")
+    result = parse_type(declared)
+    kernel = _vector_kernel(obj, result) if getattr(obj, VECTORIZED, False) else _row_kernel(obj, result)
+    functions.register(key, lambda types: result, kernel, 0, None)
+    USER_SCALARS.add(key)
+
+
+def unregister(name: str) -> bool:
+    key = name.upper()
+    if key in USER_AGGREGATES:
+        del USER_AGGREGATES[key]
+        return True
+    if key in USER_SCALARS:
+        USER_SCALARS.discard(key)
+        functions.REGISTRY.pop(key, None)
+        return True
+    return False

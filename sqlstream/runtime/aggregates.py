@@ -1,0 +1,272 @@
+"""Aggregate functions as (vectorized partial, Python merge, final result) triples.
+
+A batch is first pre-aggregated per group with Arrow's hash aggregation
+(one pass in C++), then each group's partial is merged into its accumulator,
+so Python work is per group and batch, never per row.  Accumulators are
+small lists of plain values so they snapshot and merge (session windows)
+cheaply.
+"""
+
+from __future__ import annotations
+
+import copy
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sqlstream.planner.logical import AggCall
+
+Partial = tuple[pa.Array, str, pc.FunctionOptions | None]
+_COUNT_ALL = pc.CountOptions(mode="all")
+_COUNT_VALID = pc.CountOptions(mode="only_valid")
+_SUM_OPTS = pc.ScalarAggregateOptions(min_count=0)
+
+
+def _add(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+class AggFunction:
+    """One aggregate call.  ``retracting`` means the input carries -U/-D rows (sign = -1)."""
+
+    def __init__(self, call: AggCall, retracting: bool) -> None:
+        self.call = call
+        self.retracting = retracting
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        raise NotImplementedError
+
+    def create(self) -> list[Any]:
+        raise NotImplementedError
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        """Fold one group's partial values (one per partial) into ``acc``."""
+        raise NotImplementedError
+
+    def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
+        """Fold another accumulator into ``acc`` (merging session windows)."""
+        self.merge(acc, other)
+
+    def result(self, acc: list[Any]) -> Any:
+        raise NotImplementedError
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        """A copy to change: state values are immutable once stored."""
+        return list(acc)
+
+    def arg(self, batch: pa.RecordBatch) -> pa.Array:
+        assert self.call.arg is not None
+        return batch.column(self.call.arg)
+
+
+class Count(AggFunction):
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        if sign is None:
+            if self.call.arg is None:
+                return [(pa.nulls(batch.num_rows, pa.int8()), "count", _COUNT_ALL)]
+            return [(self.arg(batch), "count", _COUNT_VALID)]
+        if self.call.arg is None:
+            return [(sign, "sum", _SUM_OPTS)]
+        return [(pc.if_else(pc.is_valid(self.arg(batch)), sign, 0), "sum", _SUM_OPTS)]
+
+    def create(self) -> list[Any]:
+        return [0]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        acc[0] += values[0] or 0
+
+    def result(self, acc: list[Any]) -> Any:
+        return acc[0]
+
+
+class Sum(AggFunction):
+    """SUM keeps a count of non-null inputs so that an emptied group yields NULL.
+
+    The total takes every partial sum, even one whose count nets to zero: a -U 3 and a +U 5 of
+    one group in one batch count 0 but move the total by 2.
+    """
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        x = self.arg(batch)
+        if pa.types.is_integer(x.type):
+            x = x.cast(pa.int64())
+        if sign is None:
+            return [(x, "sum", _SUM_OPTS), (x, "count", _COUNT_VALID)]
+        signed = pc.multiply(x, sign.cast(x.type) if not pa.types.is_decimal(x.type) else sign)
+        return [(signed, "sum", _SUM_OPTS), (pc.if_else(pc.is_valid(x), sign, 0), "sum", _SUM_OPTS)]
+
+    def create(self) -> list[Any]:
+        return [None, 0]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        acc[0] = _add(acc[0], values[0])
+        acc[1] += values[1] or 0
+
+    def result(self, acc: list[Any]) -> Any:
+        return acc[0] if acc[1] else None
+
+
+class Avg(Sum):
+    """AVG = SUM / COUNT in the argument's type (integer AVG truncates, as in Flink)."""
+
+    def result(self, acc: list[Any]) -> Any:
+        total, count = acc
+        if not count or total is None:
+            return None
+        t = self.call.type
+        if pa.types.is_integer(t):
+            q = abs(total) // count
+            return q if total >= 0 else -q
+        if pa.types.is_decimal(t):
+            return (Decimal(total) / count).quantize(Decimal(1).scaleb(-t.scale))
+        return total / count
+
+
+class MinMax(AggFunction):
+    def __init__(self, call: AggCall, retracting: bool) -> None:
+        super().__init__(call, retracting)
+        self.fn = "min" if call.function == "MIN" else "max"
+        self.pick = min if call.function == "MIN" else max
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        return [(self.arg(batch), self.fn, None)]
+
+    def create(self) -> list[Any]:
+        return [None]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        v = values[0]
+        if v is not None:
+            acc[0] = v if acc[0] is None else self.pick(acc[0], v)
+
+    def result(self, acc: list[Any]) -> Any:
+        return acc[0]
+
+
+class CountDistinct(AggFunction):
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        x = self.arg(batch)
+        if pa.types.is_floating(x.type):
+            # -0.0 + 0.0 is 0.0: Arrow's distinct keeps -0.0 and 0.0 apart, but they are one value
+            # (in the set here and in the columnar form, which takes the partial as it is)
+            x = pc.add(x, pa.scalar(0.0, x.type))
+        return [(x, "distinct", pc.CountOptions(mode="only_valid"))]
+
+    def create(self) -> list[Any]:
+        return [set()]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        if values[0]:
+            acc[0].update(values[0])
+
+    def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
+        acc[0] |= other[0]
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [set(acc[0])]
+
+    def result(self, acc: list[Any]) -> Any:
+        return len(acc[0])
+
+
+class UserAggregateFunction(AggFunction):
+    """An AggregateFunction UDF: Arrow collects each group's values, the UDF folds them."""
+
+    def __init__(self, call: AggCall, retracting: bool) -> None:
+        from sqlstream.planner.udfs import USER_AGGREGATES
+
+        super().__init__(call, retracting)
+        self.impl = USER_AGGREGATES[call.function].implementation
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        arg = self.arg(batch) if self.call.arg is not None else pa.nulls(batch.num_rows, pa.int8())
+        return [(arg, "list", None)]
+
+    def create(self) -> list[Any]:
+        return [self.impl.create_accumulator()]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        for v in values[0] or ():
+            out = self.impl.accumulate(acc[0], *(() if self.call.arg is None else (v,)))
+            if out is not None:
+                acc[0] = out
+
+    def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
+        out = self.impl.merge(acc[0], other[0])
+        if out is not None:
+            acc[0] = out
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [copy.deepcopy(acc[0])]
+
+    def result(self, acc: list[Any]) -> Any:
+        return self.impl.get_value(acc[0])
+
+
+def retractable(call: AggCall) -> bool:
+    """Whether the function can consume -U/-D rows (MIN/MAX/DISTINCT would need all values)."""
+    return call.function in ("COUNT", "SUM", "AVG") and not call.distinct
+
+
+def make(call: AggCall, retracting: bool = False) -> AggFunction:
+    if call.function not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
+        return UserAggregateFunction(call, retracting)
+    if call.function == "COUNT":
+        return CountDistinct(call, retracting) if call.distinct else Count(call, retracting)
+    if call.function in ("SUM", "AVG"):
+        if call.distinct:
+            raise ValueError(f"{call.function}(DISTINCT ...) is not supported")
+        return Sum(call, retracting) if call.function == "SUM" else Avg(call, retracting)
+    if call.function in ("MIN", "MAX"):
+        return MinMax(call, retracting)
+    raise ValueError(call.function)
+
+
+class PreAggregator:
+    """Hash-aggregates a batch per group key into partials, in one Arrow group_by."""
+
+    def __init__(self, functions: list[AggFunction]) -> None:
+        self.functions = functions
+
+    def grouped(
+        self, keys: list[pa.Array], batch: pa.RecordBatch, sign: pa.Array | None
+    ) -> tuple[pa.Table, list[str], list[list[str]]]:
+        """(one row per group, its key column names, per function the names of its partial columns).
+
+        Groups come in the order of their first row in the batch.  The columnar group
+        aggregation takes the table as it is; ``__call__`` turns it into Python values.
+        """
+        columns: dict[str, pa.Array] = {f"k{i}": k for i, k in enumerate(keys)}
+        specs = []
+        layout: list[list[str]] = []
+        for fi, fn in enumerate(self.functions):
+            names = []
+            for pi, (arr, agg, opts) in enumerate(fn.partials(batch, sign)):
+                col = f"f{fi}p{pi}"
+                columns[col] = arr
+                specs.append((col, agg, opts) if opts is not None else (col, agg))
+                names.append(f"{col}_{agg}")
+            layout.append(names)
+        if not keys:
+            columns["k$"] = pa.nulls(batch.num_rows, pa.int8())
+        table = pa.table(columns)
+        key_names = [f"k{i}" for i in range(len(keys))] or ["k$"]
+        return table.group_by(key_names, use_threads=False).aggregate(specs), key_names, layout
+
+    def __call__(
+        self, keys: list[pa.Array], batch: pa.RecordBatch, sign: pa.Array | None
+    ) -> tuple[list[list[Any]], list[list[list[Any]]]]:
+        """(group key columns as Python lists, per function a list of per-group partial value lists)."""
+        grouped, key_names, layout = self.grouped(keys, batch, sign)
+        key_lists = [grouped.column(k).to_pylist() for k in key_names] if keys else [[None] * grouped.num_rows]
+        partials = [[grouped.column(n).to_pylist() for n in names] for names in layout]
+        per_group = [
+            [[col[g] for col in fn_cols] for g in range(grouped.num_rows)] for fn_cols in partials
+        ]
+        return key_lists, per_group

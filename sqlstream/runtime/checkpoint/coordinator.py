@@ -1,0 +1,207 @@
+"""The checkpoint coordinator: triggers barriers, gathers acknowledgements, publishes checkpoints.
+
+Checkpoint n is triggered by asking every running source subtask to inject
+barrier n.  Each subtask acknowledges once it has snapshotted (its state
+files written); subtasks that already finished are represented by their
+final snapshot.  When all have acknowledged, the metadata is written
+atomically and every subtask is told that n completed, which is when sinks
+commit.  A newer checkpoint never waits for an older one: an older one still
+pending when a newer one completes is abandoned.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlstream.runtime.checkpoint.storage import CheckpointStorage, write_metadata
+
+SubtaskKey = tuple[str, int]  # (operator chain uid, subtask index)
+
+
+@dataclass
+class PendingCheckpoint:
+    checkpoint_id: int
+    savepoint_dir: Path | None
+    started: float
+    acks: dict[SubtaskKey, Any] = field(default_factory=dict)
+    future: Future = field(default_factory=Future)
+
+
+@dataclass
+class CheckpointStats:
+    checkpoint_id: int
+    duration_s: float
+    size_bytes: int
+
+
+def _size_of(path: Path) -> int:
+    """Bytes under ``path``; files that vanish meanwhile (pruned) count as nothing."""
+    total = 0
+    for f in path.rglob("*") if path.exists() else ():
+        try:
+            total += f.stat().st_size if f.is_file() else 0
+        except FileNotFoundError:
+            continue
+    return total
+
+
+class CheckpointCoordinator:
+    def __init__(
+        self,
+        storage: CheckpointStorage | None,
+        interval_ms: int | None,
+        subtasks: list[SubtaskKey],
+        trigger: Callable[[int, bool], None],
+        notify_complete: Callable[[int, bool], None],
+        job_info: dict[str, Any],
+        first_id: int = 1,
+    ) -> None:
+        self.storage = storage
+        self.interval_ms = interval_ms
+        self.expected = set(subtasks)
+        self.trigger = trigger
+        self.notify_complete = notify_complete
+        self.job_info = job_info
+        self.next_id = first_id
+        self.lock = threading.Lock()
+        self.publish_lock = threading.Lock()
+        self.pending: dict[int, PendingCheckpoint] = {}
+        self.finished: dict[SubtaskKey, Any] = {}
+        self.completed: list[CheckpointStats] = []
+        self.latest_completed: int | None = None
+        self.stop_event = threading.Event()
+        self.thread: threading.Thread | None = None
+        # stop-with-savepoint: no periodic checkpoint (or final commit) may commit past the savepoint
+        self.suspended = False
+
+    # ------------------------------------------------------------ periodic trigger
+    def start(self) -> None:
+        if self.interval_ms and self.storage is not None:
+            self.thread = threading.Thread(target=self._loop, name="checkpoint-coordinator", daemon=True)
+            self.thread.start()
+
+    def _loop(self) -> None:
+        interval = self.interval_ms / 1000.0  # type: ignore[operator]
+        while not self.stop_event.wait(interval):
+            if not self.suspended:
+                self.trigger_checkpoint()
+
+    def suspend(self) -> None:
+        """Take no more checkpoints (before a stop-with-savepoint)."""
+        self.suspended = True
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def trigger_checkpoint(self, savepoint_dir: Path | None = None) -> Future:
+        with self.lock:
+            n = self.next_id
+            self.next_id += 1
+            pending = PendingCheckpoint(n, savepoint_dir, time.monotonic())
+            self.pending[n] = pending
+            # finished subtasks take part through their final snapshot
+            for key, snap in self.finished.items():
+                pending.acks[key] = snap
+            done = self._is_complete(pending)
+        if done:
+            self._complete(pending)
+        else:
+            self.trigger(n, savepoint_dir is not None)
+        return pending.future
+
+    def directory_for(self, checkpoint_id: int, uid: str, subtask: int) -> Path:
+        pending = self.pending.get(checkpoint_id)
+        if pending is not None and pending.savepoint_dir is not None:
+            d = pending.savepoint_dir / f"{uid}-{subtask}"
+            d.mkdir(parents=True, exist_ok=True)
+            return d
+        assert self.storage is not None
+        return self.storage.subtask_dir(checkpoint_id, uid, subtask)
+
+    # ------------------------------------------------------------ acknowledgements
+    def _is_complete(self, pending: PendingCheckpoint) -> bool:
+        return self.expected <= set(pending.acks)
+
+    def is_pending(self, checkpoint_id: int) -> bool:
+        with self.lock:
+            return checkpoint_id in self.pending
+
+    def acknowledge(self, checkpoint_id: int, key: SubtaskKey, snapshot: Any) -> None:
+        with self.lock:
+            pending = self.pending.get(checkpoint_id)
+            if pending is None:
+                return  # abandoned
+            pending.acks[key] = snapshot
+            done = self._is_complete(pending)
+        if done:
+            self._complete(pending)
+
+    def subtask_finished(self, key: SubtaskKey, snapshot: Any) -> None:
+        with self.lock:
+            self.finished[key] = snapshot
+            ready = []
+            for pending in self.pending.values():
+                pending.acks.setdefault(key, snapshot)
+                if self._is_complete(pending):
+                    ready.append(pending)
+        for pending in ready:
+            self._complete(pending)
+
+    def all_finished(self) -> bool:
+        with self.lock:
+            return self.expected <= set(self.finished)
+
+    def _metadata(self, pending: PendingCheckpoint, finished: bool) -> dict[str, Any]:
+        return {
+            **self.job_info,
+            "checkpoint_id": pending.checkpoint_id,
+            "savepoint": pending.savepoint_dir is not None,
+            "finished": finished,
+            "timestamp": time.time(),
+            "subtasks": dict(pending.acks),
+        }
+
+    def _complete(self, pending: PendingCheckpoint) -> None:
+        with self.lock:
+            if self.pending.pop(pending.checkpoint_id, None) is None:
+                return
+            # an older checkpoint that has not completed by now never will be used
+            for older in [n for n in self.pending if n < pending.checkpoint_id]:
+                self.pending.pop(older).future.cancel()
+        metadata = self._metadata(pending, finished=False)
+        # one completion at a time: publishing prunes older checkpoints, and a newer one must win
+        with self.publish_lock:
+            if self.latest_completed is not None and pending.checkpoint_id < self.latest_completed:
+                pending.future.cancel()
+                return
+            target = pending.savepoint_dir or self.storage.checkpoint_dir(pending.checkpoint_id)  # type: ignore[union-attr]
+            size = _size_of(target)  # measured before publishing: pruning may follow it
+            if pending.savepoint_dir is not None:
+                pending.savepoint_dir.mkdir(parents=True, exist_ok=True)
+                write_metadata(pending.savepoint_dir, metadata)
+                path = pending.savepoint_dir
+            else:
+                assert self.storage is not None
+                path = self.storage.complete(pending.checkpoint_id, metadata)
+            self.completed.append(CheckpointStats(pending.checkpoint_id, time.monotonic() - pending.started, size))
+            self.latest_completed = pending.checkpoint_id
+            self.notify_complete(pending.checkpoint_id, False)
+        pending.future.set_result(path)
+
+    def final_checkpoint(self) -> None:
+        """Everything finished: record that (so a restore does not replay) and let sinks commit."""
+        with self.lock:
+            n = self.next_id
+            self.next_id += 1
+            pending = PendingCheckpoint(n, None, time.monotonic(), dict(self.finished))
+        with self.publish_lock:
+            if self.storage is not None:
+                self.storage.complete(n, self._metadata(pending, finished=True))
+            self.latest_completed = n
+            self.notify_complete(n, True)

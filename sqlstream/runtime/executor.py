@@ -1,0 +1,422 @@
+"""Runs a dataflow as parallel subtasks with checkpoints, restarts and restore.
+
+The job's settings are Flink's: ``parallelism.default``,
+``execution.checkpointing.interval``, ``state.checkpoints.dir``,
+``state.checkpoints.num-retained``, ``state.backend.type`` (hashmap |
+rocksdb), ``pipeline.max-parallelism``, ``restart-strategy.type`` (none |
+fixed-delay) with ``restart-strategy.fixed-delay.attempts`` / ``.delay``.
+Subtasks are threads: Arrow kernels release the GIL, and threads share
+batches without serializing them (see benchmarks/threads_vs_processes.py).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlstream.core.errors import JobError, SqlStreamError
+from sqlstream.planner.physical import Dataflow, PhysicalNode, SinkSpec, SourceSpec
+from sqlstream.runtime.checkpoint import storage as chk_storage
+from sqlstream.runtime.checkpoint.coordinator import CheckpointCoordinator, CheckpointStats
+from sqlstream.runtime.checkpoint.storage import CheckpointError, CheckpointStorage
+from sqlstream.runtime.connectors.base import (
+    DEFAULT_BATCH_SIZE,
+    SinkContext,
+    SinkWriter,
+    SourceContext,
+    SourceReader,
+    parse_duration_ms,
+)
+from sqlstream.runtime.connectors.collect import CollectWriter, TableReader
+from sqlstream.runtime.elements import Chunk
+from sqlstream.runtime.graph import Chain, build_chains
+from sqlstream.runtime.hashing import DEFAULT_MAX_PARALLELISM, key_group_range
+from sqlstream.runtime.operators.base import Metrics, Operator, OperatorContext
+from sqlstream.runtime.operators.sink import SinkOperator
+from sqlstream.runtime.state import create_backend
+from sqlstream.runtime.subtask import OutputGate, Subtask
+from sqlstream.runtime.task import Task
+
+CHANNEL_CAPACITY = 2  # batches in flight per input channel: bounded, so slow sinks backpressure
+
+
+def create_reader(spec: SourceSpec, subtask: int = 0, parallelism: int = 1, batch_size: int = DEFAULT_BATCH_SIZE) -> SourceReader:
+    if spec.values is not None:
+        return TableReader(spec.values, batch_size)
+    from sqlstream.runtime.connectors.registry import get_connector
+
+    assert spec.table is not None
+    connector = get_connector(spec.table.connector)
+    assert connector.create_source is not None
+    ctx = SourceContext(spec.table, spec.options, spec.columns, subtask, parallelism, batch_size)
+    return connector.create_source(ctx)
+
+
+def create_writer(spec: SinkSpec, collect: Callable[[Chunk], None] | None, subtask: int = 0,
+                  parallelism: int = 1) -> SinkWriter:
+    if spec.table is None:
+        if collect is None:
+            raise JobError("a SELECT needs a client to collect its rows")
+        return CollectWriter(collect)
+    from sqlstream.runtime.connectors.registry import get_connector
+
+    connector = get_connector(spec.table.connector)
+    if connector.create_sink is None:
+        raise JobError(f"table '{spec.table.name}' (connector '{spec.table.connector}') cannot be written to")
+    return connector.create_sink(SinkContext(spec.table, spec.options, spec.schema, subtask, parallelism, spec.updating))
+
+
+@dataclass
+class JobResult:
+    metrics: dict[str, Metrics] = field(default_factory=dict)
+    cancelled: bool = False
+    checkpoints: list[CheckpointStats] = field(default_factory=list)
+    restarts: int = 0
+    checkpoint_dir: Path | None = None
+
+    @property
+    def late_records_dropped(self) -> int:
+        return sum(m.late_records_dropped for m in self.metrics.values())
+
+
+class JobFailure(Exception):
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+@dataclass
+class JobConfig:
+    parallelism: int = 1
+    max_parallelism: int = DEFAULT_MAX_PARALLELISM
+    checkpoint_interval_ms: int | None = None
+    checkpoint_dir: Path | None = None
+    retained: int = 1
+    backend: str = "hashmap"
+    restart_attempts: int = 0
+    restart_delay_s: float = 1.0
+    batch_size: int = DEFAULT_BATCH_SIZE
+    raw: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, str]) -> JobConfig:
+        def get(key: str, default: str | None = None) -> str | None:
+            return settings.get(key, default)
+
+        try:
+            interval = get("execution.checkpointing.interval")
+            chk_dir = get("state.checkpoints.dir")
+            strategy = (get("restart-strategy.type") or get("restart-strategy") or "none").lower()
+            attempts = int(get("restart-strategy.fixed-delay.attempts", "3")) if strategy in ("fixed-delay", "fixeddelay") else 0
+            return cls(
+                parallelism=int(get("parallelism.default", "1")),
+                max_parallelism=int(get("pipeline.max-parallelism", str(DEFAULT_MAX_PARALLELISM))),
+                checkpoint_interval_ms=parse_duration_ms(interval) if interval else None,
+                checkpoint_dir=Path(chk_dir.removeprefix("file://")) if chk_dir else None,
+                retained=int(get("state.checkpoints.num-retained", "1")),
+                backend=(get("state.backend.type") or get("state.backend") or "hashmap").lower(),
+                restart_attempts=attempts,
+                restart_delay_s=parse_duration_ms(get("restart-strategy.fixed-delay.delay", "1 s")) / 1000,
+                batch_size=int(get("table.exec.batch-size", str(DEFAULT_BATCH_SIZE))),
+                raw=dict(settings),
+            )
+        except ValueError as e:
+            raise SqlStreamError(f"invalid job setting: {e}") from None
+
+
+class JobExecutor:
+    def __init__(self, flow: Dataflow, config: JobConfig, collect: Callable[[Chunk], None] | None = None,
+                 restore: str | Path | None = None, allow_non_restored_state: bool = False) -> None:
+        self.flow = flow
+        self.config = config
+        self.collect = collect
+        self.restore = restore
+        self.allow_non_restored_state = allow_non_restored_state
+        self.cancel_event = threading.Event()
+        self.subtask_metrics: dict[str, list[Metrics]] = {}  # node label -> one Metrics per subtask
+        self.coordinator: CheckpointCoordinator | None = None
+        self.running = threading.Event()
+        self.live_subtasks: list[Subtask] = []  # those of the current attempt
+        self.chains = build_chains(flow, config.parallelism)
+        if config.checkpoint_interval_ms and config.checkpoint_dir is None:
+            config.checkpoint_dir = Path(tempfile.mkdtemp(prefix="sqlstream-checkpoints-"))
+
+    # ------------------------------------------------------------ public
+    def cancel(self) -> None:
+        self.cancel_event.set()
+
+    def savepoint(self, directory: str | Path) -> Future:
+        """Trigger a savepoint (canonical state) into ``directory``; the future yields its path."""
+        if not self.running.wait(timeout=30) or self.coordinator is None:
+            raise JobError("the job is not running")
+        return self.coordinator.trigger_checkpoint(savepoint_dir=Path(directory))
+
+    def stop_with_savepoint(self, directory: str | Path, timeout_s: float = 120) -> Path:
+        """Savepoint, then cancel, with nothing committed past the savepoint.
+
+        Periodic checkpoints (and the final commit of a job that ends meanwhile) are
+        suspended first, so a restore from the savepoint replays nothing already committed.
+        """
+        if not self.running.wait(timeout=30) or self.coordinator is None:
+            raise JobError("the job is not running")
+        suspend = getattr(self.coordinator, "suspend", None)  # the Ray coordinator keeps its own quiet period
+        if suspend is not None:
+            suspend()
+        try:
+            path = self.savepoint(directory).result(timeout=timeout_s)
+            # the Ray coordinator's client has no such record: its actors commit on their own
+            self._await_notified(getattr(self.coordinator, "latest_completed", None), timeout_s)
+            return path
+        finally:
+            self.cancel()
+
+    def _await_notified(self, checkpoint_id: int | None, timeout_s: float) -> None:
+        """Let every running subtask see the savepoint complete (sinks commit it) before cancelling,
+        as Flink's stop-with-savepoint does; a subtask that cannot within the timeout leaves its
+        pre-committed output to the restore, which commits it then."""
+        deadline = time.monotonic() + timeout_s
+        while checkpoint_id is not None and time.monotonic() < deadline:
+            if all(st.notified >= checkpoint_id or st.finished.is_set() for st in self.live_subtasks):
+                return
+            time.sleep(0.01)
+
+    def run(self) -> JobResult:
+        restore = self.restore
+        restarts = 0
+        checkpoints: list[CheckpointStats] = []
+        while True:
+            try:
+                result = self._attempt(restore)
+                result.restarts = restarts
+                result.checkpoints = checkpoints + result.checkpoints
+                return result
+            except JobFailure as failure:
+                if self.coordinator is not None:
+                    checkpoints += self.coordinator.completed
+                cause = failure.cause
+                if restarts >= self.config.restart_attempts or isinstance(cause, SqlStreamError) and not isinstance(cause, JobError):
+                    if isinstance(cause, SqlStreamError):
+                        raise cause from None
+                    raise JobError(f"job failed: {type(cause).__name__}: {cause}") from cause
+                restarts += 1
+                time.sleep(self.config.restart_delay_s)
+                root = self.config.checkpoint_dir
+                if root is not None and chk_storage.completed_ids(root):
+                    restore = root
+                if self.cancel_event.is_set():
+                    return JobResult(self.summed_metrics(), cancelled=True, restarts=restarts)
+
+    # ------------------------------------------------------------ one attempt
+    def _attempt(self, restore: str | Path | None) -> JobResult:
+        config = self.config
+        self.subtask_metrics = {}
+        metadata: dict[str, Any] | None = None
+        if restore is not None:
+            _, metadata = chk_storage.load(restore)
+            self._check_restore(metadata)
+        storage = CheckpointStorage(config.checkpoint_dir, config.retained) if config.checkpoint_dir else None
+        stop = threading.Event()
+        failures: list[BaseException] = []
+        lock = threading.Lock()
+
+        def on_failure(e: BaseException) -> None:
+            with lock:
+                failures.append(e)
+            stop.set()
+
+        subtasks: dict[str, list[Subtask]] = {}
+        keys = [(c.uid, i) for c in self.chains for i in range(c.parallelism)]
+
+        def trigger(n: int, savepoint: bool) -> None:
+            for c in self.chains:
+                if c.is_source:
+                    for st in subtasks[c.uid]:
+                        st.control.put(("trigger", n, savepoint))
+
+        def notify(n: int, final: bool) -> None:
+            for sts in subtasks.values():
+                for st in sts:
+                    st.control.put(("complete", n, final))
+
+        first_id = (metadata["checkpoint_id"] + 1) if metadata else 1
+        if storage is not None:
+            first_id = max([first_id, *[i + 1 for i in chk_storage.completed_ids(storage.root)]])
+        coordinator = CheckpointCoordinator(
+            storage, config.checkpoint_interval_ms, keys, trigger, notify,
+            {"max_parallelism": config.max_parallelism, "chains": {c.uid: c.node_uids for c in self.chains}},
+            first_id,
+        )
+        self.coordinator = coordinator
+        pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="snapshot")
+        try:
+            for chain in self.chains:
+                subtasks[chain.uid] = [
+                    self._build_subtask(chain, i, coordinator, pool, on_failure, stop, metadata)
+                    for i in range(chain.parallelism)
+                ]
+            self._wire(subtasks, stop)
+        except BaseException:
+            pool.shutdown(wait=False)
+            raise
+        all_subtasks = [st for sts in subtasks.values() for st in sts]
+        self.live_subtasks = all_subtasks
+        for st in all_subtasks:
+            st.start()
+        coordinator.start()
+        self.running.set()
+        finalized = False
+        try:
+            while True:
+                if failures:
+                    raise JobFailure(failures[0])
+                if self.cancel_event.is_set():
+                    break
+                if not finalized and coordinator.all_finished() and not coordinator.suspended:
+                    coordinator.stop()
+                    coordinator.final_checkpoint()
+                    finalized = True
+                if all(st.finished.is_set() for st in all_subtasks):
+                    if failures:
+                        raise JobFailure(failures[0])
+                    break
+                time.sleep(0.01)
+        finally:
+            self.running.clear()
+            coordinator.stop()
+            stop.set()
+            for st in all_subtasks:
+                st.join(timeout=10)
+            pool.shutdown(wait=True)
+            self._close(all_subtasks)
+        return JobResult(self.summed_metrics(), cancelled=self.cancel_event.is_set(),
+                         checkpoints=list(coordinator.completed), checkpoint_dir=config.checkpoint_dir)
+
+    def _close(self, subtasks: list[Subtask]) -> None:
+        for st in subtasks:
+            if st.reader is not None:
+                st.reader.close()
+            for task in st.tasks:
+                task.operator.close()
+                if task.ctx.state is not None:
+                    task.ctx.state.close()
+
+    # ------------------------------------------------------------ restore checks
+    def _check_restore(self, metadata: dict[str, Any]) -> None:
+        if metadata.get("max_parallelism") != self.config.max_parallelism:
+            raise CheckpointError(
+                f"the checkpoint was taken with pipeline.max-parallelism {metadata.get('max_parallelism')}, "
+                f"the job has {self.config.max_parallelism}; they must be equal to map state back"
+            )
+        new_chains = {c.uid: c for c in self.chains}
+        old_chains: dict[str, list[str]] = metadata.get("chains", {})
+        new_nodes = {u for c in self.chains for u in c.node_uids}
+        missing = [uid for uids in old_chains.values() for uid in uids if uid not in new_nodes]
+        stateful_missing = [
+            uid for uid in missing
+            if any(snap.get("keyed", {}).get(uid) or snap.get("operators", {}).get(uid) is not None
+                   for snap in metadata["subtasks"].values())
+        ]
+        if stateful_missing and not self.allow_non_restored_state:
+            raise CheckpointError(
+                f"the checkpoint holds state of {len(stateful_missing)} operator(s) that this job does not have "
+                "(the SQL changed?); use --allow-non-restored-state to drop that state"
+            )
+        for uid, chain in new_chains.items():
+            old = [snap for (cu, _), snap in metadata["subtasks"].items() if cu == uid]
+            if chain.is_source and old and old[0]["parallelism"] != chain.parallelism:
+                raise CheckpointError(
+                    f"source {chain.head.detail} ran with parallelism {old[0]['parallelism']} in the checkpoint "
+                    f"and {chain.parallelism} now; a source's parallelism cannot change on restore"
+                )
+
+    def _restored_for(self, chain: Chain, index: int, metadata: dict[str, Any] | None) -> tuple[dict | None, list[dict]]:
+        """(this subtask's own snapshot, every old snapshot of the chain for keyed-state redistribution)."""
+        if metadata is None:
+            return None, []
+        olds = {i: snap for (cu, i), snap in metadata["subtasks"].items() if cu == chain.uid}
+        return olds.get(index), [olds[i] for i in sorted(olds)]
+
+    # ------------------------------------------------------------ building
+    def _build_subtask(self, chain: Chain, index: int, coordinator: CheckpointCoordinator, pool: ThreadPoolExecutor,
+                       on_failure: Callable[[BaseException], None], stop: threading.Event,
+                       metadata: dict[str, Any] | None) -> Subtask:
+        config = self.config
+        own, all_old = self._restored_for(chain, index, metadata)
+        p = chain.parallelism
+        reader = None
+        source_metrics = None
+        tasks: list[Task] = []
+        channel_inputs: list[int] = []
+        for ci in chain.inputs:
+            up = next(c for c in self.chains if c.uid == ci.upstream)
+            channel_inputs += [ci.input_index] * up.parallelism
+        for pos, (node, uid) in enumerate(zip(chain.nodes, chain.node_uids, strict=True)):
+            label = f"#{node.id} {node.name}"
+            metrics = Metrics()
+            if node.source is not None:
+                reader = create_reader(node.source, index, p, config.batch_size)
+                if own is not None and own.get("source") is not None:
+                    reader.restore_position(own["source"])
+                reader.open()
+                source_metrics = metrics
+                self._register(label, metrics)
+                continue
+            operator = self._make_operator(node, index, p)
+            state = None
+            if operator.keyed:
+                state = create_backend(config.backend, key_group_range(index, p, config.max_parallelism))
+                if config.checkpoint_dir is not None:
+                    state.shared_dir = config.checkpoint_dir / "shared"
+                handles = [old["keyed"][uid] for old in all_old if old.get("keyed", {}).get(uid)]
+                if handles:
+                    state.restore_all(handles)
+            ctx = OperatorContext(label, index, p, metrics, config.max_parallelism, state, config.raw)
+            self._register(label, metrics)
+            channels = len(channel_inputs) if pos == 0 else 1
+            tasks.append(Task(operator, channels, ctx))
+        capacity = CHANNEL_CAPACITY * max(len(channel_inputs), 1)
+        # a subtask new after rescaling has no snapshot of its own, but its keyed state was restored:
+        # an empty snapshot still makes its operators rebuild their timers from that state
+        restored = own if own is not None else ({} if metadata is not None else None)
+        return Subtask(chain, index, tasks, reader, channel_inputs, coordinator, pool, on_failure, stop,
+                       restored, capacity, source_metrics)
+
+    def _register(self, label: str, metrics: Metrics) -> None:
+        self.subtask_metrics.setdefault(label, []).append(metrics)
+
+    def _make_operator(self, node: PhysicalNode, index: int, parallelism: int) -> Operator:
+        if node.sink is not None:
+            return SinkOperator(create_writer(node.sink, self.collect, index, parallelism))
+        assert node.make_operator is not None
+        return node.make_operator()
+
+    def _wire(self, subtasks: dict[str, list[Subtask]], stop: threading.Event) -> None:
+        by_uid = {c.uid: c for c in self.chains}
+        for chain in self.chains:
+            for consumer_uid, pos in chain.consumers:
+                consumer = by_uid[consumer_uid]
+                ci = consumer.inputs[pos]
+                base = sum(by_uid[x.upstream].parallelism for x in consumer.inputs[:pos])
+                targets = [st.inbound for st in subtasks[consumer_uid]]
+                for st in subtasks[chain.uid]:
+                    st.outputs.append(OutputGate(ci.mode, ci.keys, targets, base + st.index, st.index,
+                                                 self.config.max_parallelism, stop))
+
+    def summed_metrics(self) -> dict[str, Metrics]:
+        out: dict[str, Metrics] = {}
+        for label, ms in self.subtask_metrics.items():
+            total = Metrics()
+            for m in ms:
+                total.records_in += m.records_in
+                total.records_out += m.records_out
+                total.late_records_dropped += m.late_records_dropped
+                for k, v in m.extra.items():
+                    total.extra[k] = total.extra.get(k, 0) + v
+            out[label] = total
+        return out

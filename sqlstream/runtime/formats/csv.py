@@ -1,0 +1,324 @@
+"""CSV format, following Flink's 'csv' format (no header; RFC-4180 quoting).
+
+NULL is written as the null literal (empty by default) and an empty string
+as ``""``, so both survive a round trip: on read an unquoted field equal to
+the null literal is NULL, a quoted one is text.  For non-string columns an
+empty field is NULL too, as in Flink.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv as pycsv
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from sqlstream.core.errors import ConnectorError, DataError
+from sqlstream.runtime.connectors.base import Option
+from sqlstream.runtime.formats import (
+    Locate,
+    TextFormat,
+    check_text_type,
+    concat_values,
+    convert_columns,
+    drop_rows,
+    ignore_parse_errors,
+    make_batch,
+    value_text,
+)
+
+OPTIONS: tuple[Option, ...] = (
+    Option("csv.field-delimiter", default=",", description="field separator, one character ('\\t' for tab)"),
+    Option("csv.quote-character", default='"', description="character enclosing fields with special characters"),
+    Option("csv.null-literal", description="text read and written as NULL (default: empty field)"),
+    Option("csv.allow-comments", "bool", default=False, description="skip lines starting with '#'"),
+    Option("csv.ignore-parse-errors", "bool", description="skip malformed records instead of failing"),
+    Option("csv.header", "bool", default=False, description="the first line of each file is a header to skip"),
+)
+
+_BLOCK_SIZE = 1 << 20
+
+
+def _one_char(raw: str, key: str, table: str) -> str:
+    """Flink allows backslash escapes ('\\t') for the single-character options."""
+    text = codecs.decode(raw, "unicode_escape") if raw.startswith("\\") else raw
+    if len(text) != 1:
+        raise ConnectorError(f"table '{table}': option '{key}' must be a single character, got '{raw}'")
+    return text
+
+
+class CsvFormat(TextFormat):
+    """Decodes/encodes CSV records of a schema; see the module docstring for NULL handling."""
+
+    name = "csv"
+    extension = "csv"
+
+    def __init__(
+        self,
+        schema: pa.Schema,
+        options: Mapping[str, Any],
+        columns: Sequence[str] | None,
+        table: str,
+    ) -> None:
+        super().__init__(schema, options, columns, table)
+        for f in schema:
+            check_text_type(f.type, "csv", f.name, table)
+        self.delimiter = _one_char(options.get("csv.field-delimiter") or ",", "csv.field-delimiter", table)
+        self.quote = _one_char(options.get("csv.quote-character") or '"', "csv.quote-character", table)
+        if self.quote == self.delimiter:
+            raise ConnectorError(f"table '{table}': csv.quote-character must differ from csv.field-delimiter")
+        self.null_literal: str | None = options.get("csv.null-literal")
+        self.allow_comments = bool(options.get("csv.allow-comments") or False)
+        self.header = bool(options.get("csv.header") or False)
+        self.ignore_errors = ignore_parse_errors(options, "csv")
+        special = re.escape(self.delimiter + self.quote) + r"\r\n"
+        self._needs_quote = f"[{special}]|^$|^\\s|\\s$"
+        self._records_seen = 0  # records (good or bad) seen by the last _decode
+
+    # -- decoding ------------------------------------------------------
+
+    def _read_options(self, skip: int) -> pacsv.ReadOptions:
+        return pacsv.ReadOptions(
+            column_names=self.schema.names, skip_rows=skip, use_threads=False, block_size=_BLOCK_SIZE
+        )
+
+    def _convert_options(self) -> pacsv.ConvertOptions:
+        # Zero projected columns still need row counts: read the first column and drop it.
+        include = self.columns or self.schema.names[:1]
+        return pacsv.ConvertOptions(
+            include_columns=include,
+            column_types={c: pa.string() for c in self.schema.names},
+            null_values=[self.null_literal if self.null_literal is not None else ""],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        )
+
+    def _parse_options(self, invalid: list[tuple[int | None, int, int]]) -> pacsv.ParseOptions:
+        def on_invalid(row: Any) -> str:
+            # Only called for rows with a wrong field count (the error path).
+            if self.ignore_errors:
+                self.parse_errors += 1
+            invalid.append((row.number, row.expected_columns, row.actual_columns))
+            return "skip"
+
+        return pacsv.ParseOptions(
+            delimiter=self.delimiter,
+            quote_char=self.quote,
+            newlines_in_values=True,
+            ignore_empty_lines=True,
+            invalid_row_handler=on_invalid,
+        )
+
+    def _decode(
+        self, stream: pa.NativeFile, skip: int, locate: Locate, what: str
+    ) -> Iterator[pa.RecordBatch]:
+        """Batches of a CSV stream; ``locate`` names record k (0-based, data records only)."""
+        invalid: list[tuple[int | None, int, int]] = []
+        try:
+            reader = pacsv.open_csv(
+                stream,
+                read_options=self._read_options(skip),
+                parse_options=self._parse_options(invalid),
+                convert_options=self._convert_options(),
+            )
+        except pa.ArrowInvalid as e:
+            if "Empty CSV file" in str(e):
+                return
+            raise DataError(f"malformed CSV data in {what}: {e}") from None
+        records = 0  # data records before the current batch (exact until the first invalid one)
+        self._records_seen = 0
+        fields = list(self.output_schema)
+        while True:
+            try:
+                strings = reader.read_next_batch()
+            except StopIteration:
+                break
+            except pa.ArrowInvalid as e:
+                raise DataError(f"malformed CSV data in {what}: {e}") from None
+            n = strings.num_rows
+            arrays, bad = convert_columns(
+                strings.columns[: len(fields)], fields, not self.ignore_errors, "column"
+            )
+            if not self.ignore_errors:
+                self._raise_first(invalid, bad, records, skip, locate)
+            elif bad:
+                self.parse_errors += len(bad)
+                arrays = drop_rows(arrays, n, list(bad))
+            records += n
+            self._records_seen = records + len(invalid)
+            rows = n - len(bad)
+            if rows:
+                yield make_batch(arrays, self.output_schema, rows)
+        if invalid and not self.ignore_errors:  # a last block of nothing but invalid rows
+            self._raise_first(invalid, {}, records, skip, locate)
+        self._records_seen = records + len(invalid)
+
+    def _raise_first(
+        self,
+        invalid: list[tuple[int | None, int, int]],
+        bad: dict[int, str],
+        records: int,
+        skip: int,
+        locate: Locate,
+    ) -> None:
+        """In strict mode: raise for the earliest bad record among field-count and value errors."""
+        first_bad = records + min(bad) if bad else None
+        if invalid:
+            number, expected, actual = invalid[0]
+            # Arrow numbers records from 1, counting the skipped header.
+            index = (number - 1 - skip) if number is not None else None
+            if first_bad is None or index is None or index <= first_bad:
+                where = locate(index) if index is not None else "unknown record"
+                raise DataError(
+                    f"malformed CSV record in {where}: expected {expected} fields, got {actual}"
+                )
+        if first_bad is not None:
+            raise DataError(f"malformed CSV record in {locate(first_bad)}: {bad[min(bad)]}")
+
+    def read_file(self, path: str, skip_rows: int = 0) -> Iterator[pa.RecordBatch]:
+        if os.path.getsize(path) == 0:
+            return
+        stream = self._open(path)
+        try:
+            decoded = self._decode(stream, int(self.header), lambda k: self._locate(path, k), path)
+            yield from self.skip_rows(decoded, skip_rows)
+        finally:
+            stream.close()
+
+    def _open(self, path: str) -> pa.NativeFile:
+        if not self.allow_comments:
+            return pa.OSFile(path, "rb")
+        with open(path, "rb") as f:
+            data = f.read()
+        return pa.BufferReader(_strip_comment_lines(data))
+
+    def _locate(self, path: str, record: int) -> str:
+        """'<path> line <n>' for data record ``record`` (slow path: rescans the file)."""
+        seen = 0
+        for line, _ in self._records_with_lines(path):
+            if seen == record:
+                return f"{path} line {line}"
+            seen += 1
+        return f"{path} record {record + 1}"
+
+    def _records_with_lines(self, path: str) -> Iterator[tuple[int, list[str]]]:
+        """(first line number, fields) of each data record, skipping what Arrow skips."""
+        state = {"line": 0, "start": 0}
+
+        def lines() -> Iterator[str]:
+            with open(path, encoding="utf-8", errors="replace", newline="") as f:
+                for text in f:
+                    state["line"] += 1
+                    if self.allow_comments and text.startswith("#"):
+                        continue
+                    if not state["start"]:
+                        state["start"] = state["line"]
+                    yield text
+
+        reader = pycsv.reader(lines(), delimiter=self.delimiter, quotechar=self.quote)
+        header_pending = self.header
+        for rec in reader:
+            start, state["start"] = state["start"], 0
+            if not rec:
+                continue
+            if header_pending:
+                header_pending = False
+                continue
+            yield start, rec
+
+    def decode_messages(self, messages: Sequence[bytes], where: Locate) -> pa.RecordBatch:
+        raw = pa.array(messages, pa.binary())
+        blank = pc.match_substring_regex(raw, r"^[\r\n]*$").to_numpy(zero_copy_only=False)
+        keep = np.flatnonzero(~blank.astype(bool))
+        if len(keep) == 0:
+            return _empty(self.output_schema)
+        records = pc.replace_substring_regex(raw.take(pa.array(keep)), r"[\r\n]+$", "")
+        data = concat_values(pc.binary_join_element_wise(records, pa.scalar(b""), b"\n"))
+        errors_before = self.parse_errors
+
+        def locate(k: int) -> str:
+            return where(int(keep[min(k, len(keep) - 1)]))
+
+        try:
+            batches = list(self._decode(pa.BufferReader(data), 0, locate, "messages"))
+        except DataError:
+            batches = None  # located precisely below
+        if batches is not None and self._records_seen == len(keep):
+            return _concat(batches, self.output_schema)
+        # Some message holds more or less than one record (e.g. an unterminated
+        # quote swallowed the next ones): decode message by message to find it.
+        self.parse_errors = errors_before
+        return self._decode_each(records, keep, where)
+
+    def _decode_each(self, records: pa.Array, keep: np.ndarray, where: Locate) -> pa.RecordBatch:
+        """Slow path of decode_messages: one Arrow parse per message."""
+        out: list[pa.RecordBatch] = []
+        for k, message in enumerate(records.to_pylist()):
+            location = where(int(keep[k]))
+            got = list(self._decode(pa.BufferReader(message), 0, lambda _i, loc=location: loc, location))
+            if self._records_seen > 1:
+                if not self.ignore_errors:
+                    raise DataError(
+                        f"malformed CSV record in {location}: expected one record per message, "
+                        f"got {self._records_seen}"
+                    )
+                self.parse_errors += 1
+                continue
+            out.extend(got)
+        return _concat(out, self.output_schema)
+
+    # -- encoding ------------------------------------------------------
+
+    def encode_lines(self, batch: pa.RecordBatch) -> pa.Array:
+        null_text = self.null_literal if self.null_literal is not None else ""
+        cells = []
+        for arr in batch.columns:
+            text = value_text(arr)
+            quote = pc.match_substring_regex(text, self._needs_quote)
+            if self.null_literal is not None:
+                quote = pc.or_(quote, pc.equal(text, self.null_literal))
+            doubled = pc.replace_substring(text, self.quote, self.quote * 2)
+            quoted = pc.binary_join_element_wise(self.quote, doubled, self.quote, "")
+            cell = pc.if_else(pc.fill_null(quote, False), quoted, text)
+            cells.append(pc.fill_null(cell, null_text))
+        if not cells:
+            return pa.array([""] * batch.num_rows, pa.string())
+        if len(cells) == 1:
+            return cells[0]
+        return pc.binary_join_element_wise(*cells, self.delimiter)
+
+
+def _empty(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([], schema=schema)
+
+
+def _concat(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.RecordBatch:
+    if not batches:
+        return _empty(schema)
+    if len(batches) == 1:
+        return batches[0]
+    return pa.concat_batches(batches)
+
+
+def _strip_comment_lines(data: bytes) -> bytes:
+    """``data`` without the lines starting with '#' (vectorized over the bytes)."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    if len(buf) == 0:
+        return data
+    newlines = np.flatnonzero(buf == 10)
+    starts = np.concatenate(([0], newlines + 1))
+    ends = np.concatenate((newlines + 1, [len(buf)]))
+    starts, ends = starts[starts < len(buf)], ends[starts < len(buf)]
+    comment = buf[starts] == ord("#")
+    if not comment.any():
+        return data
+    keep = np.repeat(~comment, ends - starts)
+    return buf[keep].tobytes()
+

@@ -1,0 +1,25 @@
+"""Calc: a fused filter and projection, evaluated on whole batches."""
+
+from __future__ import annotations
+
+from sqlstream.planner.expressions import Expr
+from sqlstream.runtime.elements import Chunk
+from sqlstream.runtime.evaluator import Predicate, Projector
+from sqlstream.runtime.operators.base import Operator, Output
+
+
+class CalcOperator(Operator):
+    name = "Calc"
+
+    def __init__(self, predicate: Expr | None, exprs: list[Expr] | None, names: list[str] | None) -> None:
+        self.predicate = Predicate(predicate) if predicate is not None else None
+        self.projector = Projector(exprs, names) if exprs is not None else None
+
+    def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
+        if self.predicate is not None:
+            chunk = chunk.filter(self.predicate(chunk.batch))
+            if chunk.num_rows == 0:
+                return []
+        if self.projector is not None:
+            chunk = Chunk(self.projector(chunk.batch), chunk.kinds)
+        return [chunk]

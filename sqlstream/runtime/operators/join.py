@@ -1,0 +1,222 @@
+"""Regular (unbounded) joins: INNER, LEFT, RIGHT, FULL over changelog inputs.
+
+Each side's rows are kept in keyed state under their join key, with the
+number of rows of the other side they currently match (Flink's
+"associations"), which is what outer joins need to know when to emit or
+retract a NULL-padded row.  A batch is matched against the other side in
+one go: candidate pairs are gathered per distinct key, the residual
+condition is evaluated on all pairs at once with Arrow, then rows are
+applied in order so that retractions and paddings come out right.
+State expires after ``table.exec.state.ttl`` if it is set.
+
+An INNER join of two append-only inputs on the hashmap backend runs in the
+vectorized form of runtime/operators/join_columnar.py instead; the rocksdb
+backend keeps this per-key form, whose state can exceed memory.  Savepoints
+convert between the two in restore_state, so a job can switch backends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from sqlstream.planner.expressions import Expr
+from sqlstream.planner.horizons import Horizon
+from sqlstream.runtime.elements import Chunk, RowKind
+from sqlstream.runtime.evaluator import Predicate
+from sqlstream.runtime.hashing import key_groups
+from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
+from sqlstream.runtime.operators.join_columnar import ColumnarInnerJoin
+from sqlstream.runtime.operators.keyed import state_ttl
+
+_INSERTS = (RowKind.INSERT, RowKind.UPDATE_AFTER)
+# the columnar form's state names (keyed state "left"/"right" is the per-key form's)
+COLUMNAR_STATES = ("join-left", "join-right")
+
+
+def rows_of(batch: pa.RecordBatch) -> list[tuple]:
+    columns = [c.to_pylist() for c in batch.columns]
+    return list(zip(*columns, strict=True)) if columns else [()] * batch.num_rows
+
+
+def build_batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
+    arrays = [pa.array([r[i] for r in rows], f.type) for i, f in enumerate(schema)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class PairFilter:
+    """Evaluates the residual condition on many (left row, right row) pairs in one Arrow call."""
+
+    def __init__(self, residual: Expr | None, schema: pa.Schema) -> None:
+        self.predicate = Predicate(residual) if residual is not None else None
+        self.schema = schema
+
+    def __call__(self, pairs: list[tuple[tuple, tuple]]) -> list[bool]:
+        if self.predicate is None or not pairs:
+            return [True] * len(pairs)
+        batch = build_batch([left + right for left, right in pairs], self.schema)
+        return [bool(v) for v in self.predicate(batch).fill_null(False).to_pylist()]
+
+
+class RegularJoinOperator(Operator):
+    name = "Join"
+    keyed = True
+
+    def __init__(self, kind: str, left_keys: tuple[int, ...], right_keys: tuple[int, ...],
+                 residual: Expr | None, left_schema: pa.Schema, right_schema: pa.Schema,
+                 schema: pa.Schema, append_only: bool = False,
+                 horizons: tuple[Horizon | None, Horizon | None] = (None, None)) -> None:
+        """``append_only``: neither input retracts (the planner knows it from the plan);
+        ``horizons``: when a stored row of each side can no longer match (planner.horizons)."""
+        self.kind = kind
+        self.keys = (left_keys, right_keys)
+        self.widths = (len(left_schema), len(right_schema))
+        self.side_schemas = (left_schema, right_schema)
+        self.residual = residual
+        self.schema = schema
+        self.pairs = PairFilter(residual, schema)
+        # which sides keep their unmatched rows (NULL-padded)
+        self.outer = (kind in ("LEFT", "FULL"), kind in ("RIGHT", "FULL"))
+        self.append_only = append_only
+        self.horizons = horizons
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        ttl = state_ttl(ctx)
+        # join key -> tuple of (row, associations) entries, per side
+        self.sides = (ctx.keyed_state.state("left", ttl), ctx.keyed_state.state("right", ttl))
+        self.columnar: ColumnarInnerJoin | None = None
+        backend = ctx.keyed_state
+        if self.append_only and self.kind == "INNER" and backend.name == "hashmap":
+            states = (backend.columnar(COLUMNAR_STATES[0]), backend.columnar(COLUMNAR_STATES[1]))
+            self.columnar = ColumnarInnerJoin(self.keys, self.residual, self.side_schemas, self.schema,
+                                              states, ttl, ctx.max_parallelism, self.horizons)
+
+    def on_watermark(self, timestamp: int) -> Output:
+        # the per-key form keeps its rows (as Flink does, until state TTL)
+        if self.columnar is not None:
+            self.columnar.drop_behind(timestamp)
+        return []
+
+    def restore_state(self, state: Any) -> None:
+        backend = self.ctx.keyed_state
+        if self.columnar is not None:
+            # per-key rows restored from a rocksdb savepoint join the columnar store
+            for side, st in enumerate(self.sides):
+                entries = list(st.items())
+                rows = [row for _, _, stored in entries for row, _ in stored]
+                for kg, key, _ in entries:
+                    st.delete(kg, key)
+                if rows:
+                    self.columnar.store(build_batch(rows, self.side_schemas[side]), side)
+            return
+        for side, name in enumerate(COLUMNAR_STATES):
+            # rows restored from a hashmap savepoint (columnar) become per-key entries
+            table = backend.take_columnar(name)
+            if table is None:
+                continue
+            names = self.side_schemas[side].names
+            groups = table.column("$kg").to_pylist()
+            rows = rows_of(table.select(names))
+            by_key: dict[tuple[int, tuple], list[tuple]] = {}
+            for g, row in zip(groups, rows, strict=True):
+                by_key.setdefault((g, tuple(row[k] for k in self.keys[side])), []).append((row, 0))
+            for (g, key), entries in by_key.items():
+                self.sides[side].put(g, key, tuple(entries))
+
+    def _join(self, side: int, row: tuple, other: tuple) -> tuple:
+        return row + other if side == 0 else other + row
+
+    def _pad(self, side: int, row: tuple) -> tuple:
+        nulls = (None,) * self.widths[1 - side]
+        return row + nulls if side == 0 else nulls + row
+
+    def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
+        if self.columnar is not None:
+            out = self.columnar.process(chunk.batch, input_index)
+            return [Chunk(out)] if out is not None else []
+        side, other_side = input_index, 1 - input_index
+        batch = chunk.batch
+        rows = rows_of(batch)
+        kinds = chunk.kinds.to_pylist() if chunk.kinds is not None else [RowKind.INSERT] * len(rows)
+        key_idx = self.keys[side]
+        if key_idx:
+            groups = key_groups([batch.column(k) for k in key_idx], self.ctx.max_parallelism).tolist()
+            keys = [tuple(r[k] for k in key_idx) for r in rows]
+        else:
+            groups, keys = [0] * len(rows), [()] * len(rows)
+        own, other = self.sides[side], self.sides[other_side]
+        # the other side does not change membership during this batch: gather candidates once
+        candidates: dict[tuple, list[list[Any]]] = {}
+        for g, k in zip(groups, keys, strict=True):
+            if k not in candidates:
+                stored = other.get(g, k) if None not in k else None
+                candidates[k] = [list(e) for e in stored] if stored else []
+        pair_rows = []
+        pair_index: list[tuple[int, int]] = []
+        for i, k in enumerate(keys):
+            for j, entry in enumerate(candidates[k]):
+                pair_rows.append((rows[i], entry[0]) if side == 0 else (entry[0], rows[i]))
+                pair_index.append((i, j))
+        ok = self.pairs(pair_rows)
+        matches: list[list[int]] = [[] for _ in rows]
+        for (i, j), good in zip(pair_index, ok, strict=True):
+            if good:
+                matches[i].append(j)
+        out_rows: list[tuple] = []
+        out_kinds: list[int] = []
+
+        def emit(kind: int, r: tuple) -> None:
+            out_rows.append(r)
+            out_kinds.append(kind)
+
+        changed_own: dict[tuple, tuple[int, list[list[Any]]]] = {}
+        for i, (row, kind) in enumerate(zip(rows, kinds, strict=True)):
+            k, g = keys[i], groups[i]
+            entries = candidates[k]
+            if k not in changed_own:
+                stored = own.get(g, k)
+                changed_own[k] = (g, [list(e) for e in stored] if stored else [])
+            mine = changed_own[k][1]
+            matched = matches[i]
+            if kind in _INSERTS:
+                if self.outer[side] and not matched:
+                    emit(RowKind.INSERT, self._pad(side, row))
+                for j in matched:
+                    entry = entries[j]
+                    if self.outer[other_side] and entry[1] == 0:
+                        emit(RowKind.DELETE, self._pad(other_side, entry[0]))
+                    entry[1] += 1
+                    emit(RowKind.INSERT, self._join(side, row, entry[0]))
+                mine.append([row, len(matched)])
+            else:
+                for pos, e in enumerate(mine):
+                    if e[0] == row:
+                        del mine[pos]
+                        break
+                else:
+                    continue  # a retraction of a row we no longer hold (expired state)
+                if self.outer[side] and not matched:
+                    emit(RowKind.DELETE, self._pad(side, row))
+                for j in matched:
+                    entry = entries[j]
+                    emit(RowKind.DELETE, self._join(side, row, entry[0]))
+                    entry[1] -= 1
+                    if self.outer[other_side] and entry[1] == 0:
+                        emit(RowKind.INSERT, self._pad(other_side, entry[0]))
+        for k, (g, mine) in changed_own.items():
+            if mine:
+                own.put(g, k, tuple(tuple(e) for e in mine))
+            else:
+                own.delete(g, k)
+        if self.outer[other_side]:
+            # association counts of the other side's rows changed; only outer sides read them
+            group_of = dict(zip(keys, groups, strict=True))
+            for k, entries in candidates.items():
+                if entries:
+                    other.put(group_of[k], k, tuple(tuple(e) for e in entries))
+        if not out_rows:
+            return []
+        append_only = all(kd == RowKind.INSERT for kd in out_kinds) and self.kind == "INNER" and chunk.kinds is None
+        return [Chunk(build_batch(out_rows, self.schema), None if append_only else pa.array(out_kinds, pa.int8()))]

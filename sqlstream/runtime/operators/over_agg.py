@@ -1,0 +1,348 @@
+"""OVER aggregation on event time: ROWS / RANGE ... PRECEDING AND CURRENT ROW per partition key.
+
+As in Flink (RowTimeRangeBoundedPrecedingFunction and its siblings), rows wait
+in keyed state until the watermark passes their timestamp, then are processed
+in timestamp order (arrival order among equal timestamps); in RANGE mode rows
+with equal timestamps are in each other's frames.  A row whose timestamp the
+watermark has already passed is late: dropped and counted.
+
+Waiting rows are kept per key group (Arrow batches in arrival order), so a
+batch costs one state write per key group it touches, not per key.  Per key
+the state holds, for the frames of its future rows, only what they can still
+reach, as *contributions*: numpy columns of time, row count and, per
+aggregate, its non-NULL count and sum or its value for MIN/MAX.  That is the
+rows of the last ``preceding`` ms (RANGE), the last n rows (ROWS), or for
+UNBOUNDED frames one row holding the running totals.  RANGE frames are pruned
+each time their key fires, and removed by a cleanup timer once event time
+has passed them all.
+
+When the watermark fires, the waiting rows of all due key groups are split
+into due and later at once, and every key with due rows is evaluated in one
+vectorized pass: contributions sorted by (key, time), frame bounds found by
+binary search, sums and counts taken as differences of prefix sums, and
+MIN/MAX as range queries over a sparse table of dense value ranks.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sqlstream.planner.logical import AggCall
+from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
+from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
+from sqlstream.runtime.operators.keyed import key_group_column
+from sqlstream.runtime.operators.rank import KeyTimers, group_rows, on_time
+from sqlstream.runtime.operators.window_agg import event_times
+
+Frame = tuple[np.ndarray, ...]  # contribution columns, sorted by time
+
+
+def _prefix(values: np.ndarray) -> np.ndarray:
+    """Prefix sums with a leading zero: sum(values[lo:hi+1]) = p[hi+1] - p[lo] (exact under int64 wrap-around)."""
+    out = np.zeros(len(values) + 1, dtype=values.dtype)
+    np.cumsum(values, out=out[1:])
+    return out
+
+
+def _range_sum(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    prefix = _prefix(values)
+    return prefix[hi + 1] - prefix[lo]
+
+
+def _range_extreme(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, maximum: bool) -> np.ndarray:
+    """min or max of values[lo:hi+1] for every (lo, hi): a sparse table, one level per power of two."""
+    fn = np.maximum if maximum else np.minimum
+    level = np.frexp((hi - lo + 1).astype(np.float64))[1] - 1  # floor(log2(length))
+    out = np.empty(len(lo), dtype=values.dtype)
+    table = values
+    for k in range(int(level.max()) + 1 if len(lo) else 0):
+        if k:
+            half = 1 << (k - 1)
+            table = fn(table[:-half], table[half:])
+        sel = level == k
+        if sel.any():
+            out[sel] = fn(table[lo[sel]], table[hi[sel] - (1 << k) + 1])
+    return out
+
+
+def _numpy_values(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(values, validity): numbers and times as native numpy, other types as Python objects."""
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    t = arr.type
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t) or pa.types.is_boolean(t):
+        zero = pa.scalar(False) if pa.types.is_boolean(t) else pa.scalar(0, pa.int64()).cast(t)
+        return pc.fill_null(arr, zero).to_numpy(zero_copy_only=False), valid
+    return np.array(arr.to_pylist(), dtype=object), valid
+
+
+def _arrow_values(values: np.ndarray, valid: np.ndarray, t: pa.DataType) -> pa.Array:
+    if values.dtype == object:
+        return pa.array([v if ok else None for v, ok in zip(values, valid, strict=True)], t)
+    return pa.array(values, mask=~valid).cast(t)
+
+
+class _OverAgg:
+    """One aggregate: its contribution columns, and its result over frames of them."""
+
+    def __init__(self, call: AggCall, arg_type: pa.DataType | None, first_column: int) -> None:
+        self.call = call
+        self.function = call.function
+        self.arg_type = arg_type
+        self.sum_type: pa.DataType | None = None
+        if arg_type is not None and call.function in ("SUM", "AVG"):
+            # sums are kept in 64 bits (exact for integers, as Flink's BIGINT), decimals as Decimal objects
+            self.sum_type = (pa.float64() if pa.types.is_floating(arg_type)
+                             else arg_type if pa.types.is_decimal(arg_type) else pa.int64())
+        width = {"COUNT": 1, "SUM": 2, "AVG": 2, "MIN": 2, "MAX": 2}[call.function] if call.arg is not None else 0
+        # COUNT(x): [non-NULL count]; SUM/AVG: [sum, non-NULL count]; MIN/MAX: [value, is valid]
+        self.columns = list(range(first_column, first_column + width))
+
+    def contributions(self, rows: pa.RecordBatch) -> list[np.ndarray]:
+        if self.call.arg is None:
+            return []  # COUNT(*) is the row count
+        x = rows.column(self.call.arg)
+        if self.function in ("MIN", "MAX"):
+            return list(_numpy_values(x))
+        count = x.is_valid().to_numpy(zero_copy_only=False).astype(np.int64)
+        if self.function == "COUNT":
+            return [count]
+        if self.sum_type is not None and pa.types.is_decimal(self.sum_type):
+            total = np.array([Decimal(0) if v is None else v for v in x.to_pylist()], dtype=object)
+        else:
+            total = pc.fill_null(x.cast(self.sum_type), 0).to_numpy(zero_copy_only=False)
+        return [total, count]
+
+    def evaluate(self, cols: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> list[np.ndarray]:
+        """The frame of every due row, in contribution form (so it can also seed a running total)."""
+        if self.function in ("MIN", "MAX"):
+            values, valid = cols[self.columns[0]], cols[self.columns[1]]
+            maximum = self.function == "MAX"
+            if not valid.any():
+                return [np.zeros(len(lo), dtype=values.dtype), np.zeros(len(lo), dtype=bool)]
+            distinct, inverse = np.unique(values[valid], return_inverse=True)
+            sentinel = 0 if maximum else len(distinct) + 1  # a NULL never wins
+            ranks = np.full(len(values), sentinel, dtype=np.int64)
+            ranks[valid] = inverse.reshape(-1) + 1
+            best = _range_extreme(ranks, lo, hi, maximum)
+            found = best != sentinel
+            return [distinct[np.clip(best - 1, 0, len(distinct) - 1)], found]
+        return [_range_sum(cols[c], lo, hi) for c in self.columns]
+
+    def result(self, frame: list[np.ndarray], n_frame: np.ndarray) -> pa.Array:
+        t = self.call.type
+        if self.call.arg is None:
+            return pa.array(n_frame, pa.int64())
+        if self.function == "COUNT":
+            return pa.array(frame[0], pa.int64())
+        if self.function in ("MIN", "MAX"):
+            return _arrow_values(frame[0], frame[1], t)
+        total, count = frame
+        filled = count > 0
+        if self.function == "SUM":
+            return _arrow_values(total, filled, t)
+        # AVG keeps the argument's type: integers truncate toward zero (Flink)
+        safe = np.maximum(count, 1)
+        if pa.types.is_decimal(t):
+            quantum = Decimal(1).scaleb(-t.scale)
+            avg = np.array([(Decimal(v) / int(c)).quantize(quantum) for v, c in zip(total, safe, strict=True)],
+                           dtype=object)
+            return _arrow_values(avg, filled, t)
+        if pa.types.is_integer(t):
+            return _arrow_values((np.abs(total) // safe) * np.sign(total), filled, t)
+        return _arrow_values(total / safe, filled, t)
+
+
+class OverAggOperator(Operator):
+    name = "OverAggregate"
+    keyed = True
+
+    def __init__(self, partition_keys: list[int], time_index: int, kind: str, preceding: int | None,
+                 aggs: list[AggCall], schema: pa.Schema) -> None:
+        self.keys = partition_keys
+        self.time_index = time_index
+        self.kind = kind  # ROWS | RANGE
+        self.preceding = preceding  # rows or ms; None: UNBOUNDED
+        self.schema = schema
+        self.aggs: list[_OverAgg] = []
+        width = 2  # contribution columns 0 and 1: time, row count
+        for a in aggs:
+            agg = _OverAgg(a, None if a.arg is None else schema.field(a.arg).type, width)
+            width += len(agg.columns)
+            self.aggs.append(agg)
+        self.width = width
+        # a bounded RANGE frame expires as event time passes; ROWS and UNBOUNDED frames never do
+        self.range_ms = preceding if kind == "RANGE" else None
+        self.due_timers = KeyTimers()  # key group -> its earliest waiting row
+        self.cleanup_timers = KeyTimers()  # (key group, key) -> when its RANGE frame has expired
+        self.watermark = MIN_WATERMARK
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        # key group -> batches of its rows that wait for the watermark, in arrival order; kept per key
+        # group, not per key, so that a batch costs one state write per key group it touches
+        self.waiting = ctx.keyed_state.state("waiting")
+        # (key group, partition key) -> the contributions that frames of its future rows reach
+        self.frames = ctx.keyed_state.state("frames")
+
+    # ------------------------------------------------------------ input
+    def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
+        batch, ts = on_time(self.ctx, chunk.batch, self.time_index, self.watermark)
+        if batch.num_rows == 0:
+            return []
+        kg = key_group_column(batch, self.keys, self.ctx.max_parallelism).to_numpy()
+        order = np.argsort(kg, kind="stable")
+        groups = kg[order]
+        bounds = np.flatnonzero(np.diff(groups, prepend=-1, append=-1))
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            group, idx = int(groups[a]), order[a:b]
+            stored = self.waiting.get(group, ())
+            self.waiting.put(group, (), (stored or ()) + (batch.take(pa.array(idx)),))
+            self.due_timers.register(group, (), int(ts[idx].min()))
+        return []
+
+    # ------------------------------------------------------------ firing
+    def on_watermark(self, timestamp: int) -> Output:
+        self.watermark = timestamp
+        output: list[Chunk] = []
+        visited = [(kg, self.waiting.get(kg, ())) for kg, _ in self.due_timers.pop_due(timestamp)]
+        visited = [(kg, w) for kg, w in visited if w]
+        if visited:
+            # the waiting rows of every due key group, split into due and later in one pass
+            pieces = [b for _, w in visited for b in w]
+            rows = pieces[0] if len(pieces) == 1 else pa.concat_batches(pieces)
+            owner = np.repeat(np.arange(len(visited)), [sum(b.num_rows for b in w) for _, w in visited])
+            ts = event_times(rows, self.time_index).to_numpy(zero_copy_only=False)
+            due = ts <= timestamp
+            waits = np.flatnonzero(~due)
+            bounds = np.searchsorted(owner[waits], np.arange(len(visited) + 1))
+            for i, (kg, _) in enumerate(visited):
+                keep = waits[bounds[i]:bounds[i + 1]]
+                if len(keep):
+                    self.waiting.put(kg, (), (rows.take(pa.array(keep)),))
+                    self.due_timers.register(kg, (), int(ts[keep].min()))
+                else:
+                    self.waiting.delete(kg, ())
+            if due.any():
+                output.append(Chunk(self._fire(rows.filter(pa.array(due)), timestamp)))
+        for kg, key in self.cleanup_timers.pop_due(timestamp):
+            frame = self.frames.get(kg, key)
+            if frame is None or self.range_ms is None:
+                continue
+            # once its last row is at or before watermark - preceding, no future row reaches the frame;
+            # until then the frame is pruned each time the key fires
+            expiry = int(frame[0][-1]) + self.range_ms
+            if expiry <= timestamp:
+                self.frames.delete(kg, key)
+            else:
+                self.cleanup_timers.register(kg, key, expiry)
+        return output
+
+    def _fire(self, due_rows: pa.RecordBatch, watermark: int) -> pa.RecordBatch:
+        groups = group_rows(due_rows, self.keys, self.ctx.max_parallelism)
+        ordered = due_rows.take(pa.array(np.concatenate([g[2] for g in groups])))
+        owner = np.repeat(np.arange(len(groups)), [len(g[2]) for g in groups])
+        frames = [self.frames.get(kg, key) for kg, key, _ in groups]
+        batch, new_frames = self._evaluate(ordered, owner, frames, watermark)
+        for (kg, key, _), frame in zip(groups, new_frames, strict=True):
+            self._store_frame(kg, key, frame)
+        return batch
+
+    def _store_frame(self, kg: int, key: tuple, frame: Frame | None) -> None:
+        if frame is None:
+            self.frames.delete(kg, key)
+            return
+        self.frames.put(kg, key, frame)
+        if self.range_ms is not None:
+            self.cleanup_timers.register(kg, key, int(frame[0][-1]) + self.range_ms)
+
+    def _contributions(self, rows: pa.RecordBatch) -> list[np.ndarray]:
+        ts = event_times(rows, self.time_index).to_numpy(zero_copy_only=False)
+        columns = [ts, np.ones(len(ts), dtype=np.int64)]
+        for a in self.aggs:
+            columns += a.contributions(rows)
+        return columns
+
+    def _evaluate(self, due_rows: pa.RecordBatch, due_owner: np.ndarray, frames: list[Frame | None],
+                  watermark: int) -> tuple[pa.RecordBatch, list[Frame | None]]:
+        """Output rows for the due rows of ``len(frames)`` keys (owners 0..n-1), and each key's next frame."""
+        keys = len(frames)
+        present = [f for f in frames if f is not None]
+        contributions = self._contributions(due_rows)
+        cols = [np.concatenate([f[c] for f in present] + [contributions[c]]) for c in range(self.width)]
+        frame_sizes = [0 if f is None else len(f[0]) for f in frames]
+        owner = np.concatenate([np.repeat(np.arange(keys), frame_sizes), due_owner])
+        order = np.lexsort((cols[0], owner))  # stable: frames first, then arrival order among equal times
+        cols = [c[order] for c in cols]
+        owner = owner[order]
+        first_due = sum(frame_sizes)
+        positions = np.flatnonzero(order >= first_due)  # the due rows, in (key, time) order
+        starts = np.searchsorted(owner, np.arange(keys))
+        lo, hi = self._frames(cols[0], owner, positions, starts)
+
+        n_frame = _range_sum(cols[1], lo, hi)
+        per_agg = [a.evaluate(cols, lo, hi) for a in self.aggs]
+        results = [a.result(f, n_frame) for a, f in zip(self.aggs, per_agg, strict=True)]
+        emitted = due_rows.take(pa.array(order[positions] - first_due))
+        output = pa.RecordBatch.from_arrays(list(emitted.columns) + results, schema=self.schema)
+        by_time = np.argsort(cols[0][positions], kind="stable")  # emit in event-time order across keys
+        output = output.take(pa.array(by_time))
+        return output, self._next_frames(cols, owner, positions, starts, n_frame, per_agg, watermark)
+
+    def _frames(self, ts: np.ndarray, owner: np.ndarray, positions: np.ndarray,
+                starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First and last sorted index of each due row's frame (frames never cross keys)."""
+        first = starts[owner[positions]]
+        if self.kind == "ROWS":
+            lo = first if self.preceding is None else np.maximum(positions - self.preceding, first)
+            return lo, positions
+        # RANGE: a composite (key, time rank) that is sorted, so binary search stays inside the key
+        due_ts = ts[positions]
+        probes = [ts] if self.preceding is None else [ts, due_ts - self.preceding]
+        times = np.unique(np.concatenate(probes))
+        width = len(times)
+        composite = owner * width + np.searchsorted(times, ts)
+        hi = np.searchsorted(composite, composite[positions], side="right") - 1  # peers included
+        if self.preceding is None:
+            return first, hi
+        lower = owner[positions] * width + np.searchsorted(times, due_ts - self.preceding)
+        return np.searchsorted(composite, lower, side="left"), hi
+
+    def _next_frames(self, cols: list[np.ndarray], owner: np.ndarray, positions: np.ndarray, starts: np.ndarray,
+                     n_frame: np.ndarray, per_agg: list[list[np.ndarray]], watermark: int) -> list[Frame | None]:
+        keys = len(starts)
+        ends = np.append(starts[1:], len(owner))
+        if self.preceding is None:
+            # one synthetic row per key: the frame totals at its last (due) row, at the earliest time
+            last = np.searchsorted(positions, ends - 1)
+            running = [np.full(keys, MIN_WATERMARK, dtype=np.int64), n_frame[last]]
+            for frame in per_agg:
+                running += [c[last] for c in frame]
+            return [tuple(c[k:k + 1].copy() for c in running) for k in range(keys)]
+        if self.kind == "ROWS":
+            keep = np.arange(len(owner)) >= ends[owner] - self.preceding
+        else:
+            keep = cols[0] > watermark - self.preceding
+        kept = np.flatnonzero(keep)
+        kept_cols = [c[kept] for c in cols]
+        bounds = np.searchsorted(owner[kept], np.arange(keys + 1))
+        return [tuple(c[bounds[k]:bounds[k + 1]].copy() for c in kept_cols) if bounds[k + 1] > bounds[k] else None
+                for k in range(keys)]
+
+    # ------------------------------------------------------------ checkpoints
+    def snapshot_state(self, checkpoint_id: int) -> Any:
+        return {"watermark": self.watermark}
+
+    def restore_state(self, state: Any) -> None:
+        if state is not None:
+            self.watermark = state["watermark"]
+        for kg, _, waiting in self.waiting.items():
+            first = min(int(pc.min(event_times(b, self.time_index)).as_py()) for b in waiting)
+            self.due_timers.register(kg, (), first)
+        if self.range_ms is not None:
+            for kg, key, frame in self.frames.items():
+                self.cleanup_timers.register(kg, key, int(frame[0][-1]) + self.range_ms)

@@ -1,0 +1,252 @@
+"""Window aggregation over TUMBLE / HOP / CUMULATE windows.
+
+process_batch assigns rows to windows, drops late rows (those whose earliest
+window already fired), pre-aggregates per (window, key) in Arrow and merges
+the partials into per-window accumulators in keyed state.  on_watermark
+emits every window whose end - 1 <= watermark, once, as append-only rows.
+Timers (window end -> keys) are an in-memory index rebuilt from the keyed
+state on restore, so they need no snapshot of their own.
+
+A cascaded window aggregation (``input_window`` set) aggregates rows whose
+windows were assigned upstream: each row's window is read from its
+window_start and window_end columns, rows are not assigned again, and a row
+whose window already fired is late.  Everything after that is shared.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sqlstream.planner.logical import AggCall, WindowSpec
+from sqlstream.runtime import aggregates
+from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
+from sqlstream.runtime.operators.base import Metrics, Operator, OperatorContext, Output
+from sqlstream.runtime.operators.keyed import fresh_or_copy, key_group_column
+from sqlstream.runtime.operators.window_agg_columnar import ColumnarWindowAggregates, supports
+from sqlstream.runtime.windows import assign, first_window_end
+
+
+def event_times(batch: pa.RecordBatch, index: int) -> pa.Array:
+    return batch.column(index).cast(pa.int64())
+
+
+def rows_with_event_time(batch: pa.RecordBatch, index: int, metrics: Metrics) -> tuple[pa.RecordBatch, pa.Array]:
+    """The rows that have an event time (NULL ones are dropped and counted), and those times in ms."""
+    ts = event_times(batch, index)
+    if ts.null_count:
+        valid = pc.is_valid(ts)
+        metrics.extra["null_rowtime_dropped"] = metrics.extra.get("null_rowtime_dropped", 0) + ts.null_count
+        batch, ts = batch.filter(valid), ts.filter(valid)
+    return batch, ts
+
+
+class WindowOutput:
+    """Builds output batches from fired (start, end, key, accumulators) tuples."""
+
+    def __init__(self, outputs: list[str | int], schema: pa.Schema,
+                 functions: list[aggregates.AggFunction]) -> None:
+        self.outputs = outputs
+        self.schema = schema
+        self.functions = functions
+
+    def build(self, rows: list[tuple[int, int, tuple, list[list[Any]]]]) -> pa.RecordBatch:
+        columns: list[pa.Array] = []
+        starts = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+        ends = np.fromiter((r[1] for r in rows), np.int64, len(rows))
+        key_i = 0
+        for pos, o in enumerate(self.outputs):
+            field = self.schema.field(pos)
+            if o == "window_start":
+                columns.append(pa.array(starts).cast(field.type))
+            elif o == "window_end":
+                columns.append(pa.array(ends).cast(field.type))
+            elif o == "window_time":
+                columns.append(pa.array(ends - 1).cast(field.type))
+            else:
+                columns.append(pa.array([r[2][key_i] for r in rows], field.type))
+                key_i += 1
+        base = len(self.outputs)
+        for fi, fn in enumerate(self.functions):
+            field = self.schema.field(base + fi)
+            columns.append(pa.array([fn.result(r[3][fi]) for r in rows], field.type))
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+
+def partition_columns(key_indexes: list[int], input_window: tuple[int, int] | None) -> tuple[int, ...]:
+    """The input columns a window aggregation's input is hash-partitioned by (its key groups).
+
+    The group keys; a cascaded aggregation without any uses the window end instead of
+    sending every row to one subtask (each window is aggregated on its own anyway).
+    """
+    if key_indexes or input_window is None:
+        return tuple(key_indexes)
+    return (input_window[1],)
+
+
+class WindowAggOperator(Operator):
+    name = "WindowAggregate"
+    keyed = True
+
+    def __init__(self, window: WindowSpec, outputs: list[str | int], aggs: list[AggCall],
+                 schema: pa.Schema, input_window: tuple[int, int] | None = None) -> None:
+        """``input_window``: cascaded, the input columns of each row's window_start and window_end."""
+        self.window = window
+        self.input_window = input_window
+        self.outputs = outputs
+        self.schema = schema
+        self.aggs = aggs
+        self.key_indexes = [o for o in outputs if isinstance(o, int)]
+        self.partition = list(partition_columns(self.key_indexes, input_window))
+        self.functions = [aggregates.make(a) for a in aggs]
+        self.pre_aggregate = aggregates.PreAggregator(self.functions)
+        self.output = WindowOutput(outputs, schema, self.functions)
+        self.timers: dict[int, set[tuple[int, tuple]]] = {}  # window end -> {(key group, state key)}
+        self.ends: list[int] = []
+        self.watermark = MIN_WATERMARK
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        # state key: (window end, window start, *group keys) -> accumulators
+        self.windows = ctx.keyed_state.state("windows")
+        # in memory (hashmap backend) the partials are Arrow tables merged by group-bys; state that
+        # must be able to exceed memory (rocksdb) keeps one accumulator per window and key
+        self.columnar: ColumnarWindowAggregates | None = None
+        self.min_end: int | None = None
+        if ctx.keyed_state.name == "hashmap" and supports(self.aggs):
+            backend = ctx.keyed_state
+            distincts = [backend.columnar(f"distinct{i}") for i, a in enumerate(self.aggs) if a.distinct]
+            self.columnar = ColumnarWindowAggregates(self.aggs, len(self.key_indexes), backend.columnar("partials"), distincts)
+
+    def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
+        windowed = self._windows(chunk.batch)
+        if windowed is None:
+            return []
+        expanded, starts, ends = windowed
+        kg = key_group_column(expanded, self.partition, self.ctx.max_parallelism)
+        keys = [pa.array(ends), pa.array(starts), kg] + [expanded.column(k) for k in self.key_indexes]
+        if self.columnar is not None:
+            self.columnar.add(keys, expanded)
+            first = int(ends.min())
+            self.min_end = first if self.min_end is None else min(self.min_end, first)
+            return []
+        key_lists, partials = self.pre_aggregate(keys, expanded, None)
+        end_list, start_list, kg_list = key_lists[0], key_lists[1], key_lists[2]
+        other = key_lists[3:]
+        windows, functions = self.windows, self.functions
+        for g in range(len(end_list)):
+            end = end_list[g]
+            skey = (end, start_list[g], *(col[g] for col in other))
+            group = kg_list[g]
+            accs = fresh_or_copy(functions, windows.get(group, skey))
+            for fi, fn in enumerate(functions):
+                fn.merge(accs[fi], partials[fi][g])
+            windows.put(group, skey, accs)
+            self._add_timer(end, group, skey)
+        return []
+
+    def _windows(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, np.ndarray, np.ndarray] | None:
+        """The on-time rows, one per (row, window), with their window starts and ends (ms)."""
+        time_column = self.window.time_index if self.input_window is None else self.input_window[1]
+        batch, ts_arrow = rows_with_event_time(batch, time_column, self.ctx.metrics)
+        ts = ts_arrow.to_numpy(zero_copy_only=False)
+        if self.watermark != MIN_WATERMARK:
+            # a row is late when its earliest window fired (cascaded: its one window)
+            first_end = ts if self.input_window is not None else first_window_end(self.window, ts)
+            on_time = first_end - 1 > self.watermark
+            late = int(len(ts) - np.count_nonzero(on_time))
+            if late:
+                self.ctx.metrics.late_records_dropped += late
+                batch, ts = batch.filter(pa.array(on_time)), ts[on_time]
+        if batch.num_rows == 0:
+            return None
+        if self.input_window is not None:
+            starts = event_times(batch, self.input_window[0]).to_numpy(zero_copy_only=False)
+            return batch, starts, ts
+        rows, starts, ends = assign(self.window, ts)
+        return (batch.take(pa.array(rows)) if len(rows) != batch.num_rows else batch), starts, ends
+
+    def _add_timer(self, end: int, group: int, skey: tuple) -> None:
+        bucket = self.timers.get(end)
+        if bucket is None:
+            bucket = self.timers[end] = set()
+            heapq.heappush(self.ends, end)
+        bucket.add((group, skey))
+
+    def on_watermark(self, timestamp: int) -> Output:
+        self.watermark = timestamp
+        if self.columnar is not None:
+            return self._fire_columnar(timestamp)
+        fired: list[tuple[int, int, tuple, list[list[Any]]]] = []
+        while self.ends and self.ends[0] - 1 <= timestamp:
+            end = heapq.heappop(self.ends)
+            for group, skey in sorted(self.timers.pop(end), key=_sort_key):
+                accs = self.windows.get(group, skey)
+                if accs is None:
+                    continue  # expired by state TTL
+                self.windows.delete(group, skey)
+                fired.append((skey[1], end, skey[2:], accs))
+        if not fired:
+            return []
+        return [Chunk(self.output.build(fired))]
+
+    def _fire_columnar(self, timestamp: int) -> Output:
+        assert self.columnar is not None
+        if self.min_end is None or self.min_end - 1 > timestamp:
+            return []
+        result = self.columnar.fire(timestamp)
+        self.min_end = self.columnar.min_end()
+        if result is None:
+            return []
+        fired, values = result
+        columns: list[pa.Array] = []
+        key_i = 0
+        for pos, o in enumerate(self.outputs):
+            t = self.schema.field(pos).type
+            if o == "window_start":
+                columns.append(fired.column("$start").combine_chunks().cast(t))
+            elif o == "window_end":
+                columns.append(fired.column("$end").combine_chunks().cast(t))
+            elif o == "window_time":
+                columns.append(pc.subtract(fired.column("$end"), 1).combine_chunks().cast(t))
+            else:
+                columns.append(fired.column(f"k{key_i}").combine_chunks().cast(t))
+                key_i += 1
+        columns += values
+        return [Chunk(pa.RecordBatch.from_arrays(columns, schema=self.schema))]
+
+    def snapshot_state(self, checkpoint_id: int) -> Any:
+        return {"watermark": self.watermark}
+
+    def restore_state(self, state: Any) -> None:
+        if state is not None:
+            self.watermark = state["watermark"]
+        backend = self.ctx.keyed_state
+        if self.columnar is not None:
+            # per-key accumulators restored from a rocksdb savepoint become partials
+            entries = list(self.windows.items())
+            for group, skey, _ in entries:
+                self.windows.delete(group, skey)
+            self.columnar.add_accumulators(entries)
+            self.min_end = self.columnar.min_end()
+            return
+        if "partials" in backend.columnar_states:
+            # partials restored from a hashmap savepoint become per-key accumulators
+            distincts = [backend.columnar(f"distinct{i}") for i, a in enumerate(self.aggs) if a.distinct]
+            converter = ColumnarWindowAggregates(self.aggs, len(self.key_indexes), backend.columnar("partials"), distincts)
+            for group, skey, accs in converter.accumulators():
+                self.windows.put(group, skey, accs)
+            for name in ["partials", *[d.name for d in distincts]]:
+                backend.columnar_states.pop(name, None)
+        for group, skey, _ in self.windows.items():
+            self._add_timer(skey[0], group, skey)
+
+
+def _sort_key(item: tuple[int, tuple]) -> tuple:
+    """Deterministic firing order within one window end (start, then keys as text)."""
+    group, skey = item
+    return (skey[1], tuple(str(k) for k in skey[2:]))

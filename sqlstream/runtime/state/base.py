@@ -1,0 +1,211 @@
+"""Keyed state: what an operator keeps per key, partitioned by key group.
+
+Every entry lives in a key group, so a snapshot can be split by key group
+and restored into a different parallelism.  Values are treated as
+immutable once put (operators copy before they change one), which lets the
+heap backend freeze a snapshot by copying dictionaries, not values, and
+serialize it asynchronously while processing goes on.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sqlstream.core.errors import SqlStreamError
+
+# writes a frozen snapshot under a directory and returns a small, picklable handle
+SnapshotWriter = Callable[[Path], Any]
+
+
+class SnapshotFormatError(SqlStreamError):
+    """A snapshot was written by a backend that cannot be read by this one."""
+
+
+class KeyedState(ABC):
+    """One named state: (key group, key) -> value, with optional time-to-live."""
+
+    def __init__(self, name: str, ttl_ms: int | None) -> None:
+        self.name = name
+        self.ttl_ms = ttl_ms
+
+    @abstractmethod
+    def _get(self, kg: int, key: tuple) -> Any | None: ...
+
+    @abstractmethod
+    def _put(self, kg: int, key: tuple, value: Any) -> None: ...
+
+    @abstractmethod
+    def delete(self, kg: int, key: tuple) -> None: ...
+
+    @abstractmethod
+    def _items(self) -> Iterator[tuple[int, tuple, Any]]: ...
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+    # TTL wraps values as (value, last access ms); Flink's state TTL is processing time
+    def get(self, kg: int, key: tuple) -> Any | None:
+        stored = self._get(kg, key)
+        if stored is None or self.ttl_ms is None:
+            return stored
+        value, touched = stored
+        if now_ms() - touched > self.ttl_ms:
+            self.delete(kg, key)
+            return None
+        return value
+
+    def put(self, kg: int, key: tuple, value: Any) -> None:
+        self._put(kg, key, value if self.ttl_ms is None else (value, now_ms()))
+
+    def items(self) -> Iterator[tuple[int, tuple, Any]]:
+        if self.ttl_ms is None:
+            yield from self._items()
+            return
+        cutoff = now_ms() - self.ttl_ms
+        for kg, key, (value, touched) in list(self._items()):
+            if touched < cutoff:
+                self.delete(kg, key)
+            else:
+                yield kg, key, value
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def write_canonical(path: Path, entries: dict[str, dict[tuple[int, tuple], Any]]) -> dict[str, Any]:
+    """The backend-independent snapshot format: {state name: {(key group, key): stored value}}."""
+    with path.open("wb") as f:
+        pickle.dump(entries, f, protocol=pickle.HIGHEST_PROTOCOL)
+    return {"format": "canonical", "file": str(path)}
+
+
+def read_canonical(handle: dict[str, Any]) -> Iterator[tuple[str, int, tuple, Any]]:
+    with open(handle["file"], "rb") as f:
+        entries = pickle.load(f)
+    for name, data in entries.items():
+        for (kg, key), value in data.items():
+            yield name, kg, key, value
+
+
+class ColumnarState:
+    """Keyed state kept as Arrow tables with a ``$kg`` (key group) column, for vectorized operators.
+
+    Window aggregation keeps its partial aggregates this way so that merging
+    and firing are Arrow group-bys, not a Python step per key.  It lives in
+    memory on every backend; snapshots write it as Arrow IPC and a restore
+    keeps the rows of the subtask's key groups.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.tables: list[pa.Table] = []
+
+    def frozen(self) -> pa.Table | None:
+        # tables are never changed in place, so the list copy is a consistent view
+        tables = [t for t in self.tables if t.num_rows]
+        return pa.concat_tables(tables) if tables else None
+
+    def freeze(self) -> Callable[[], pa.Table | None]:
+        """The state now, as a table made when the snapshot is written: a state whose table is
+        costly to build takes a cheap consistent view here and builds it off the processing path
+        (or never: the final snapshot of a job without checkpoint storage is not written)."""
+        table = self.frozen()
+        return lambda: table
+
+
+class StateBackend(ABC):
+    """The keyed state of one operator subtask."""
+
+    name = "abstract"
+
+    def __init__(self, key_groups: range, local_dir: Path | None = None) -> None:
+        self.key_groups = key_groups
+        self.local_dir = local_dir
+        self.states: dict[str, KeyedState] = {}
+        # where incremental snapshots keep files shared between checkpoints (the checkpoint root's)
+        self.shared_dir: Path | None = None
+        self.columnar_states: dict[str, ColumnarState] = {}
+
+    def columnar(self, name: str) -> ColumnarState:
+        st = self.columnar_states.get(name)
+        if st is None:
+            st = self.columnar_states[name] = ColumnarState(name)
+        return st
+
+    def snapshot_all(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
+        """Keyed and columnar state: the backend's own snapshot plus Arrow files for columnar state."""
+        keyed = self.snapshot(checkpoint_id, canonical)
+        columnar = {name: st.freeze() for name, st in self.columnar_states.items()}
+
+        def write(directory: Path) -> Any:
+            files = {}
+            for name, frozen in columnar.items():
+                table = frozen()
+                if table is not None:
+                    path = directory / f"columnar-{name}.arrow"
+                    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+                        w.write_table(table)
+                    files[name] = str(path)
+            return {"keyed": keyed(directory), "columnar": files}
+
+        return write
+
+    def restore_all(self, handles: list[Any]) -> None:
+        """Restore what snapshot_all wrote (from one or more old subtasks)."""
+        self.restore([h["keyed"] for h in handles])
+        wanted = pa.array(list(self.key_groups), pa.int64())
+        for h in handles:
+            for name, path in h.get("columnar", {}).items():
+                table = pa.ipc.open_file(pa.memory_map(path)).read_all()
+                mine = table.filter(pc.is_in(table.column("$kg"), value_set=wanted))
+                if mine.num_rows:
+                    self.columnar(name).tables.append(mine)
+
+    def take_columnar(self, name: str) -> pa.Table | None:
+        """Remove a columnar state and return its rows: a columnar snapshot restored where the
+        operator keeps the per-key form (rocksdb) is converted once, then forgotten."""
+        st = self.columnar_states.pop(name, None)
+        return None if st is None else st.frozen()
+
+    def state(self, name: str, ttl_ms: int | None = None) -> KeyedState:
+        st = self.states.get(name)
+        if st is None:
+            st = self.states[name] = self._create(name, ttl_ms)
+        else:
+            st.ttl_ms = ttl_ms  # a state restored before its operator declared it gets its TTL now
+        return st
+
+    @abstractmethod
+    def _create(self, name: str, ttl_ms: int | None) -> KeyedState: ...
+
+    @abstractmethod
+    def snapshot(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
+        """Freeze the current state (synchronous, cheap); the returned writer persists it later.
+
+        ``canonical`` (savepoints) writes the backend-independent format that
+        every backend can restore; otherwise the backend may use its own.
+        """
+
+    @abstractmethod
+    def restore(self, handles: list[Any]) -> None:
+        """Load entries of this subtask's key groups from the handles of one or more old subtasks."""
+
+    def _restore_canonical(self, handle: Any) -> None:
+        for name, kg, key, value in read_canonical(handle):
+            if kg in self.key_groups:
+                self.state(name)._put(kg, key, value)
+
+    def num_entries(self) -> int:
+        return sum(len(s) for s in self.states.values())
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release files and memory."""

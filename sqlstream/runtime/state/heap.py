@@ -1,0 +1,57 @@
+"""The 'hashmap' backend: state in Python dictionaries, snapshots pickled to files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sqlstream.runtime.state.base import (
+    KeyedState,
+    SnapshotFormatError,
+    SnapshotWriter,
+    StateBackend,
+    write_canonical,
+)
+
+
+class HeapState(KeyedState):
+    def __init__(self, name: str, ttl_ms: int | None) -> None:
+        super().__init__(name, ttl_ms)
+        self.data: dict[tuple[int, tuple], Any] = {}
+
+    def _get(self, kg: int, key: tuple) -> Any | None:
+        return self.data.get((kg, key))
+
+    def _put(self, kg: int, key: tuple, value: Any) -> None:
+        self.data[(kg, key)] = value
+
+    def delete(self, kg: int, key: tuple) -> None:
+        self.data.pop((kg, key), None)
+
+    def _items(self) -> Iterator[tuple[int, tuple, Any]]:
+        for (kg, key), value in self.data.items():
+            yield kg, key, value
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+class HeapStateBackend(StateBackend):
+    name = "hashmap"
+
+    def _create(self, name: str, ttl_ms: int | None) -> KeyedState:
+        return HeapState(name, ttl_ms)
+
+    def snapshot(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
+        # values are immutable once put, so copying the dicts freezes the state
+        frozen = {name: dict(st.data) for name, st in self.states.items()}  # type: ignore[attr-defined]
+        return lambda directory: write_canonical(directory / "keyed-state.pkl", frozen)
+
+    def restore(self, handles: list[Any]) -> None:
+        for handle in handles:
+            if handle.get("format") != "canonical":
+                raise SnapshotFormatError(
+                    f"the hashmap state backend cannot restore a '{handle.get('format')}' snapshot; "
+                    "take a savepoint (canonical format) to switch state backends"
+                )
+            self._restore_canonical(handle)

@@ -1,0 +1,350 @@
+"""The 'rocksdb' backend: keyed state on local disk, in the line of Flink's EmbeddedRocksDBStateBackend.
+
+One RocksDB instance per operator subtask, one column family per named
+state (``state:<name>``), so a state can be scanned or counted without
+touching the others.  Keys are the 2-byte big-endian key group followed by
+the pickled key tuple: RocksDB orders keys bytewise, so every key group is
+one contiguous range and a rescaled restore scans exactly the groups it
+owns.  Values are pickled by us; rocksdict runs in raw mode so it never
+guesses a type.  Nothing is cached in Python, so state may exceed memory.
+
+Checkpoints are incremental.  The synchronous part flushes the memtables and
+hard-links the live files into a staging checkpoint; the writer later copies
+SST files (immutable, uniquely named within one db) into a folder shared by
+all checkpoints of this backend and copies only the small files (MANIFEST,
+CURRENT, OPTIONS, WAL) into the checkpoint's own directory.  The shared
+folder is ``<shared_dir>/<backend id>``: the runtime points ``shared_dir`` at
+the checkpoint root's ``shared/`` (without it, ``<directory>/../shared``).  Every
+backend instance has a fresh id: a restored db numbers new SSTs like the db it
+came from (which may still be running), so sharing a folder with it could mix
+two different files under one name; the first checkpoint after a restore is
+therefore a full one (Flink's NO_CLAIM restore mode does the same).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rocksdict import (
+    AccessType,
+    BlockBasedOptions,
+    Checkpoint,
+    Options,
+    Rdict,
+    WriteOptions,
+)
+
+from sqlstream.runtime.state.base import (
+    KeyedState,
+    SnapshotFormatError,
+    SnapshotWriter,
+    StateBackend,
+    write_canonical,
+)
+
+FORMAT = "rocksdb"
+_CF_PREFIX = "state:"  # keeps state names clear of RocksDB's own 'default' column family
+_KG_BYTES = 2  # max parallelism is 32768, so a key group fits in two bytes
+
+
+def _kg_prefix(kg: int) -> bytes:
+    return kg.to_bytes(_KG_BYTES, "big")
+
+
+def encode_key(kg: int, key: tuple) -> bytes:
+    """Key group prefix + pickled key, identical bytes for equal keys.
+
+    Plain ``pickle.dumps`` is not deterministic: its memo turns a second
+    reference to the *same object* into a back-reference, so ``(s, s)`` and
+    ``(s, copy_of_s)`` would pickle differently and name two different
+    rows.  The pickler's fast mode disables the memo.
+    """
+    buf = io.BytesIO()
+    buf.write(_kg_prefix(kg))
+    pickler = pickle.Pickler(buf, protocol=4)
+    pickler.fast = True
+    pickler.dump(key)
+    return buf.getvalue()
+
+
+def decode_key(raw: bytes) -> tuple[int, tuple]:
+    return int.from_bytes(raw[:_KG_BYTES], "big"), pickle.loads(raw[_KG_BYTES:])
+
+
+def _options() -> Options:
+    """Raw mode (bytes in, bytes out) with bloom filters so most 'is this key new?' checks skip disk."""
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.create_missing_column_families(True)
+    table = BlockBasedOptions()
+    table.set_bloom_filter(10, False)
+    opts.set_block_based_table_factory(table)
+    return opts
+
+
+def _write_options() -> WriteOptions:
+    # like Flink: durability comes from checkpoints, a WAL would only slow every put down
+    wo = WriteOptions()
+    wo.disable_wal = True
+    return wo
+
+
+def _open(path: Path, read_only: bool = False) -> Rdict:
+    """Open a db with every column family it has; RocksDB refuses to open one with any left out."""
+    existing = Rdict.list_cf(str(path)) if (path / "CURRENT").exists() else []
+    families = {name: _options() for name in existing}
+    access = AccessType.read_only() if read_only else AccessType.read_write()
+    return Rdict(str(path), _options(), column_families=families, access_type=access)
+
+
+class RocksDBState(KeyedState):
+    """One named state in its own column family; the entry count is kept here so ``len`` is O(1)."""
+
+    def __init__(self, name: str, ttl_ms: int | None, cf: Rdict, count: int) -> None:
+        super().__init__(name, ttl_ms)
+        self._bind(cf, count)
+
+    def _bind(self, cf: Rdict, count: int) -> None:
+        """Point this state at a (new) column family, e.g. after the db was replaced by a restore."""
+        self.cf = cf
+        self.cf.set_write_options(_write_options())
+        self.count = count
+
+    def _exists(self, raw_key: bytes) -> bool:
+        # key_may_exist answers 'no' from memtable and bloom filters without IO for most new keys
+        return self.cf.key_may_exist(raw_key) and self.cf.get(raw_key) is not None
+
+    def _get(self, kg: int, key: tuple) -> Any | None:
+        raw = self.cf.get(encode_key(kg, key))
+        return None if raw is None else pickle.loads(raw)
+
+    def _put(self, kg: int, key: tuple, value: Any) -> None:
+        self.put_raw(encode_key(kg, key), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def put_raw(self, raw_key: bytes, raw_value: bytes) -> None:
+        """Store already-encoded bytes: a rescaling restore copies entries without unpickling them."""
+        if not self._exists(raw_key):
+            self.count += 1
+        self.cf.put(raw_key, raw_value)
+
+    def delete(self, kg: int, key: tuple) -> None:
+        raw_key = encode_key(kg, key)
+        if self._exists(raw_key):
+            self.cf.delete(raw_key)
+            self.count -= 1
+
+    def _items(self) -> Iterator[tuple[int, tuple, Any]]:
+        # a RocksDB iterator reads a consistent view, so callers may write while iterating
+        for raw_key, raw_value in self.cf.items():
+            kg, key = decode_key(raw_key)
+            yield kg, key, pickle.loads(raw_value)
+
+    def __len__(self) -> int:
+        return self.count
+
+
+class RocksDBStateBackend(StateBackend):
+    name = FORMAT
+
+    def __init__(self, key_groups: range, local_dir: Path | None = None) -> None:
+        super().__init__(key_groups, local_dir)
+        if local_dir is not None:
+            local_dir.mkdir(parents=True, exist_ok=True)
+        # a fresh directory per subtask: several backends may share one local_dir
+        self.root = Path(tempfile.mkdtemp(prefix="rocksdb-", dir=local_dir))
+        # names this backend's shared SST folder: SST numbers are unique only within one db
+        self.backend_id = uuid.uuid4().hex
+        self.db_path = self.root / "db"
+        self.db: Rdict | None = _open(self.db_path)
+        self._snapshots = 0
+
+    def _live_db(self) -> Rdict:
+        if self.db is None:
+            raise RuntimeError("the rocksdb state backend is closed")
+        return self.db
+
+    def _create(self, name: str, ttl_ms: int | None) -> KeyedState:
+        cf = self._live_db().create_column_family(_CF_PREFIX + name, _options())
+        return RocksDBState(name, ttl_ms, cf, 0)
+
+    def _states(self) -> dict[str, RocksDBState]:
+        return self.states  # type: ignore[return-value]  # _create only makes RocksDBState
+
+    # ---- snapshots
+
+    def snapshot(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
+        db = self._live_db()
+        # the WAL is off, so everything must be in SST files before the checkpoint links them
+        db.flush()
+        for st in self._states().values():
+            st.cf.flush()
+        self._snapshots += 1
+        staging = self.root / "staging" / f"chk-{checkpoint_id}-{self._snapshots}"
+        staging.parent.mkdir(exist_ok=True)
+        Checkpoint(db).create_checkpoint(str(staging))
+        counts = {name: len(st) for name, st in self._states().items()}
+        key_groups = (self.key_groups.start, self.key_groups.stop)
+
+        def write(directory: Path) -> dict[str, Any]:
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                if canonical:
+                    return _write_canonical_from(staging, counts, directory)
+                return self._write_incremental(staging, directory, counts, key_groups, checkpoint_id)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+
+        return write
+
+    def _write_incremental(
+        self,
+        staging: Path,
+        directory: Path,
+        counts: dict[str, int],
+        key_groups: tuple[int, int],
+        checkpoint_id: int,
+    ) -> dict[str, Any]:
+        """Copy SSTs not yet in the shared folder, and all small files into ``directory``."""
+        shared = (self.shared_dir or directory.parent / "shared") / self.backend_id
+        shared.mkdir(parents=True, exist_ok=True)
+        copied = 0
+        shared_files: list[str] = []
+        private_files: list[str] = []
+        for f in sorted(staging.iterdir()):
+            if f.suffix == ".sst":
+                target = shared / f.name
+                if not target.exists():
+                    # copy under a temporary name so an existing name always means a complete file,
+                    # even if two checkpoints of this backend are written at once
+                    partial = shared / f".{f.name}.{uuid.uuid4().hex}.partial"
+                    shutil.copyfile(f, partial)
+                    os.replace(partial, target)
+                    copied += f.stat().st_size
+                shared_files.append(f.name)
+            else:
+                shutil.copyfile(f, directory / f.name)
+                copied += f.stat().st_size
+                private_files.append(f.name)
+        return {
+            "format": FORMAT,
+            "checkpoint_id": checkpoint_id,
+            "backend_id": self.backend_id,
+            "key_groups": key_groups,
+            "states": counts,
+            "dir": str(directory),
+            "shared_dir": str(shared),
+            "shared_files": shared_files,
+            "private_files": private_files,
+            "bytes_copied": copied,
+        }
+
+    # ---- restore
+
+    def restore(self, handles: list[Any]) -> None:
+        for handle in handles:
+            if handle.get("format") not in (FORMAT, "canonical"):
+                raise SnapshotFormatError(
+                    f"the rocksdb state backend cannot restore a '{handle.get('format')}' snapshot; "
+                    "take a savepoint (canonical format) to switch state backends"
+                )
+        own = (self.key_groups.start, self.key_groups.stop)
+        if (
+            len(handles) == 1
+            and handles[0]["format"] == FORMAT
+            and tuple(handles[0]["key_groups"]) == own
+            and self.num_entries() == 0
+        ):
+            self._restore_whole(handles[0])
+            return
+        for handle in handles:
+            if handle["format"] == "canonical":
+                self._restore_canonical(handle)
+            else:
+                self._restore_key_groups(handle)
+
+    def _restore_whole(self, handle: dict[str, Any]) -> None:
+        """Same key groups: the old db becomes this one, with no entry read or rewritten."""
+        self._close_db()
+        shutil.rmtree(self.db_path, ignore_errors=True)
+        _rebuild(handle, self.db_path)
+        db = self.db = _open(self.db_path)
+        for name, count in handle["states"].items():
+            cf = db.get_column_family(_CF_PREFIX + name)
+            st = self._states().get(name)
+            if st is None:
+                self.states[name] = RocksDBState(name, None, cf, count)
+            else:
+                st._bind(cf, count)
+        for name, st in self._states().items():
+            if name not in handle["states"]:
+                st._bind(db.create_column_family(_CF_PREFIX + name, _options()), 0)
+
+    def _restore_key_groups(self, handle: dict[str, Any]) -> None:
+        """Rescaling: scan only the key-group range this backend shares with the old subtask."""
+        start = max(self.key_groups.start, handle["key_groups"][0])
+        stop = min(self.key_groups.stop, handle["key_groups"][1])
+        if start >= stop:
+            return
+        scratch = self.root / "restore" / uuid.uuid4().hex
+        _rebuild(handle, scratch)
+        old = _open(scratch, read_only=True)
+        try:
+            end = _kg_prefix(stop)  # stop <= 32768 still fits in the prefix
+            for name in handle["states"]:
+                target: RocksDBState = self.state(name)  # type: ignore[assignment]
+                source = old.get_column_family(_CF_PREFIX + name)
+                for raw_key, raw_value in source.items(from_key=_kg_prefix(start)):
+                    if raw_key[:_KG_BYTES] >= end:
+                        break
+                    target.put_raw(raw_key, raw_value)
+                source.close()
+        finally:
+            old.close()
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    # ---- lifecycle
+
+    def _close_db(self) -> None:
+        # every column family handle keeps RocksDB open, so all of them go before the db itself
+        if self.db is None:
+            return
+        for st in self._states().values():
+            st.cf.close()
+        self.db.close()
+        self.db = None
+
+    def close(self) -> None:
+        """Close the db and delete its local files: the checkpoints hold everything worth keeping."""
+        self._close_db()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _rebuild(handle: dict[str, Any], target: Path) -> None:
+    """Assemble a db directory from a checkpoint by copying, so the checkpoint stays usable."""
+    target.mkdir(parents=True)
+    for name in handle["shared_files"]:
+        shutil.copyfile(Path(handle["shared_dir"]) / name, target / name)
+    for name in handle["private_files"]:
+        shutil.copyfile(Path(handle["dir"]) / name, target / name)
+
+
+def _write_canonical_from(staging: Path, names: dict[str, int], directory: Path) -> dict[str, Any]:
+    """Read the frozen checkpoint and write the backend-independent savepoint format."""
+    db = _open(staging, read_only=True)
+    try:
+        entries: dict[str, dict[tuple[int, tuple], Any]] = {}
+        for name in names:
+            cf = db.get_column_family(_CF_PREFIX + name)
+            entries[name] = {decode_key(k): pickle.loads(v) for k, v in cf.items()}
+            cf.close()
+    finally:
+        db.close()
+    return write_canonical(directory / "keyed-state.pkl", entries)
