@@ -14,8 +14,8 @@ from sqlstream.catalog.persistent import (
     object_from_json,
     object_to_json,
 )
-from sqlstream.catalog.tables import ColumnDef, TableDef, WatermarkDef
 from sqlstream.core.errors import CatalogError, SqlError
+from sqlstream.core.tables import ColumnDef, TableDef, WatermarkDef
 from sqlstream.frontend.session import Session
 from tests.conftest import rows
 

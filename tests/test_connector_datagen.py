@@ -10,9 +10,9 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from sqlstream.catalog.tables import ColumnDef, TableDef
-from sqlstream.catalog.types import parse_type
 from sqlstream.core.errors import ConnectorError
+from sqlstream.core.tables import ColumnDef, TableDef
+from sqlstream.core.types import parse_type
 from sqlstream.runtime.connectors.base import SourceContext, SourceReader
 from sqlstream.runtime.connectors.registry import get_connector
 

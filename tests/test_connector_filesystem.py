@@ -11,9 +11,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from sqlstream.catalog.tables import ColumnDef, TableDef
-from sqlstream.catalog.types import parse_type
 from sqlstream.core.errors import ConnectorError, DataError
+from sqlstream.core.tables import ColumnDef, TableDef
+from sqlstream.core.types import parse_type
 from sqlstream.runtime.connectors.base import SinkContext, SourceContext, SourceReader
 from sqlstream.runtime.connectors.registry import get_connector
 

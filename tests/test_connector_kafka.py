@@ -24,9 +24,9 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from sqlstream.catalog.tables import ColumnDef, TableDef
-from sqlstream.catalog.types import parse_type
 from sqlstream.core.errors import ConnectorError, DataError
+from sqlstream.core.tables import ColumnDef, TableDef
+from sqlstream.core.types import parse_type
 from sqlstream.runtime.connectors.base import SinkContext, SinkWriter, SourceContext, SourceReader
 from sqlstream.runtime.connectors.registry import get_connector
 from sqlstream.runtime.operators.sink import FINAL_CHECKPOINT

@@ -8,9 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from sqlstream.catalog.tables import ColumnDef, TableDef
-from sqlstream.catalog.types import parse_type
 from sqlstream.core.errors import ConnectorError, SqlStreamError
+from sqlstream.core.tables import ColumnDef, TableDef
+from sqlstream.core.types import parse_type
 from sqlstream.frontend.session import Session
 from sqlstream.runtime.connectors import nexmark
 from sqlstream.runtime.connectors.base import SourceContext, SourceReader

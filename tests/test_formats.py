@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from sqlstream.catalog.types import parse_type
 from sqlstream.core.errors import ConnectorError, DataError
+from sqlstream.core.types import parse_type
 from sqlstream.runtime.formats import create_format
 
 UTC = dt.UTC

@@ -19,12 +19,12 @@ import sqlglot
 
 import sqlstream.planner.dialect  # noqa: F401  (registers read="flink")
 from sqlstream.core.errors import PlanError
+from sqlstream.core.evaluator import as_array, compile_expr
+from sqlstream.core.expressions import Expr
+from sqlstream.core.functions import ArgumentTypeError, lookup
 from sqlstream.planner.expr_binder import ExprBinder
-from sqlstream.planner.expressions import Expr
 from sqlstream.planner.function_calls import translate_call
-from sqlstream.planner.functions import ArgumentTypeError, lookup
 from sqlstream.planner.scope import Scope
-from sqlstream.runtime.evaluator import as_array, compile_expr
 
 UTC = dt.UTC
 

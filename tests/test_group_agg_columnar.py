@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from sqlstream.core.aggregates import AggCall
 from sqlstream.frontend.session import Session
-from sqlstream.planner.logical import AggCall
 from sqlstream.runtime.elements import Chunk, RowKind
 from sqlstream.runtime.hashing import _GOLDEN, _NULL_HASH, _mix, hash_array, hash_columns
 from sqlstream.runtime.operators.base import OperatorContext

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sqlstream.planner.expressions import Call, ColumnRef
+from sqlstream.core.expressions import Call, ColumnRef
 from sqlstream.runtime.elements import Chunk
 from sqlstream.runtime.hashing import _GOLDEN, _M1, _M2, hash_columns
 from sqlstream.runtime.operators.base import OperatorContext

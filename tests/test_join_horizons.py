@@ -17,8 +17,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from sqlstream.core.joins import Horizon
 from sqlstream.frontend.session import Session
-from sqlstream.planner.horizons import Horizon, join_horizons
+from sqlstream.planner.horizons import join_horizons
 from sqlstream.planner.joins import analyze
 from sqlstream.planner.logical import Join
 from sqlstream.planner.optimizer import optimize

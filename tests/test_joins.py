@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from sqlstream.planner.joins import IntervalBounds
+from sqlstream.core.joins import IntervalBounds
 from sqlstream.runtime.elements import Chunk
 from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.interval_join import IntervalJoinOperator

@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from sqlstream.core.aggregates import AggCall
 from sqlstream.core.errors import PlanError
 from sqlstream.frontend.session import Session
-from sqlstream.planner.logical import AggCall
 from sqlstream.runtime.elements import MAX_WATERMARK, Chunk, RowKind, Watermark
 from sqlstream.runtime.operators.base import Operator, OperatorContext
 from sqlstream.runtime.operators.over_agg import OverAggOperator

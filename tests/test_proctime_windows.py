@@ -21,8 +21,8 @@ import pytest
 
 from sqlstream import TableEnvironment
 from sqlstream.core.errors import PlanError
+from sqlstream.core.expressions import ColumnRef
 from sqlstream.frontend.session import Session
-from sqlstream.planner.expressions import ColumnRef
 from sqlstream.runtime.connectors import nexmark
 from sqlstream.runtime.elements import Chunk, Watermark
 from sqlstream.runtime.operators.base import OperatorContext

@@ -235,7 +235,7 @@ def _plus_one(x: int | None) -> int | None:
 
 
 def test_python_functions_are_called_from_the_table_api_and_sql() -> None:
-    from sqlstream.planner import udfs
+    from sqlstream.core.functions import udfs
 
     env = TableEnvironment.create()
     env.create_temporary_function("plus_one_tapi", _plus_one, pa.int64())

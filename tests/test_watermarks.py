@@ -7,7 +7,7 @@ import time
 
 import pyarrow as pa
 
-from sqlstream.planner.expressions import Call, ColumnRef, Literal
+from sqlstream.core.expressions import Call, ColumnRef, Literal
 from sqlstream.runtime.elements import Chunk, Watermark
 from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.watermark import WatermarkAssigner

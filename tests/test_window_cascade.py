@@ -20,10 +20,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from sqlstream.core.aggregates import AggCall
+from sqlstream.core.expressions import Call, ColumnRef, Literal
+from sqlstream.core.windows import WindowSpec
 from sqlstream.frontend.session import Session
-from sqlstream.planner.expressions import Call, ColumnRef, Literal
 from sqlstream.planner.joins import analyze
-from sqlstream.planner.logical import AggCall, Join, WindowAggregate, WindowSpec
+from sqlstream.planner.logical import Join, WindowAggregate
 from sqlstream.planner.optimizer import optimize
 from sqlstream.planner.planner import dataflow, insert_plan, select_plan
 from sqlstream.planner.script import parse_one

@@ -13,7 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from sqlstream.planner.logical import AggCall, WindowSpec
+from sqlstream.core.aggregates import AggCall
+from sqlstream.core.windows import WindowSpec
 from sqlstream.runtime.elements import Chunk
 from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.window_agg import WindowAggOperator

@@ -240,7 +240,7 @@ def export_csv(directory: Path, events: int, tps: int) -> None:
 
 def generator_only(events: int, tps: int) -> dict[str, Any]:
     """The nexmark source's own rate per kind (all columns), through its reader."""
-    from sqlstream.catalog.tables import TableDef
+    from sqlstream.core.tables import TableDef
     from sqlstream.frontend.session import Session
     from sqlstream.planner.script import parse_script
     from sqlstream.runtime.connectors.base import SourceContext

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import difflib
 
-from sqlstream.catalog.tables import TableDef, ViewDef
 from sqlstream.core.errors import CatalogError
+from sqlstream.core.tables import TableDef, ViewDef
 
 CatalogObject = TableDef | ViewDef
 

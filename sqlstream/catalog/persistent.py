@@ -38,9 +38,9 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from sqlstream.catalog.catalog import Catalog, CatalogObject
-from sqlstream.catalog.tables import ColumnDef, TableDef, ViewDef, WatermarkDef
-from sqlstream.catalog.types import parse_type, sql_type_name
 from sqlstream.core.errors import CatalogError, SqlError
+from sqlstream.core.tables import ColumnDef, TableDef, ViewDef, WatermarkDef
+from sqlstream.core.types import parse_type, sql_type_name
 from sqlstream.planner import dialect
 from sqlstream.planner.script import Statement, line_col, parse_script
 

@@ -13,9 +13,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from sqlstream.catalog.persistent import CatalogManager, FunctionDef, parse_statements
-from sqlstream.catalog.tables import TableDef, ViewDef
-from sqlstream.catalog.types import sql_type_name
 from sqlstream.core.errors import PlanError, SqlError, SqlStreamError
+from sqlstream.core.tables import TableDef, ViewDef
+from sqlstream.core.types import sql_type_name
 from sqlstream.planner import ddl, dialect, planner
 from sqlstream.planner.binder import QueryBinder
 from sqlstream.planner.logical import Sink
@@ -104,7 +104,7 @@ class Session:
 
     def _load_functions(self) -> None:
         """Functions created in an earlier session (persistent catalogs) are imported on first use."""
-        from sqlstream.planner import udfs
+        from sqlstream.core.functions import udfs
 
         for fn in self.catalog.functions():
             if fn.name.upper() not in udfs.USER_SCALARS and fn.name.upper() not in udfs.USER_AGGREGATES:
@@ -170,7 +170,7 @@ class Session:
             self.catalog.create(view, exists)
             return StatementResult("OK", "[INFO] Execute statement succeeded.")
         if kind == "FUNCTION":
-            from sqlstream.planner import udfs
+            from sqlstream.core.functions import udfs
 
             name = node.this.name
             if exists and (name.upper() in udfs.USER_AGGREGATES or name.upper() in udfs.USER_SCALARS):
@@ -188,7 +188,7 @@ class Session:
     def _drop(self, node: exp.Drop) -> StatementResult:
         kind = (node.args.get("kind") or "").upper()
         if kind == "FUNCTION":
-            from sqlstream.planner import udfs
+            from sqlstream.core.functions import udfs
 
             for t in node.args.get("tables") or [node.this]:
                 self.catalog.drop_function(t.name, bool(node.args.get("exists")))
@@ -209,7 +209,7 @@ class Session:
         if what == "VIEWS":
             return StatementResult("TABLE", table=pa.table({"view name": [v.name for v in self.catalog.views()]}))
         if what == "FUNCTIONS":
-            from sqlstream.planner.functions import REGISTRY
+            from sqlstream.core.functions import REGISTRY
 
             names = sorted(n for n in REGISTRY if n[0].isalpha())
             names = sorted(set(names) | {"COUNT", "SUM", "MIN", "MAX", "AVG"})

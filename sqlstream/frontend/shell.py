@@ -36,8 +36,8 @@ from prompt_toolkit.lexers import Lexer
 from prompt_toolkit.styles import Style
 from sqlglot.errors import TokenError
 
-from sqlstream.catalog.tables import TableDef, ViewDef
 from sqlstream.core.errors import SqlStreamError
+from sqlstream.core.tables import TableDef, ViewDef
 from sqlstream.frontend.jobs import home
 from sqlstream.frontend.session import Session, StatementResult
 from sqlstream.frontend.table_api import MaterializedChangelog

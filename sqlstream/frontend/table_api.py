@@ -35,9 +35,9 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
-from sqlstream.catalog.tables import ViewDef
-from sqlstream.catalog.types import sql_type_name
 from sqlstream.core.errors import PlanError, SqlStreamError
+from sqlstream.core.tables import ViewDef
+from sqlstream.core.types import sql_type_name
 from sqlstream.frontend.session import Session as SqlSession
 from sqlstream.frontend.session import StatementResult
 from sqlstream.frontend.tableau import TableauPrinter
@@ -931,7 +931,7 @@ class TableEnvironment:
         ``result_type`` may be left out for a function decorated with ``@udf(result_type=...)``.
         """
         from sqlstream.catalog.persistent import FunctionDef
-        from sqlstream.planner import udfs
+        from sqlstream.core.functions import udfs
 
         udfs.register(name, function, None if result_type is None else _type_sql(result_type))
         identifier = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', type(function).__name__)}"

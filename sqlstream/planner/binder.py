@@ -13,13 +13,16 @@ import pyarrow as pa
 from sqlglot import exp
 
 from sqlstream.catalog.catalog import Catalog
-from sqlstream.catalog.tables import TableDef, ViewDef
-from sqlstream.catalog.types import sql_type_name
+from sqlstream.core.aggregates import AggCall
+from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import PlanError
+from sqlstream.core.expressions import ColumnRef, Expr, Literal, referenced_columns
+from sqlstream.core.functions import common_type
+from sqlstream.core.tables import TableDef, ViewDef
+from sqlstream.core.types import sql_type_name
+from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
 from sqlstream.planner import dialect, script
 from sqlstream.planner.expr_binder import ExprBinder, coerce, contains_aggregate, is_aggregate
-from sqlstream.planner.expressions import ColumnRef, Expr, Literal, referenced_columns
-from sqlstream.planner.functions import common_type
 from sqlstream.planner.group_windows import (
     GroupWindow,
     auxiliary,
@@ -29,8 +32,6 @@ from sqlstream.planner.group_windows import (
 )
 from sqlstream.planner.joins import conjoin, equi_keys
 from sqlstream.planner.logical import (
-    WINDOW_COLUMNS,
-    AggCall,
     Aggregate,
     Filter,
     Join,
@@ -43,13 +44,11 @@ from sqlstream.planner.logical import (
     Values,
     WatermarkAssign,
     WindowAggregate,
-    WindowSpec,
     WindowTVF,
     window_properties,
 )
 from sqlstream.planner.proctime import with_proctime_attribute
 from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
-from sqlstream.runtime.connectors.base import parse_duration_ms
 
 
 @dataclass
@@ -688,7 +687,7 @@ class QueryBinder:
 
     def _agg_call(self, node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:
         if isinstance(node, exp.Anonymous):  # an aggregate UDF
-            from sqlstream.planner.udfs import USER_AGGREGATES
+            from sqlstream.core.functions.udfs import USER_AGGREGATES
 
             udaf = USER_AGGREGATES[node.name.upper()]
             if len(node.expressions) > 1:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from sqlstream.catalog.tables import ColumnDef, TableDef, ViewDef, WatermarkDef
-from sqlstream.catalog.types import arrow_type
 from sqlstream.core.errors import ConnectorError, PlanError
+from sqlstream.core.tables import ColumnDef, TableDef, ViewDef, WatermarkDef
+from sqlstream.core.types import arrow_type
 from sqlstream.planner import dialect
 from sqlstream.planner.scope import plan_error
 

@@ -11,11 +11,11 @@ from collections.abc import Callable
 import pyarrow as pa
 from sqlglot import exp
 
-from sqlstream.catalog.types import arrow_type, is_string, sql_type_name
 from sqlstream.core.errors import PlanError
-from sqlstream.planner.expressions import Call, Case, Cast, ColumnRef, Expr, Literal
+from sqlstream.core.expressions import Call, Case, Cast, ColumnRef, Expr, Literal
+from sqlstream.core.functions import ArgumentTypeError, common_type, lookup
+from sqlstream.core.types import arrow_type, is_string, sql_type_name
 from sqlstream.planner.function_calls import translate_call
-from sqlstream.planner.functions import ArgumentTypeError, common_type, lookup
 from sqlstream.planner.scope import Scope, plan_error
 
 AGGREGATES = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
@@ -247,7 +247,7 @@ def is_aggregate(node: exp.Expression) -> bool:
     """A built-in aggregate call, or a call of a registered aggregate UDF."""
     if isinstance(node, AGGREGATES):
         return True
-    from sqlstream.planner.udfs import USER_AGGREGATES
+    from sqlstream.core.functions.udfs import USER_AGGREGATES
 
     return isinstance(node, exp.Anonymous) and node.name.upper() in USER_AGGREGATES
 

@@ -19,28 +19,15 @@ the other side's own, so the horizon is safe with several inputs and subtasks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pyarrow as pa
 
-from sqlstream.planner.expressions import ColumnRef, Expr
+from sqlstream.core.expressions import ColumnRef, Expr
+from sqlstream.core.joins import Horizon
 from sqlstream.planner.joins import _bound, _time_offset, conjuncts
 from sqlstream.planner.logical import Filter, LogicalNode, Project, WindowAggregate
 
 # the least value a later row can have in a window column, relative to the watermark W (ms)
 _MARGIN = {"window_end": 1, "window_time": 0}
-
-
-@dataclass(frozen=True)
-class Horizon:
-    """Stored rows of one side are dead once ``column < watermark + offset`` (ms)."""
-
-    column: int  # within that side's input
-    offset: int
-
-    def describe(self, side: str) -> str:
-        sign = "+" if self.offset >= 0 else "-"
-        return f"{side} rows expire when ${self.column} < watermark {sign} {abs(self.offset)}ms"
 
 
 def watermark_bounded(node: LogicalNode, index: int) -> int | None:

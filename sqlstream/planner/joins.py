@@ -18,21 +18,12 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from sqlstream.planner.expressions import Call, Cast, ColumnRef, Expr, Literal, referenced_columns
+from sqlstream.core.expressions import Call, Cast, ColumnRef, Expr, Literal, referenced_columns
+from sqlstream.core.joins import IntervalBounds
 from sqlstream.planner.logical import WindowColumns, window_properties
 
 MIN_BOUND = -(2**62)
 MAX_BOUND = 2**62
-
-
-@dataclass(frozen=True)
-class IntervalBounds:
-    """lower <= left.time - right.time <= upper (milliseconds, inclusive)."""
-
-    left_time: int
-    right_time: int  # index within the right input
-    lower: int
-    upper: int
 
 
 @dataclass(frozen=True)

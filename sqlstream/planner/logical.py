@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from sqlstream.catalog.tables import TableDef
-from sqlstream.planner.expressions import ColumnRef, Expr
+from sqlstream.core.aggregates import AggCall
+from sqlstream.core.expressions import ColumnRef, Expr
+from sqlstream.core.tables import TableDef
+from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
 
 
 @dataclass
@@ -132,44 +134,6 @@ class Filter:
         return [self.input]
 
 
-WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
-
-
-@dataclass(frozen=True)
-class WindowSpec:
-    """A windowing TVF: TUMBLE(size), HOP(slide, size), CUMULATE(step, size), SESSION(gap)."""
-
-    kind: str  # TUMBLE | HOP | CUMULATE | SESSION
-    time_index: int  # the time attribute column of the TVF input
-    size_ms: int = 0
-    slide_ms: int = 0
-    step_ms: int = 0
-    gap_ms: int = 0
-    offset_ms: int = 0
-    partition_keys: tuple[int, ...] = ()  # SESSION ... PARTITION BY
-
-    def same_windows(self, other: WindowSpec) -> bool:
-        """Whether both specs cut event time into the same windows, wherever their time columns are.
-
-        Window joins need it of their two inputs.  Sessions depend on the data, so two
-        session specs never promise the same windows.
-        """
-        shape = lambda w: (w.kind, w.size_ms, w.slide_ms, w.step_ms, w.offset_ms)  # noqa: E731
-        return self.kind != "SESSION" and shape(self) == shape(other)
-
-    def describe(self, time: bool = True) -> str:
-        """``time=False`` leaves out the time column (it belongs to the TVF's input, not here)."""
-        parts = {
-            "TUMBLE": f"size={self.size_ms}ms",
-            "HOP": f"slide={self.slide_ms}ms, size={self.size_ms}ms",
-            "CUMULATE": f"step={self.step_ms}ms, size={self.size_ms}ms",
-            "SESSION": f"gap={self.gap_ms}ms",
-        }[self.kind]
-        if self.offset_ms:
-            parts += f", offset={self.offset_ms}ms"
-        return f"{self.kind}(time=${self.time_index}, {parts})" if time else f"{self.kind}({parts})"
-
-
 @dataclass(frozen=True)
 class WindowColumns:
     """Window properties: the output columns that hold the bounds of each row's window.
@@ -234,19 +198,6 @@ class WindowTVF:
     @property
     def inputs(self) -> list[LogicalNode]:
         return [self.input]
-
-
-@dataclass(frozen=True)
-class AggCall:
-    function: str  # COUNT | SUM | MIN | MAX | AVG
-    arg: int | None  # input column; None for COUNT(*)
-    distinct: bool
-    type: pa.DataType
-    name: str
-
-    def describe(self) -> str:
-        inner = "*" if self.arg is None else f"{'DISTINCT ' if self.distinct else ''}${self.arg}"
-        return f"{self.function}({inner})"
 
 
 @dataclass

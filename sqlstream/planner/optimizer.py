@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from sqlstream.planner.expressions import (
+from sqlstream.core.aggregates import AggCall
+from sqlstream.core.expressions import (
     Call,
     Case,
     Cast,
@@ -19,9 +20,9 @@ from sqlstream.planner.expressions import (
     remap_columns,
     substitute,
 )
+from sqlstream.core.windows import WindowSpec
 from sqlstream.planner.joins import conjoin, conjuncts, side_of
 from sqlstream.planner.logical import (
-    AggCall,
     Aggregate,
     Filter,
     Join,
@@ -35,7 +36,6 @@ from sqlstream.planner.logical import (
     Values,
     WatermarkAssign,
     WindowAggregate,
-    WindowSpec,
     WindowTVF,
 )
 
@@ -53,7 +53,7 @@ def optimize(root: LogicalNode) -> LogicalNode:
 # ------------------------------------------------------------ constant folding
 
 def fold(e: Expr) -> Expr:
-    from sqlstream.runtime.evaluator import compile_expr
+    from sqlstream.core.evaluator import compile_expr
 
     if isinstance(e, Call):
         args = tuple(fold(a) for a in e.args)

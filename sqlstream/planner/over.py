@@ -35,20 +35,14 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from sqlglot import exp
 
+from sqlstream.core.aggregates import AggCall
 from sqlstream.core.errors import PlanError
+from sqlstream.core.expressions import Call, ColumnRef, Expr, Literal, substitute
+from sqlstream.core.windows import WINDOW_COLUMNS
 from sqlstream.planner import dialect
 from sqlstream.planner.expr_binder import AGGREGATES, ExprBinder
-from sqlstream.planner.expressions import Call, ColumnRef, Expr, Literal, substitute
 from sqlstream.planner.joins import conjoin, conjuncts
-from sqlstream.planner.logical import (
-    WINDOW_COLUMNS,
-    AggCall,
-    Filter,
-    LogicalNode,
-    Project,
-    WindowAggregate,
-    WindowTVF,
-)
+from sqlstream.planner.logical import Filter, LogicalNode, Project, WindowAggregate, WindowTVF
 from sqlstream.planner.physical import Exchange, Lowering
 from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
 

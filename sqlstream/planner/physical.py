@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sqlstream.catalog.tables import TableDef
+from sqlstream.core.tables import TableDef
 from sqlstream.planner.logical import (
     Aggregate,
     Filter,

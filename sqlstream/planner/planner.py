@@ -6,12 +6,12 @@ import pyarrow as pa
 from sqlglot import exp
 
 from sqlstream.catalog.catalog import Catalog
-from sqlstream.catalog.tables import TableDef
-from sqlstream.catalog.types import is_numeric, sql_type_name
+from sqlstream.core.expressions import ColumnRef, Expr, Literal
+from sqlstream.core.tables import TableDef
+from sqlstream.core.types import is_numeric, sql_type_name
 from sqlstream.planner.binder import QueryBinder
 from sqlstream.planner.changelog import check_sink
 from sqlstream.planner.expr_binder import coerce
-from sqlstream.planner.expressions import ColumnRef, Expr, Literal
 from sqlstream.planner.logical import LogicalNode, Project, Sink, explain
 from sqlstream.planner.optimizer import optimize
 from sqlstream.planner.physical import Dataflow, Lowering

@@ -14,7 +14,7 @@ attribute.
 
 from __future__ import annotations
 
-from sqlstream.planner.expressions import Call, ColumnRef
+from sqlstream.core.expressions import Call, ColumnRef
 from sqlstream.planner.logical import Filter, LogicalNode, Project, WatermarkAssign
 
 

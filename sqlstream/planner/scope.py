@@ -9,7 +9,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from sqlstream.core.errors import PlanError
-from sqlstream.planner.expressions import ColumnRef
+from sqlstream.core.expressions import ColumnRef
 
 
 def position(node: exp.Expression | None) -> tuple[int | None, int | None]:

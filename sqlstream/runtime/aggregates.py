@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.planner.logical import AggCall
+from sqlstream.core.aggregates import AggCall
 
 Partial = tuple[pa.Array, str, pc.FunctionOptions | None]
 _COUNT_ALL = pc.CountOptions(mode="all")
@@ -179,7 +179,7 @@ class UserAggregateFunction(AggFunction):
     """An AggregateFunction UDF: Arrow collects each group's values, the UDF folds them."""
 
     def __init__(self, call: AggCall, retracting: bool) -> None:
-        from sqlstream.planner.udfs import USER_AGGREGATES
+        from sqlstream.core.functions.udfs import USER_AGGREGATES
 
         super().__init__(call, retracting)
         self.impl = USER_AGGREGATES[call.function].implementation
@@ -207,11 +207,6 @@ class UserAggregateFunction(AggFunction):
 
     def result(self, acc: list[Any]) -> Any:
         return self.impl.get_value(acc[0])
-
-
-def retractable(call: AggCall) -> bool:
-    """Whether the function can consume -U/-D rows (MIN/MAX/DISTINCT would need all values)."""
-    return call.function in ("COUNT", "SUM", "AVG") and not call.distinct
 
 
 def make(call: AggCall, retracting: bool = False) -> AggFunction:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import JobError, SqlStreamError
 from sqlstream.planner.physical import Dataflow, PhysicalNode, SinkSpec, SourceSpec
 from sqlstream.runtime.checkpoint import storage as chk_storage
@@ -31,7 +32,6 @@ from sqlstream.runtime.connectors.base import (
     SinkWriter,
     SourceContext,
     SourceReader,
-    parse_duration_ms,
 )
 from sqlstream.runtime.connectors.collect import CollectWriter, TableReader
 from sqlstream.runtime.elements import Chunk

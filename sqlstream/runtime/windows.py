@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sqlstream.planner.logical import WindowSpec
+from sqlstream.core.windows import WindowSpec
 
 
 def _floor_start(ts: np.ndarray, size: int, offset: int) -> np.ndarray:

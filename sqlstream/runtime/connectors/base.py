@@ -11,7 +11,6 @@ completes.
 from __future__ import annotations
 
 import difflib
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,23 +18,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from sqlstream.catalog.tables import TableDef
+from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import ConnectorError
-
-_DURATION = re.compile(r"^\s*(\d+)\s*(ms|milli|millis|s|sec|second|seconds|min|minute|minutes|h|hour|hours|d|day|days)?\s*$")
-_UNIT_MS = {
-    None: 1000, "ms": 1, "milli": 1, "millis": 1, "s": 1000, "sec": 1000, "second": 1000,
-    "seconds": 1000, "min": 60_000, "minute": 60_000, "minutes": 60_000, "h": 3_600_000,
-    "hour": 3_600_000, "hours": 3_600_000, "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}
-
-
-def parse_duration_ms(text: str) -> int:
-    """Flink duration option text ('10 s', '500ms', '1 min') in milliseconds."""
-    m = _DURATION.match(text.lower())
-    if not m:
-        raise ValueError(f"'{text}' is not a duration (e.g. '10 s', '500 ms', '1 min')")
-    return int(m.group(1)) * _UNIT_MS[m.group(2)]
+from sqlstream.core.tables import TableDef
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.catalog.tables import TableDef
 from sqlstream.core.errors import ConnectorError
+from sqlstream.core.tables import TableDef
 from sqlstream.runtime.connectors.base import (
     Connector,
     Option,

@@ -76,8 +76,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
 
-from sqlstream.catalog.tables import TableDef
 from sqlstream.core.errors import ConnectorError
+from sqlstream.core.tables import TableDef
 from sqlstream.runtime.connectors.base import (
     Connector,
     Option,

@@ -93,8 +93,8 @@ import pyarrow.compute as pc
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from sqlstream.catalog.tables import TableDef
 from sqlstream.core.errors import ConnectorError, DataError
+from sqlstream.core.tables import TableDef
 from sqlstream.runtime.connectors.base import (
     Connector,
     LookupContext,

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sqlstream.catalog.types import sql_type_name
 from sqlstream.core.errors import DataError
+from sqlstream.core.types import sql_type_name
 from sqlstream.runtime.formats import CONVERSION_ERRORS, FileFormat, FileWriter
 
 _READ_BATCH = 65536

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sqlstream.planner.expressions import Expr
+from sqlstream.core.evaluator import Predicate, Projector
+from sqlstream.core.expressions import Expr
 from sqlstream.runtime.elements import Chunk
-from sqlstream.runtime.evaluator import Predicate, Projector
 from sqlstream.runtime.operators.base import Operator, Output
 
 

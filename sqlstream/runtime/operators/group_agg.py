@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.planner.logical import AggCall
+from sqlstream.core.aggregates import AggCall
 from sqlstream.runtime import aggregates
 from sqlstream.runtime.elements import Chunk, RowKind
 from sqlstream.runtime.hashing import hash_columns

@@ -55,7 +55,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.planner.logical import AggCall
+from sqlstream.core.aggregates import AggCall
 from sqlstream.runtime.elements import RowKind
 from sqlstream.runtime.hashing import _mix, hash_array, hash_columns
 from sqlstream.runtime.operators.join_columnar import HashIndex

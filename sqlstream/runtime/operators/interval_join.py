@@ -15,8 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from sqlstream.planner.expressions import Expr
-from sqlstream.planner.joins import IntervalBounds
+from sqlstream.core.expressions import Expr
+from sqlstream.core.joins import IntervalBounds
 from sqlstream.runtime.elements import MAX_WATERMARK, MIN_WATERMARK, Chunk
 from sqlstream.runtime.hashing import key_groups
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output

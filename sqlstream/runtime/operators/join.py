@@ -21,10 +21,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from sqlstream.planner.expressions import Expr
-from sqlstream.planner.horizons import Horizon
+from sqlstream.core.evaluator import Predicate
+from sqlstream.core.expressions import Expr
+from sqlstream.core.joins import Horizon
 from sqlstream.runtime.elements import Chunk, RowKind
-from sqlstream.runtime.evaluator import Predicate
 from sqlstream.runtime.hashing import key_groups
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.join_columnar import ColumnarInnerJoin

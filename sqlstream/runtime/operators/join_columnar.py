@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.planner.expressions import Expr
-from sqlstream.planner.horizons import Horizon
-from sqlstream.runtime.evaluator import Predicate
+from sqlstream.core.evaluator import Predicate
+from sqlstream.core.expressions import Expr
+from sqlstream.core.joins import Horizon
 from sqlstream.runtime.hashing import hash_columns
 from sqlstream.runtime.state.base import ColumnarState, now_ms
 

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from sqlstream.core.durations import parse_duration_ms
 from sqlstream.runtime import aggregates
-from sqlstream.runtime.connectors.base import parse_duration_ms
 from sqlstream.runtime.hashing import key_groups
 from sqlstream.runtime.operators.base import OperatorContext
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from sqlstream.catalog.tables import TableDef
-from sqlstream.planner.expressions import Expr
+from sqlstream.core.expressions import Expr
+from sqlstream.core.tables import TableDef
 from sqlstream.runtime.connectors.base import LookupContext
 from sqlstream.runtime.elements import Chunk
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.planner.logical import AggCall
+from sqlstream.core.aggregates import AggCall
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.keyed import key_group_column

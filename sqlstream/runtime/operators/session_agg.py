@@ -16,7 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.planner.logical import AggCall, WindowSpec
+from sqlstream.core.aggregates import AggCall
+from sqlstream.core.windows import WindowSpec
 from sqlstream.runtime import aggregates
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sqlstream.planner.expressions import Expr
+from sqlstream.core.expressions import Expr
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
 from sqlstream.runtime.hashing import key_groups
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output

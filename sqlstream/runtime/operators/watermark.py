@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.planner.expressions import ColumnRef, Expr
+from sqlstream.core.evaluator import as_array, compile_expr
+from sqlstream.core.expressions import ColumnRef, Expr
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk, Watermark
-from sqlstream.runtime.evaluator import as_array, compile_expr
 from sqlstream.runtime.operators.base import Operator, Output
 
 

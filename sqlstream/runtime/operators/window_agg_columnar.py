@@ -15,7 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.planner.logical import AggCall
+from sqlstream.core.aggregates import AggCall
 from sqlstream.runtime.state.base import ColumnarState
 
 WINDOW_KEYS = ["$end", "$start", "$kg"]

@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.planner.expressions import Expr
+from sqlstream.core.evaluator import Predicate
+from sqlstream.core.expressions import Expr
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
-from sqlstream.runtime.evaluator import Predicate
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.join import PairFilter, build_batch, rows_of
 from sqlstream.runtime.operators.keyed import key_group_column

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from sqlstream.planner.logical import WindowSpec
+from sqlstream.core.windows import WindowSpec
 from sqlstream.runtime.elements import Chunk
 from sqlstream.runtime.operators.base import Operator, Output
 from sqlstream.runtime.operators.window_agg import event_times

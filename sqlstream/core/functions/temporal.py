@@ -1,4 +1,4 @@
-"""Flink SQL's built-in date and time functions, registered into planner.functions.
+"""Flink SQL's built-in date and time functions, registered into sqlstream.core.functions.
 
 The session time zone is UTC: TIMESTAMP_LTZ values (Arrow timestamps with
 tz='UTC') are read in UTC, and LOCALTIMESTAMP equals CURRENT_TIMESTAMP's wall
@@ -22,9 +22,8 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.catalog.types import is_string, is_temporal
-from sqlstream.planner.functions import ArgumentTypeError, Infer, Kernel, Value, register
-from sqlstream.planner.functions_string import (
+from sqlstream.core.functions import ArgumentTypeError, Infer, Kernel, Value, register
+from sqlstream.core.functions.strings import (
     INTEGER,
     NUMERIC,
     STRING,
@@ -35,6 +34,7 @@ from sqlstream.planner.functions_string import (
     returns,
     strict,
 )
+from sqlstream.core.types import is_string, is_temporal
 
 _MS_PER_DAY = 86_400_000
 _MS_PER_UNIT = {

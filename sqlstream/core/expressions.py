@@ -35,7 +35,7 @@ class Literal:
 
 @dataclass(frozen=True)
 class Call:
-    """A scalar function or operator from planner.functions, by registry name."""
+    """A scalar function or operator from sqlstream.core.functions, by registry name."""
 
     name: str
     args: tuple[Expr, ...]

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sqlstream.core.errors import DataError
-from sqlstream.planner.expressions import Call, Case, Cast, ColumnRef, Expr, Literal
-from sqlstream.planner.functions import lookup
+from sqlstream.core.expressions import Call, Case, Cast, ColumnRef, Expr, Literal
+from sqlstream.core.functions import lookup
 
 Value = pa.Array | pa.Scalar
 Compiled = Callable[[pa.RecordBatch], Value]

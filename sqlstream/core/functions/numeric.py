@@ -1,4 +1,4 @@
-"""Flink SQL's built-in numeric and conditional functions, registered into planner.functions.
+"""Flink SQL's built-in numeric and conditional functions, registered into sqlstream.core.functions.
 
 Rounding follows Java's BigDecimal as Flink does: ROUND is HALF_UP (away from
 zero, not banker's), and DOUBLE arguments are rounded as the shortest decimal
@@ -15,8 +15,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.catalog.types import is_numeric, is_string, is_temporal
-from sqlstream.planner.functions import (
+from sqlstream.core.functions import (
     ArgumentTypeError,
     Infer,
     Kernel,
@@ -24,7 +23,7 @@ from sqlstream.planner.functions import (
     common_type,
     register,
 )
-from sqlstream.planner.functions_string import (
+from sqlstream.core.functions.strings import (
     BOOLEAN,
     INTEGER,
     NUMERIC,
@@ -35,6 +34,7 @@ from sqlstream.planner.functions_string import (
     strict,
     type_names,
 )
+from sqlstream.core.types import is_numeric, is_string, is_temporal
 
 _HALF_UP = "half_towards_infinity"  # Java's HALF_UP rounds ties away from zero
 _DOWN = "towards_zero"  # Java's RoundingMode.DOWN, i.e. truncation

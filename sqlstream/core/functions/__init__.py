@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.catalog.types import is_numeric, is_string, is_temporal, sql_type_name
+from sqlstream.core.types import is_numeric, is_string, is_temporal, sql_type_name
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 Kernel = Callable[..., Value]
@@ -254,4 +254,4 @@ register("COALESCE", _common, _coalesce, 1, None, coerce_args=True)
 
 # The Flink built-in function library registers itself into REGISTRY; imported
 # last because those modules import the helpers above.
-from sqlstream.planner import functions_math, functions_string, functions_time  # noqa: E402, F401
+from sqlstream.core.functions import numeric, strings, temporal  # noqa: E402, F401

@@ -1,4 +1,4 @@
-"""Flink SQL's built-in string functions, registered into planner.functions.
+"""Flink SQL's built-in string functions, registered into sqlstream.core.functions.
 
 Semantics follow Flink's runtime (SqlFunctionUtils / BinaryStringDataUtil), not
 Arrow's defaults, wherever the two differ: TRIM removes only spaces unless told
@@ -10,8 +10,8 @@ Arrow takes patterns, pad strings and positions as kernel *options*, not
 columns, so those arguments must be constants here; a column in their place
 raises ArgumentTypeError naming the argument.
 
-The small typing helpers at the top are shared with functions_math and
-functions_time, which register the numeric and temporal functions.
+The small typing helpers at the top are shared with numeric and
+temporal, which register the numeric and temporal functions.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.catalog.types import is_numeric, is_string, sql_type_name
+from sqlstream.core.types import is_numeric, is_string, sql_type_name
 
 # ---------------------------------------------------------------- shared helpers
 
@@ -112,10 +112,10 @@ def lookup(table: pa.Array, indices: Value) -> Value:
     return pc.take(table, indices)
 
 
-# Imported only now: planner.functions imports this module (and functions_math and
-# functions_time, which use the helpers above) at its end, so whichever module is
-# imported first, the helpers must exist before planner.functions runs.
-from sqlstream.planner.functions import ArgumentTypeError, Infer, Kernel, Value, register  # noqa: E402
+# Imported only now: sqlstream.core.functions imports this module (and numeric and
+# temporal, which use the helpers above) at its end, so whichever module is
+# imported first, the helpers must exist before sqlstream.core.functions runs.
+from sqlstream.core.functions import ArgumentTypeError, Infer, Kernel, Value, register  # noqa: E402
 
 
 def _null_string() -> pa.Scalar:

@@ -14,10 +14,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from sqlstream.catalog.types import parse_type
+from sqlstream.core import functions
 from sqlstream.core.errors import CatalogError, PlanError
+from sqlstream.core.types import parse_type
 from sqlstream.core.udf import RESULT_TYPE, VECTORIZED, AggregateFunction
-from sqlstream.planner import functions
 
 
 @dataclass(frozen=True)
