@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -15,10 +15,19 @@ import pyarrow as pa
 import pytest
 
 from sqlstream.frontend.session import Session
+from sqlstream.planner.physical import Lowering
 from sqlstream.runtime.elements import RowKind
 from sqlstream.runtime.hashing import hash_columns
 from sqlstream.runtime.state import create_backend
 from sqlstream.runtime.state.base import StateBackend
+
+
+def planned_state(backend: str, config: Mapping[str, str] | None = None,
+                  has_columnar_form: bool = True) -> tuple[int | None, bool]:
+    """(state TTL in ms, columnar form) as the planner resolves them for an operator of a job on
+    ``backend`` with ``config``; operators built by hand in tests take them as the plan gives them."""
+    lowering = Lowering({**(config or {}), "state.backend.type": backend})
+    return lowering.state_ttl_ms, lowering.columnar_state and has_columnar_form
 
 
 def run_sql(script: str, config: dict[str, str] | None = None) -> pa.Table:

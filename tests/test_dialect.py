@@ -9,7 +9,7 @@ import sqlglot
 from sqlglot import exp
 
 from sqlstream.core.errors import PlanError, SqlError
-from sqlstream.planner.dialect import (
+from sqlstream.core.sql.dialect import (
     Explain,
     Flink,
     MetadataColumnConstraint,
@@ -21,7 +21,7 @@ from sqlstream.planner.dialect import (
     table_options,
     watermarks,
 )
-from sqlstream.planner.script import Statement, parse_one, parse_script
+from sqlstream.core.sql.script import Statement, parse_one, parse_script
 
 
 def one(sql: str) -> exp.Expression:

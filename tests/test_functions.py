@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 import sqlglot
 
-import sqlstream.planner.dialect  # noqa: F401  (registers read="flink")
+import sqlstream.core.sql.dialect  # noqa: F401  (registers read="flink")
 from sqlstream.core.errors import PlanError
 from sqlstream.core.evaluator import as_array, compile_expr
 from sqlstream.core.expressions import Expr

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from sqlstream.core.aggregates import AggCall
+from sqlstream.core.aggregates import AggCall, group_agg_columnar
 from sqlstream.frontend.session import Session
 from sqlstream.runtime.elements import Chunk, RowKind
 from sqlstream.runtime.hashing import _GOLDEN, _NULL_HASH, _mix, hash_array, hash_columns
@@ -37,6 +37,7 @@ from tests.conftest import (
     apply_changelog,
     duckdb_rows,
     in_key_groups,
+    planned_state,
     rows,
     run_sql,
     savepoint_into_halves,
@@ -76,7 +77,8 @@ def _schema(aggs: list[AggCall]) -> pa.Schema:
 def _operator(backend: str, tmp_path: Path, aggs: list[AggCall], retracting: bool,
               key_groups: range = range(128), config: dict[str, str] | None = None,
               keys: list[int] = KEYS, schema: pa.Schema | None = None) -> GroupAggOperator:
-    op = GroupAggOperator(keys, aggs, schema or _schema(aggs), retracting)
+    op = GroupAggOperator(keys, aggs, schema or _schema(aggs), retracting,
+                          *planned_state(backend, config, group_agg_columnar(aggs, retracting)))
     state = create_backend(backend, key_groups, tmp_path / f"{backend}-{key_groups.start}-{time.monotonic_ns()}")
     op.open(OperatorContext("group", state=state, config=config or {}))
     assert (op.columnar is not None) == (backend == "hashmap")
@@ -199,9 +201,8 @@ def test_unsupported_aggregates_keep_the_per_key_form(tmp_path: Path) -> None:
     distinct = [AggCall("COUNT", 3, True, pa.int64(), "d")]
     decimal = [AggCall("SUM", 3, False, pa.decimal128(20, 2), "d")]
     for aggs, retracting in ((distinct, True), (decimal, False), (APPEND_AGGS, True)):
-        op = GroupAggOperator(KEYS, aggs, _schema(aggs), retracting)
-        op.open(OperatorContext("group", state=create_backend("hashmap", range(128))))
-        assert op.columnar is None
+        assert not group_agg_columnar(aggs, retracting)
+        assert planned_state("hashmap", None, group_agg_columnar(aggs, retracting)) == (None, False)
 
 
 def test_many_deletes_compact_the_state_and_keys_come_back(tmp_path: Path) -> None:
@@ -276,7 +277,8 @@ def test_state_moves_through_a_savepoint_to_another_backend_and_parallelism(
     # resume on two subtasks: each emits exactly what a per-key operator fed the rows of its key
     # groups from the start emits
     for groups, state in savepoint_into_halves(old, second, tmp_path):
-        new = GroupAggOperator(KEYS, aggs, _schema(aggs), retracting)
+        new = GroupAggOperator(KEYS, aggs, _schema(aggs), retracting,
+                               *planned_state(second, None, group_agg_columnar(aggs, retracting)))
         new.open(OperatorContext("group", state=state))
         new.restore_state(None)
         assert (new.columnar is not None) == (second == "hashmap")
@@ -300,7 +302,8 @@ def test_a_snapshot_is_not_changed_by_later_batches(case: str, tmp_path: Path) -
     handle = write(directory)
     state = create_backend("hashmap", range(128))
     state.restore_all([handle])
-    restored = GroupAggOperator(KEYS, aggs, _schema(aggs), False)
+    restored = GroupAggOperator(KEYS, aggs, _schema(aggs), False,
+                                *planned_state("hashmap", None, group_agg_columnar(aggs, False)))
     restored.open(OperatorContext("group", state=state))
     restored.restore_state(None)
     assert continued and _changes(restored, inputs[15:]) == continued
@@ -343,7 +346,7 @@ def test_expired_keys_are_left_out_of_a_savepoint(second: str, tmp_path: Path) -
     handle = op.ctx.keyed_state.snapshot_all(1, canonical=True)(directory)
     state = create_backend(second, range(128), tmp_path / f"restored-{second}")
     state.restore_all([handle])
-    restored = GroupAggOperator(KEYS, aggs, schema, False)
+    restored = GroupAggOperator(KEYS, aggs, schema, False, *planned_state(second, ttl, group_agg_columnar(aggs, False)))
     restored.open(OperatorContext("group", state=state, config=ttl))
     restored.restore_state(None)
     assert _changes(restored, [(_batch([a, b]), None)]) == [
@@ -529,7 +532,8 @@ def _restored(backend: str, handle: dict, aggs: list[AggCall], directory: Path,
               config: dict[str, str] | None = None) -> GroupAggOperator:
     state = create_backend(backend, range(128), directory)
     state.restore_all([handle])
-    op = GroupAggOperator(KEYS, aggs, _schema(aggs), False)
+    op = GroupAggOperator(KEYS, aggs, _schema(aggs), False,
+                          *planned_state(backend, config, group_agg_columnar(aggs, False)))
     op.open(OperatorContext("group", state=state, config=config or {}))
     op.restore_state(None)
     return op

@@ -26,7 +26,14 @@ from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.join import RegularJoinOperator
 from sqlstream.runtime.operators.join_columnar import HashIndex
 from sqlstream.runtime.state import create_backend
-from tests.conftest import duckdb_rows, in_key_groups, rows, run_sql, savepoint_into_halves
+from tests.conftest import (
+    duckdb_rows,
+    in_key_groups,
+    planned_state,
+    rows,
+    run_sql,
+    savepoint_into_halves,
+)
 
 LEFT = pa.schema([("s", pa.string()), ("k", pa.int64()), ("x", pa.int64())])
 RIGHT = pa.schema([("k", pa.int64()), ("s", pa.string()), ("y", pa.int64())])
@@ -86,7 +93,9 @@ def _inputs(seed: int, n_batches: int = 30) -> list[tuple[int, pa.RecordBatch]]:
 
 def _operator(backend: str, tmp_path: Path, key_groups: range = range(128),
               config: dict[str, str] | None = None) -> RegularJoinOperator:
-    op = RegularJoinOperator("INNER", (0, 1), (1, 0), RESIDUAL, LEFT, RIGHT, OUT, append_only=True)
+    ttl, columnar = planned_state(backend, config)
+    op = RegularJoinOperator("INNER", (0, 1), (1, 0), RESIDUAL, LEFT, RIGHT, OUT, append_only=True,
+                             state_ttl_ms=ttl, columnar=columnar)
     state = create_backend(backend, key_groups, tmp_path / f"{backend}-{key_groups.start}-{time.monotonic_ns()}")
     op.open(OperatorContext("join", state=state, config=config or {}))
     return op
@@ -142,7 +151,7 @@ def test_keys_with_colliding_hashes_do_not_match(tmp_path: Path) -> None:
 
     schema = pa.schema([("a", pa.int64()), ("b", pa.int64())])
     out = pa.schema([*schema, pa.field("a2", pa.int64()), pa.field("b2", pa.int64())])
-    op = RegularJoinOperator("INNER", (0, 1), (0, 1), None, schema, schema, out, append_only=True)
+    op = RegularJoinOperator("INNER", (0, 1), (0, 1), None, schema, schema, out, append_only=True, columnar=True)
     op.open(OperatorContext("join", state=create_backend("hashmap", range(128))))
     op.process_batch(Chunk(pa.RecordBatch.from_arrays([pa.array([1]), pa.array([2])], schema=schema)), 0)
     got = op.process_batch(Chunk(pa.RecordBatch.from_arrays(pair, schema=schema)), 1)
@@ -159,7 +168,8 @@ def test_join_state_moves_through_a_savepoint_to_another_backend_and_parallelism
     got = _run(old, before)
     # resume on two subtasks, each fed the rows of its key groups (as the hash exchange would)
     for groups, state in savepoint_into_halves(old, second, tmp_path):
-        new = RegularJoinOperator("INNER", (0, 1), (1, 0), RESIDUAL, LEFT, RIGHT, OUT, append_only=True)
+        new = RegularJoinOperator("INNER", (0, 1), (1, 0), RESIDUAL, LEFT, RIGHT, OUT, append_only=True,
+                                  columnar=planned_state(second)[1])
         new.open(OperatorContext("join", state=state))
         new.restore_state(None)
         mine = [(side, batch.filter(pa.array(in_key_groups(batch, (0, 1) if side == 0 else (1, 0), groups))))

@@ -18,13 +18,13 @@ import pyarrow as pa
 import pytest
 
 from sqlstream.core.joins import Horizon
+from sqlstream.core.sql.script import parse_one
 from sqlstream.frontend.session import Session
 from sqlstream.planner.horizons import join_horizons
 from sqlstream.planner.joins import analyze
 from sqlstream.planner.logical import Join
 from sqlstream.planner.optimizer import optimize
 from sqlstream.planner.planner import select_plan
-from sqlstream.planner.script import parse_one
 from sqlstream.runtime.elements import Chunk
 from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.join import RegularJoinOperator
@@ -131,7 +131,7 @@ def test_stored_rows_behind_the_horizon_are_dropped_and_state_stays_flat() -> No
     right = pa.schema([("k", pa.int64()), ("wend", pa.timestamp("ms"))])
     out = pa.schema([*left, pa.field("k2", pa.int64()), pa.field("wend", pa.timestamp("ms"))])
     op = RegularJoinOperator("INNER", (0,), (0,), None, left, right, out, append_only=True,
-                             horizons=(Horizon(1, -10_000), None))
+                             horizons=(Horizon(1, -10_000), None), columnar=True)
     op.open(OperatorContext("join", state=HeapStateBackend(range(128))))
     rng = np.random.default_rng(0)
     stored = []

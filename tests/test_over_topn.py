@@ -29,7 +29,7 @@ from sqlstream.runtime.operators.rank import (
     WindowRankOperator,
 )
 from sqlstream.runtime.state import create_backend
-from tests.conftest import duckdb_rows, rows, run_sql
+from tests.conftest import duckdb_rows, planned_state, rows, run_sql
 
 BASE = dt.datetime(2024, 3, 1, 12, 0, 0)
 DELAY_S = 4
@@ -416,11 +416,11 @@ def _elements(events: pa.Table, batch: int = 50) -> list[Chunk | Watermark]:
     return out
 
 
-def _run(make: Callable[[], Operator], elements: list[Chunk | Watermark], backend: str, tmp: Path,
+def _run(make: Callable[[str], Operator], elements: list[Chunk | Watermark], backend: str, tmp: Path,
          cut: int | None) -> list[tuple]:
     """Feed elements to a fresh operator; at ``cut``, snapshot and continue on a restored copy."""
     def start(state: object = None, handle: object = None) -> Operator:
-        op = make()
+        op = make(backend)
         store = create_backend(backend, range(128), tmp / f"local{len(list(tmp.iterdir()))}")
         if handle is not None:
             store.restore_all([handle])
@@ -446,22 +446,22 @@ def _run(make: Callable[[], Operator], elements: list[Chunk | Watermark], backen
     return out
 
 
-def _over() -> Operator:
+def _over(backend: str = "hashmap") -> Operator:
     aggs = [AggCall("SUM", 1, False, pa.int64(), "s"), AggCall("MIN", 1, False, pa.int32(), "lo")]
     schema = pa.schema(list(SCHEMA) + [pa.field("s", pa.int64()), pa.field("lo", pa.int32())])
     return OverAggOperator([0], 2, "RANGE", 5000, aggs, schema)
 
 
-def _dedup() -> Operator:
+def _dedup(backend: str = "hashmap") -> Operator:
     return DeduplicateFirstOperator([0], 2, True, pa.schema(list(SCHEMA) + [pa.field("rn", pa.int64())]))
 
 
-def _top() -> Operator:
+def _top(backend: str = "hashmap") -> Operator:
     return TopNOperator([0], [(1, True, False), (2, False, True)], 1, 3, True, False, False,
-                        pa.schema(list(SCHEMA) + [pa.field("rn", pa.int64())]))
+                        pa.schema(list(SCHEMA) + [pa.field("rn", pa.int64())]), *planned_state(backend))
 
 
-def _window_top() -> Operator:
+def _window_top(backend: str = "hashmap") -> Operator:
     schema = pa.schema(list(SCHEMA) + [pa.field("we", pa.timestamp("ms")), pa.field("rn", pa.int64())])
     return _WindowEnds(WindowRankOperator([3, 0], 3, [(1, True, False), (2, False, True)], 1, 2, True, False, schema))
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from sqlstream.core.sql.script import parse_one
 from sqlstream.frontend.session import Session
 from sqlstream.planner.logical import Filter, Project, Scan, WindowAggregate
 from sqlstream.planner.optimizer import optimize
 from sqlstream.planner.planner import select_plan
-from sqlstream.planner.script import parse_one
 from tests.conftest import run_sql
 
 

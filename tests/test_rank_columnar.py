@@ -22,7 +22,7 @@ from sqlstream.runtime.elements import Chunk, RowKind
 from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.rank import TopNOperator
 from sqlstream.runtime.state import create_backend
-from tests.conftest import in_key_groups, savepoint_into_halves
+from tests.conftest import in_key_groups, planned_state, savepoint_into_halves
 
 SCHEMA = pa.schema([("k", pa.string()), ("g", pa.int32()), ("v", pa.int64()), ("ts", pa.timestamp("ms"))])
 BASE = dt.datetime(2024, 3, 1)
@@ -45,7 +45,8 @@ def _operator(backend: str, tmp: Path, start: int, end: int, output_rank: bool, 
               sort: list[tuple[int, bool, bool]], groups: range = range(128),
               config: dict[str, str] | None = None) -> TopNOperator:
     schema = pa.schema(list(SCHEMA) + ([pa.field("rn", pa.int64())] if output_rank else []))
-    op = TopNOperator([0, 1], sort, start, end, output_rank, False, newer_wins, schema)
+    op = TopNOperator([0, 1], sort, start, end, output_rank, False, newer_wins, schema,
+                      *planned_state(backend, config))
     op.open(OperatorContext("rank", state=create_backend(backend, groups, tmp / f"{backend}-{time.monotonic_ns()}"),
                             config=config or {}))
     return op
@@ -110,7 +111,8 @@ def test_top_n_state_moves_through_a_savepoint_to_another_backend_and_parallelis
     changes = _feed(old, before)
     for groups, state in savepoint_into_halves(old, second, tmp_path):
         schema = pa.schema(list(SCHEMA) + [pa.field("rn", pa.int64())])
-        new = TopNOperator([0, 1], sort, start, end, output_rank, False, newer_wins, schema)
+        new = TopNOperator([0, 1], sort, start, end, output_rank, False, newer_wins, schema,
+                           *planned_state(second))
         new.open(OperatorContext("rank", state=state))
         new.restore_state(None)
         assert (new.columnar is not None) == (second == "hashmap")

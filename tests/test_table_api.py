@@ -100,8 +100,8 @@ def test_the_table_api_builds_the_same_plan_as_sql() -> None:
             orders.filter(col("price") > 10).group_by(col("category"))
                   .select(col("category"), col("quantity").count.distinct.alias("q")),
     }
+    from sqlstream.core.sql.script import parse_one
     from sqlstream.planner import planner
-    from sqlstream.planner.script import parse_one
 
     for sql, table in cases.items():
         assert table.explain() == planner.explain_text(session._roots(parse_one(sql))), sql

@@ -20,15 +20,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from sqlstream.core.aggregates import AggCall
+from sqlstream.core.aggregates import AggCall, window_agg_columnar
 from sqlstream.core.expressions import Call, ColumnRef, Literal
+from sqlstream.core.sql.script import parse_one
 from sqlstream.core.windows import WindowSpec
 from sqlstream.frontend.session import Session
 from sqlstream.planner.joins import analyze
 from sqlstream.planner.logical import Join, WindowAggregate
 from sqlstream.planner.optimizer import optimize
 from sqlstream.planner.planner import dataflow, insert_plan, select_plan
-from sqlstream.planner.script import parse_one
 from sqlstream.runtime.elements import MAX_WATERMARK, Chunk
 from sqlstream.runtime.hashing import key_group_range, key_groups, subtask_for_key_groups
 from sqlstream.runtime.operators.base import Operator, OperatorContext
@@ -36,7 +36,7 @@ from sqlstream.runtime.operators.window_agg import WindowAggOperator
 from sqlstream.runtime.operators.window_join import WindowJoinOperator
 from sqlstream.runtime.state import create_backend
 from sqlstream.runtime.state.base import StateBackend
-from tests.conftest import duckdb_rows, rows, run_sql
+from tests.conftest import duckdb_rows, planned_state, rows, run_sql
 
 BASE = dt.datetime(2024, 3, 1, 12, 0, 0)
 NEXMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "nexmark"
@@ -334,11 +334,11 @@ def _stream(seed: int, windows: int = 12) -> list[tuple]:
     return events
 
 
-def _join_operator(kind: str = "INNER") -> WindowJoinOperator:
+def _join_operator(kind: str = "INNER", backend: str = "hashmap") -> WindowJoinOperator:
     """ON l.k = r.k AND l.we = r.we (and l.ws = r.ws) AND l.v + r.v > 60."""
     total = Call("+", (ColumnRef(3, "v", pa.int64()), ColumnRef(7, "r_v", pa.int64())), pa.int64())
     residual = Call(">", (total, Literal(60, pa.int64())), pa.bool_())
-    return WindowJoinOperator(kind, (0,), (0,), residual, (2, 2), SIDE, SIDE, JOINED)
+    return WindowJoinOperator(kind, (0,), (0,), residual, (2, 2), SIDE, SIDE, JOINED, planned_state(backend)[1])
 
 
 def _expected_join(events: list[tuple], kind: str) -> list[tuple]:
@@ -386,7 +386,7 @@ def _sorted(rows_: list[tuple]) -> list[tuple]:
 def test_window_join_state_is_empty_once_the_watermark_passes(backend_kind: str, kind: str, tmp_path: Path) -> None:
     events = _stream(seed=1)
     backend = create_backend(backend_kind, range(MAX_PARALLELISM), tmp_path)
-    op = _open(_join_operator(kind), backend)
+    op = _open(_join_operator(kind, backend_kind), backend)
     out: list[tuple] = []
     pending_peak = 0
     for i, e in enumerate(events):
@@ -407,7 +407,7 @@ def test_window_join_state_is_empty_once_the_watermark_passes(backend_kind: str,
 def test_window_join_drops_and_counts_rows_of_fired_windows(backend_kind: str, tmp_path: Path) -> None:
     events = _stream(seed=2, windows=6)
     backend = create_backend(backend_kind, range(MAX_PARALLELISM), tmp_path)
-    op = _open(_join_operator("FULL"), backend)
+    op = _open(_join_operator("FULL", backend_kind), backend)
     out = _drive(op, events[:-1])
     late = _window_rows(np.random.default_rng(9), 2, 7)  # window 2 fired long ago
     out += _drive(op, [("batch", 0, late), ("batch", 1, late), events[-1], ("watermark", MAX_WATERMARK)])
@@ -417,11 +417,12 @@ def test_window_join_drops_and_counts_rows_of_fired_windows(backend_kind: str, t
     backend.close()
 
 
-def _cascade_operator() -> WindowAggOperator:
+def _cascade_operator(backend: str = "hashmap") -> WindowAggOperator:
     """GROUP BY window_start, window_end, k over rows whose windows were assigned upstream."""
     aggs = [AggCall("SUM", 3, False, pa.int64(), "s"), AggCall("COUNT", None, False, pa.int64(), "n")]
     schema = pa.schema([("window_start", TS), ("window_end", TS), ("k", pa.int64()), ("s", pa.int64()), ("n", pa.int64())])
-    return WindowAggOperator(TUMBLE, ["window_start", "window_end", 0], aggs, schema, input_window=(1, 2))
+    return WindowAggOperator(TUMBLE, ["window_start", "window_end", 0], aggs, schema, input_window=(1, 2),
+                             columnar=planned_state(backend, None, window_agg_columnar(aggs))[1])
 
 
 def _expected_cascade(events: list[tuple]) -> list[tuple]:
@@ -447,7 +448,7 @@ def _waiting_ends(backend: StateBackend) -> set[int]:
 def test_cascaded_window_aggregation_fires_once_per_window_and_forgets_it(backend_kind: str, tmp_path: Path) -> None:
     events = [e for e in _stream(seed=3) if e[0] == "watermark" or e[1] == 0]
     backend = create_backend(backend_kind, range(MAX_PARALLELISM), tmp_path)
-    op = _open(_cascade_operator(), backend)
+    op = _open(_cascade_operator(backend_kind), backend)
     out: list[tuple] = []
     for e in events:
         fired = _drive(op, [e])
@@ -485,8 +486,8 @@ def _route(events: list[tuple], partition: tuple[int, ...], parallelism: int) ->
     return shares
 
 
-OPERATORS: dict[str, tuple[Callable[[], Operator], Callable[[list[tuple]], list[tuple]], bool]] = {
-    "window join": (lambda: _join_operator("FULL"), lambda ev: _expected_join(ev, "FULL"), True),
+OPERATORS: dict[str, tuple[Callable[[str], Operator], Callable[[list[tuple]], list[tuple]], bool]] = {
+    "window join": (lambda backend: _join_operator("FULL", backend), lambda ev: _expected_join(ev, "FULL"), True),
     "cascaded window aggregation": (_cascade_operator, _expected_cascade, False),
 }
 
@@ -500,7 +501,7 @@ def test_savepoint_moves_between_backends_and_rescales(operator: str, first: str
     while events[cut - 1][0] != "batch":  # stop with rows of open windows in state
         cut += 1
     backend = create_backend(first, range(MAX_PARALLELISM), tmp_path / "first")
-    op = _open(make(), backend)
+    op = _open(make(first), backend)
     out = _drive(op, events[:cut])
     assert backend.num_entries() + _columnar_rows(backend) > 0
     savepoint = tmp_path / "savepoint"
@@ -512,7 +513,7 @@ def test_savepoint_moves_between_backends_and_rescales(operator: str, first: str
     for i, share in enumerate(_route(events[cut:], (0,), 2)):
         restored = create_backend(second, key_group_range(i, 2, MAX_PARALLELISM), tmp_path / f"second{i}")
         restored.restore_all([handle])
-        resumed = _open(make(), restored)
+        resumed = _open(make(second), restored)
         resumed.restore_state(operator_state)
         out += _drive(resumed, [*share, ("watermark", MAX_WATERMARK)])
         assert restored.num_entries() == 0 and _columnar_rows(restored) == 0

@@ -13,13 +13,13 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from sqlstream.core.aggregates import AggCall
+from sqlstream.core.aggregates import AggCall, window_agg_columnar
 from sqlstream.core.windows import WindowSpec
 from sqlstream.runtime.elements import Chunk
 from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.window_agg import WindowAggOperator
 from sqlstream.runtime.state import create_backend
-from tests.conftest import duckdb_rows, rows, run_sql
+from tests.conftest import duckdb_rows, planned_state, rows, run_sql
 
 BASE = dt.datetime(2024, 3, 1, 12, 0, 0)
 DELAY_S = 5  # watermark delay; disorder stays below it
@@ -193,7 +193,8 @@ def test_window_state_from_a_rocksdb_savepoint_keeps_its_types_on_hashmap(tmp_pa
         state = create_backend(backend, range(128), tmp_path / backend)
         if restored is not None:
             state.restore_all([restored])
-        op = WindowAggOperator(window, [0, "window_end"], aggs, out)
+        op = WindowAggOperator(window, [0, "window_end"], aggs, out,
+                               columnar=planned_state(backend, None, window_agg_columnar(aggs))[1])
         op.open(OperatorContext("w", state=state))
         if restored is not None:
             op.restore_state(None)

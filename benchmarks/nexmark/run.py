@@ -240,9 +240,9 @@ def export_csv(directory: Path, events: int, tps: int) -> None:
 
 def generator_only(events: int, tps: int) -> dict[str, Any]:
     """The nexmark source's own rate per kind (all columns), through its reader."""
+    from sqlstream.core.sql.script import parse_script
     from sqlstream.core.tables import TableDef
     from sqlstream.frontend.session import Session
-    from sqlstream.planner.script import parse_script
     from sqlstream.runtime.connectors.base import SourceContext
     from sqlstream.runtime.connectors.registry import get_connector
 

@@ -39,10 +39,10 @@ from sqlglot.tokens import Token, TokenType
 
 from sqlstream.catalog.catalog import Catalog, CatalogObject
 from sqlstream.core.errors import CatalogError, SqlError
+from sqlstream.core.sql import dialect
+from sqlstream.core.sql.script import Statement, line_col, parse_script
 from sqlstream.core.tables import ColumnDef, TableDef, ViewDef, WatermarkDef
 from sqlstream.core.types import parse_type, sql_type_name
-from sqlstream.planner import dialect
-from sqlstream.planner.script import Statement, line_col, parse_script
 
 DEFAULT_CATALOG = "default_catalog"
 DEFAULT_DATABASE = "default_database"
@@ -331,7 +331,7 @@ class SqliteCatalog(CatalogBackend):
 
 
 def default_catalog_path(name: str) -> Path:
-    from sqlstream.frontend.jobs import home
+    from sqlstream.core.home import home
 
     return home() / "catalogs" / name
 

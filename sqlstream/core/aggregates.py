@@ -23,3 +23,40 @@ class AggCall:
 def retractable(call: AggCall) -> bool:
     """Whether the function can consume -U/-D rows (MIN/MAX/DISTINCT would need all values)."""
     return call.function in ("COUNT", "SUM", "AVG") and not call.distinct
+
+
+def _minmax_columnar_type(t: pa.DataType) -> bool:
+    """Types whose MIN/MAX the columnar GROUP BY keeps in numpy columns (fixed-width values and
+    strings/binaries); runtime.operators.group_agg_columnar maps each to its storage."""
+    return (pa.types.is_integer(t) or pa.types.is_boolean(t) or (pa.types.is_floating(t) and t != pa.float16())
+            or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_timestamp(t) or pa.types.is_duration(t)
+            or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t))
+
+
+def group_agg_columnar(aggs: list[AggCall], retracting: bool) -> bool:
+    """Whether a non-windowed GROUP BY has an exact columnar form: every aggregate a built-in
+    over values the numpy columns hold, DISTINCT only in COUNT of an append-only input, MIN/MAX
+    only over an append-only input (retracting them needs every value)."""
+    for a in aggs:
+        if a.function not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
+            return False
+        if a.distinct and (a.function != "COUNT" or retracting):
+            return False
+        if a.function in ("SUM", "AVG") and not (pa.types.is_integer(a.type) or a.type in (pa.float32(), pa.float64())):
+            return False
+        if a.function in ("MIN", "MAX") and (retracting or not _minmax_columnar_type(a.type)):
+            return False
+    return True
+
+
+def window_agg_columnar(aggs: list[AggCall]) -> bool:
+    """Whether a window aggregation has a columnar form (built-ins over non-decimal values)."""
+    for a in aggs:
+        if a.function not in ("COUNT", "SUM", "MIN", "MAX", "AVG"):
+            return False
+        if pa.types.is_decimal(a.type) or pa.types.is_list(a.type) or pa.types.is_struct(a.type):
+            return False
+        if a.distinct and a.function != "COUNT":
+            return False
+    return True

@@ -75,7 +75,7 @@ def arrow_type(dt: exp.DataType) -> pa.DataType:
 
 def parse_type(text: str) -> pa.DataType:
     """The Arrow type for a SQL type written as text in Flink's spelling (e.g. 'TIMESTAMP(3)', 'BYTES')."""
-    from sqlstream.planner.dialect import Flink
+    from sqlstream.core.sql.dialect import Flink
 
     try:
         return arrow_type(exp.DataType.build(text, dialect=Flink))

@@ -44,3 +44,14 @@ class WindowSpec:
         if self.offset_ms:
             parts += f", offset={self.offset_ms}ms"
         return f"{self.kind}(time=${self.time_index}, {parts})" if time else f"{self.kind}({parts})"
+
+
+def partition_columns(key_indexes: list[int], input_window: tuple[int, int] | None) -> tuple[int, ...]:
+    """The input columns a window aggregation's input is hash-partitioned by (its key groups).
+
+    The group keys; a cascaded aggregation without any uses the window end instead of
+    sending every row to one subtask (each window is aggregated on its own anyway).
+    """
+    if key_indexes or input_window is None:
+        return tuple(key_indexes)
+    return (input_window[1],)

@@ -20,9 +20,9 @@ from sqlstream.frontend.jobs import RegisteredJob, list_jobs, request_savepoint
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from sqlstream.core.sql.script import Statement
     from sqlstream.frontend.session import StatementResult
     from sqlstream.frontend.tableau import TableauPrinter
-    from sqlstream.planner.script import Statement
     from sqlstream.runtime.elements import Chunk
 
 
@@ -169,16 +169,17 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from sqlglot import exp
 
+    from sqlstream.core.sql import dialect
+    from sqlstream.core.sql.script import parse_script
     from sqlstream.frontend.session import Session
-    from sqlstream.planner import dialect, planner
-    from sqlstream.planner.script import parse_script
+    from sqlstream.planner import planner
 
     sql = _read_script(args.script)
     session = Session()
     for stmt in parse_script(sql):
         node = stmt.node
         if isinstance(node, exp.Insert | dialect.StatementSet | exp.Query):
-            print(planner.explain_text(session._roots(node)))
+            print(planner.explain_text(session._roots(node), session.config))
             print()
         elif isinstance(node, dialect.Explain):
             print(session.execute_statement(node).message)

@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from sqlstream.core.errors import SqlStreamError
-from sqlstream.frontend.jobs import home, request_savepoint
+from sqlstream.core.home import home
+from sqlstream.frontend.jobs import request_savepoint
 
 HOST = "127.0.0.1"
 WEB_DIR = Path(__file__).resolve().parent / "web"

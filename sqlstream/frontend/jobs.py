@@ -19,10 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlstream.core.errors import SqlStreamError
-
-
-def home() -> Path:
-    return Path(os.environ.get("SQLSTREAM_HOME", Path.home() / ".sqlstream"))
+from sqlstream.core.home import home
 
 
 def jobs_dir() -> Path:

@@ -14,12 +14,13 @@ from sqlglot import exp
 
 from sqlstream.catalog.persistent import CatalogManager, FunctionDef, parse_statements
 from sqlstream.core.errors import PlanError, SqlError, SqlStreamError
+from sqlstream.core.sql import dialect
+from sqlstream.core.sql.script import Statement
 from sqlstream.core.tables import TableDef, ViewDef
 from sqlstream.core.types import sql_type_name
-from sqlstream.planner import ddl, dialect, planner
+from sqlstream.planner import ddl, planner
 from sqlstream.planner.binder import QueryBinder
 from sqlstream.planner.logical import Sink
-from sqlstream.planner.script import Statement
 from sqlstream.runtime.elements import Chunk
 from sqlstream.runtime.executor import JobConfig, JobExecutor, JobResult
 
@@ -76,7 +77,7 @@ class Session:
         if isinstance(node, exp.Describe):
             return self._describe(node)
         if isinstance(node, dialect.Explain):
-            return StatementResult("OK", planner.explain_text(self._roots(node.this)))
+            return StatementResult("OK", planner.explain_text(self._roots(node.this), self.config))
         if isinstance(node, exp.Set):
             return self._set(node)
         if isinstance(node, dialect.Reset):
@@ -111,7 +112,7 @@ class Session:
                 udfs.register(fn.name, udfs.load(fn.identifier))
 
     def run(self, roots: list[Sink], on_rows: RowConsumer | None = None) -> StatementResult:
-        _, flow = planner.dataflow(roots)
+        _, flow = planner.dataflow(roots, self.config)
         collected: list[pa.RecordBatch] = []
         kinds: list[pa.Array] = []
         schema = roots[0].schema
@@ -264,7 +265,7 @@ def _has_temporary(node: exp.Create) -> bool:
 
 
 def parse_view(view: ViewDef) -> exp.Expression:
-    from sqlstream.planner.script import parse_one
+    from sqlstream.core.sql.script import parse_one
 
     return parse_one(view.query)
 

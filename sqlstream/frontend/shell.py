@@ -37,13 +37,13 @@ from prompt_toolkit.styles import Style
 from sqlglot.errors import TokenError
 
 from sqlstream.core.errors import SqlStreamError
+from sqlstream.core.home import home
+from sqlstream.core.sql.dialect import Flink, split_statements
+from sqlstream.core.sql.script import Statement
 from sqlstream.core.tables import TableDef, ViewDef
-from sqlstream.frontend.jobs import home
 from sqlstream.frontend.session import Session, StatementResult
 from sqlstream.frontend.table_api import MaterializedChangelog
 from sqlstream.frontend.tableau import TableauPrinter, format_value
-from sqlstream.planner.dialect import Flink, split_statements
-from sqlstream.planner.script import Statement
 from sqlstream.runtime.elements import Chunk, RowKind
 
 RESULT_MODE = "sql-client.execution.result-mode"
@@ -154,8 +154,8 @@ class SqlCompleter(Completer):
     def _columns(self, obj: TableDef | ViewDef) -> list[str]:
         if isinstance(obj, TableDef):
             return [c.name for c in obj.columns]
+        from sqlstream.core.sql.script import parse_one
         from sqlstream.planner.binder import QueryBinder
-        from sqlstream.planner.script import parse_one
 
         try:
             return QueryBinder(self.session.catalog).bind_query(parse_one(obj.query)).node.schema.names

@@ -36,13 +36,14 @@ import pyarrow as pa
 from sqlglot import exp
 
 from sqlstream.core.errors import PlanError, SqlStreamError
+from sqlstream.core.sql import dialect
+from sqlstream.core.sql.script import parse_one
 from sqlstream.core.tables import ViewDef
 from sqlstream.core.types import sql_type_name
 from sqlstream.frontend.session import Session as SqlSession
 from sqlstream.frontend.session import StatementResult
 from sqlstream.frontend.tableau import TableauPrinter
-from sqlstream.planner import dialect, planner
-from sqlstream.planner.script import parse_one
+from sqlstream.planner import planner
 from sqlstream.runtime.elements import Chunk, RowKind
 
 # ---------------------------------------------------------------- SQL text helpers
@@ -898,7 +899,7 @@ class TableEnvironment:
         return Table(self, _Spec(f"({query}) AS {quote(alias)}"))
 
     def explain_sql(self, statement: str) -> str:
-        return planner.explain_text(self.session._roots(parse_one(statement)))
+        return planner.explain_text(self.session._roots(parse_one(statement)), self.session.config)
 
     def _run_bounded(self, query: str) -> pa.Table:
         result = self._job_session().execute_script(query)[-1]

@@ -18,10 +18,10 @@ from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import PlanError
 from sqlstream.core.expressions import ColumnRef, Expr, Literal, referenced_columns
 from sqlstream.core.functions import common_type
+from sqlstream.core.sql import dialect, script
 from sqlstream.core.tables import TableDef, ViewDef
 from sqlstream.core.types import sql_type_name
 from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
-from sqlstream.planner import dialect, script
 from sqlstream.planner.expr_binder import ExprBinder, coerce, contains_aggregate, is_aggregate
 from sqlstream.planner.group_windows import (
     GroupWindow,
@@ -208,10 +208,10 @@ class QueryBinder:
 
     def table_relation(self, table: TableDef, alias: str | None = None) -> Relation:
         """Scan a table, derive its computed columns, and assign its watermark."""
-        from sqlstream.runtime.connectors.registry import get_connector
+        from sqlstream.core.connectors import connector_spec
 
-        connector = get_connector(table.connector)
-        if connector.create_source is None:
+        connector = connector_spec(table.connector)
+        if not connector.readable:
             raise PlanError(f"table '{table.name}' (connector '{table.connector}') can only be written to, not read")
         physical = [c.name for c in table.physical_columns]
         node: LogicalNode = Scan(table, physical)
@@ -305,7 +305,7 @@ class QueryBinder:
 
     def _bind_temporal_join(self, left: Relation, join: exp.Join, side: str) -> Relation:
         """FOR SYSTEM_TIME AS OF: a lookup join (processing time) or a temporal join (event time)."""
-        from sqlstream.runtime.connectors.registry import get_connector
+        from sqlstream.core.connectors import connector_spec
 
         table_node = join.this
         version = table_node.args["version"]
@@ -339,8 +339,8 @@ class QueryBinder:
                     f"({', '.join(obj.primary_key)}) with columns of the left table", on)
             node = TemporalJoin(left.node, right.node, kind, left_keys, right_keys, conjoin(rest))
             return Relation(node, scope)
-        connector = get_connector(obj.connector)
-        if connector.create_lookup is None:
+        connector = connector_spec(obj.connector)
+        if not connector.lookupable:
             raise plan_error(
                 f"'{obj.name}' (connector '{obj.connector}') cannot be looked up; a lookup join needs a "
                 "lookup connector such as 'duckdb' or 'postgres', or use the event-time column for a "

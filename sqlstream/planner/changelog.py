@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from sqlstream.core.aggregates import retractable
 from sqlstream.core.errors import PlanError
 from sqlstream.planner.logical import Aggregate, LogicalNode, Sink, WindowAggregate, _describe
-from sqlstream.runtime import aggregates
 
 
 def _first_updating(node: LogicalNode) -> LogicalNode | None:
@@ -22,9 +22,9 @@ def check_sink(root: Sink) -> None:
     _check_retractions(root)
     if root.table is None or not root.input.updating:
         return
-    from sqlstream.runtime.connectors.registry import get_connector
+    from sqlstream.core.connectors import connector_spec
 
-    connector = get_connector(root.table.connector)
+    connector = connector_spec(root.table.connector)
     if not connector.accepts_updates:
         producer = _first_updating(root.input)
         what = _describe(producer) if producer is not None else "the query"
@@ -41,7 +41,7 @@ def _check_retractions(node: LogicalNode) -> None:
         _check_retractions(child)
     if isinstance(node, Aggregate) and node.input.updating:
         for a in node.aggs:
-            if not aggregates.retractable(a):
+            if not retractable(a):
                 raise PlanError(
                     f"{a.describe()} over an updating input (an aggregate of an aggregate) is not supported; "
                     "only COUNT, SUM and AVG can consume retractions"

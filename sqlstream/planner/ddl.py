@@ -9,9 +9,9 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sqlstream.core.errors import ConnectorError, PlanError
+from sqlstream.core.sql import dialect
 from sqlstream.core.tables import ColumnDef, TableDef, ViewDef, WatermarkDef
 from sqlstream.core.types import arrow_type
-from sqlstream.planner import dialect
 from sqlstream.planner.scope import plan_error
 
 
@@ -76,9 +76,9 @@ def _type_computed_columns(table: TableDef, create: exp.Create) -> TableDef:
     """Computed columns get their type by binding their expression over the physical columns."""
     if all(c.computed is None for c in table.columns):
         return table
+    from sqlstream.core.sql.script import parse_one
     from sqlstream.planner.expr_binder import ExprBinder
     from sqlstream.planner.scope import Scope
-    from sqlstream.planner.script import parse_one
 
     scope = Scope.of(table.physical_schema)
     columns = []
@@ -96,13 +96,13 @@ def _type_computed_columns(table: TableDef, create: exp.Create) -> TableDef:
 
 def validate_table(table: TableDef) -> None:
     """Check the connector exists and accepts these options (raises ConnectorError)."""
-    from sqlstream.runtime.connectors.registry import get_connector
+    from sqlstream.core.connectors import connector_spec
 
     if "connector" not in table.options:
         raise ConnectorError(
             f"table '{table.name}' has no 'connector' option; add WITH ('connector' = '...')"
         )
-    get_connector(table.connector).validate(table)
+    connector_spec(table.connector).validate(table)
 
 
 def view_def(create: exp.Create) -> ViewDef:

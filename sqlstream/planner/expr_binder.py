@@ -44,7 +44,7 @@ Intercept = Callable[[exp.Expression], Expr | None]
 
 
 def interval_ms(node: exp.Interval) -> int:
-    from sqlstream.planner.dialect import interval_ms as dialect_interval_ms
+    from sqlstream.core.sql.dialect import interval_ms as dialect_interval_ms
 
     return dialect_interval_ms(node)
 

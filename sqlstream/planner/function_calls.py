@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from sqlstream.planner.dialect import FLINK_TIME_MAPPING
+from sqlstream.core.sql.dialect import FLINK_TIME_MAPPING
 
 Translation = tuple[str, list[exp.Expression]]
 

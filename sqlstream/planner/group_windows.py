@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from sqlstream.core.sql.dialect import Flink, interval_ms
 from sqlstream.core.windows import WindowSpec
-from sqlstream.planner.dialect import Flink, interval_ms
 from sqlstream.planner.scope import Scope, plan_error
 
 # the legacy group window functions and the names of their interval arguments, in SQL order

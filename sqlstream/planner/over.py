@@ -38,12 +38,21 @@ from sqlglot import exp
 from sqlstream.core.aggregates import AggCall
 from sqlstream.core.errors import PlanError
 from sqlstream.core.expressions import Call, ColumnRef, Expr, Literal, substitute
+from sqlstream.core.physical import (
+    DeduplicateFirstConfig,
+    Exchange,
+    LimitConfig,
+    OverAggConfig,
+    StreamSortConfig,
+    TopNConfig,
+    WindowRankConfig,
+)
+from sqlstream.core.sql import dialect
 from sqlstream.core.windows import WINDOW_COLUMNS
-from sqlstream.planner import dialect
 from sqlstream.planner.expr_binder import AGGREGATES, ExprBinder
 from sqlstream.planner.joins import conjoin, conjuncts
 from sqlstream.planner.logical import Filter, LogicalNode, Project, WindowAggregate, WindowTVF
-from sqlstream.planner.physical import Exchange, Lowering
+from sqlstream.planner.physical import Lowering
 from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
 
 if TYPE_CHECKING:
@@ -127,13 +136,11 @@ class OverAggregate:
         return node, out
 
     def lower_node(self, lowering: Lowering) -> int:
-        from sqlstream.runtime.operators.over_agg import OverAggOperator
-
         up = lowering.lower(self.input)
-        keys, time_index, frame, aggs, schema = self.partition_keys, self.time_index, self.frame, self.aggs, self.schema
+        keys, frame = self.partition_keys, self.frame
         return lowering.add(
-            "OverAggregate", self.describe(), schema, [Exchange(up, "hash", tuple(keys))],
-            make_operator=lambda: OverAggOperator(keys, time_index, frame.kind, frame.preceding, aggs, schema),
+            "OverAggregate", self.describe(), self.schema, [Exchange(up, "hash", tuple(keys))],
+            config=OverAggConfig(keys, self.time_index, frame.kind, frame.preceding, self.aggs),
         )
 
 
@@ -250,8 +257,6 @@ class Rank:
         return node, out
 
     def lower_node(self, lowering: Lowering) -> int:
-        from sqlstream.runtime.operators import rank
-
         up = lowering.lower(self.input)
         keys, order, schema = self.partition_keys, self.order, self.schema
         start, end, output_rank = self.rank_start, self.rank_end, self.output_rank
@@ -261,24 +266,19 @@ class Rank:
         if strategy == "window":
             window_end = self.window[1] if self.window is not None else 0
             newer = self.newer_wins
-            return lowering.add(
-                "WindowRank", self.describe(), schema, inputs,
-                make_operator=lambda: rank.WindowRankOperator(keys, window_end, sort, start, end, output_rank,
-                                                              newer, schema),
-            )
+            return lowering.add("WindowRank", self.describe(), schema, inputs,
+                                config=WindowRankConfig(keys, window_end, sort, start, end, output_rank, newer))
         if strategy == "first":
             time_index = order[0].index
-            return lowering.add(
-                "Deduplicate", self.describe(), schema, inputs,
-                make_operator=lambda: rank.DeduplicateFirstOperator(keys, time_index, output_rank, schema),
-            )
+            return lowering.add("Deduplicate", self.describe(), schema, inputs,
+                                config=DeduplicateFirstConfig(keys, time_index, output_rank, lowering.state_ttl_ms))
         retracting, newer = self.input.updating, self.newer_wins
         assert end is not None  # with_inputs refused an unbounded ROW_NUMBER
-        return lowering.add(
-            "Rank", self.describe(), schema, inputs,
-            make_operator=lambda: rank.TopNOperator(keys, sort, start, end, output_rank, retracting, newer,
-                                                    schema),
-        )
+        # the vectorized form ranks an append-only input
+        columnar = lowering.columnar_state and not retracting
+        return lowering.add("Rank", self.describe(), schema, inputs,
+                            config=TopNConfig(keys, sort, start, end, output_rank, retracting, newer,
+                                              lowering.state_ttl_ms, columnar))
 
 
 @dataclass
@@ -323,18 +323,15 @@ class StreamSort:
         return StreamSort(child, [k.remapped(mapping) for k in self.order], self.limit), mapping
 
     def lower_node(self, lowering: Lowering) -> int:
-        from sqlstream.runtime.operators.rank import LimitOperator, StreamSortOperator
-
         up = lowering.lower(self.input)
         limit, schema = self.limit, self.schema
         # one global subtask: a hash exchange without keys
         inputs = [Exchange(up, "hash", ())]
         if not self.order:
             assert limit is not None
-            return lowering.add("Limit", self.describe(), schema, inputs, make_operator=lambda: LimitOperator(limit))
+            return lowering.add("Limit", self.describe(), schema, inputs, config=LimitConfig(limit))
         sort = [(k.index, k.descending, k.nulls_first) for k in self.order]
-        return lowering.add("Sort", self.describe(), schema, inputs,
-                            make_operator=lambda: StreamSortOperator(sort, limit))
+        return lowering.add("Sort", self.describe(), schema, inputs, config=StreamSortConfig(sort, limit))
 
 
 # ------------------------------------------------------------------ binding SELECT items

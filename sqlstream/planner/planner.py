@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pyarrow as pa
 from sqlglot import exp
 
 from sqlstream.catalog.catalog import Catalog
 from sqlstream.core.expressions import ColumnRef, Expr, Literal
+from sqlstream.core.physical import Dataflow
 from sqlstream.core.tables import TableDef
 from sqlstream.core.types import is_numeric, sql_type_name
 from sqlstream.planner.binder import QueryBinder
@@ -14,7 +17,7 @@ from sqlstream.planner.changelog import check_sink
 from sqlstream.planner.expr_binder import coerce
 from sqlstream.planner.logical import LogicalNode, Project, Sink, explain
 from sqlstream.planner.optimizer import optimize
-from sqlstream.planner.physical import Dataflow, Lowering
+from sqlstream.planner.physical import Lowering
 from sqlstream.planner.scope import plan_error
 
 
@@ -91,18 +94,19 @@ def select_plan(catalog: Catalog, query: exp.Expression) -> Sink:
     return Sink(rel.node, None)
 
 
-def dataflow(roots: list[Sink]) -> tuple[list[LogicalNode], Dataflow]:
-    """Optimize each root and lower them all into one dataflow (a statement set is one job)."""
+def dataflow(roots: list[Sink], settings: Mapping[str, str] | None = None) -> tuple[list[LogicalNode], Dataflow]:
+    """Optimize each root and lower them all into one dataflow (a statement set is one job);
+    ``settings`` (the session's SET keys) decide state TTL and state forms."""
     optimized = [optimize(r) for r in roots]
-    lowering = Lowering()
+    lowering = Lowering(settings)
     for r in optimized:
         check_sink(r)  # type: ignore[arg-type]
         lowering.lower(r)
     return optimized, Dataflow(lowering.nodes)
 
 
-def explain_text(roots: list[Sink]) -> str:
-    optimized, flow = dataflow(roots)
+def explain_text(roots: list[Sink], settings: Mapping[str, str] | None = None) -> str:
+    optimized, flow = dataflow(roots, settings)
     parts = ["== Abstract Syntax Tree ==", *[explain(r) for r in roots], "",
              "== Optimized Logical Plan ==", *[explain(r) for r in optimized], "",
              "== Physical Dataflow ==", flow.explain()]

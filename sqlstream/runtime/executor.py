@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import JobError, SqlStreamError
-from sqlstream.planner.physical import Dataflow, PhysicalNode, SinkSpec, SourceSpec
+from sqlstream.core.physical import Dataflow, PhysicalNode, SinkSpec, SourceSpec
 from sqlstream.runtime.checkpoint import storage as chk_storage
 from sqlstream.runtime.checkpoint.coordinator import CheckpointCoordinator, CheckpointStats
 from sqlstream.runtime.checkpoint.storage import CheckpointError, CheckpointStorage
@@ -38,6 +38,7 @@ from sqlstream.runtime.elements import Chunk
 from sqlstream.runtime.graph import Chain, build_chains
 from sqlstream.runtime.hashing import DEFAULT_MAX_PARALLELISM, key_group_range
 from sqlstream.runtime.operators.base import Metrics, Operator, OperatorContext
+from sqlstream.runtime.operators.registry import build_operator
 from sqlstream.runtime.operators.sink import SinkOperator
 from sqlstream.runtime.state import create_backend
 from sqlstream.runtime.subtask import OutputGate, Subtask
@@ -393,8 +394,7 @@ class JobExecutor:
     def _make_operator(self, node: PhysicalNode, index: int, parallelism: int) -> Operator:
         if node.sink is not None:
             return SinkOperator(create_writer(node.sink, self.collect, index, parallelism))
-        assert node.make_operator is not None
-        return node.make_operator()
+        return build_operator(node)
 
     def _wire(self, subtasks: dict[str, list[Subtask]], stop: threading.Event) -> None:
         by_uid = {c.uid: c for c in self.chains}

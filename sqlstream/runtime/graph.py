@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from sqlstream.planner.physical import Dataflow, PhysicalNode
+from sqlstream.core.physical import Dataflow, PhysicalNode
 
 
 @dataclass

@@ -55,7 +55,7 @@ from typing import Any
 import pyarrow as pa
 
 from sqlstream.core.errors import JobError, SqlStreamError
-from sqlstream.planner.physical import Dataflow
+from sqlstream.core.physical import Dataflow
 from sqlstream.runtime.checkpoint import storage as chk_storage
 from sqlstream.runtime.checkpoint.coordinator import (
     CheckpointCoordinator,

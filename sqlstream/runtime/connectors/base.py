@@ -1,8 +1,9 @@
-"""What every connector declares and implements.
+"""What every connector implements.
 
-A connector module defines one :class:`Connector`: its option schema (checked
-at ``CREATE TABLE`` time, so a typo fails before the job starts), a source
-factory and/or a sink factory.  Sources hand out Arrow record batches and can
+A connector module defines one :class:`Connector`: its option schema (a
+:class:`~sqlstream.core.connectors.ConnectorSpec`, checked at ``CREATE TABLE`` time, so a
+typo fails before the job starts), a source factory and/or a sink factory, and is listed
+under the ``sqlstream.connectors`` entry points in pyproject.toml.  Sources hand out Arrow record batches and can
 report and restore their read position (for checkpoints); sinks receive
 chunks and, if transactional, pre-commit on a checkpoint and commit when it
 completes.
@@ -10,52 +11,15 @@ completes.
 
 from __future__ import annotations
 
-import difflib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from sqlstream.core.durations import parse_duration_ms
-from sqlstream.core.errors import ConnectorError
+from sqlstream.core.connectors import ConnectorSpec
 from sqlstream.core.tables import TableDef
-
-
-@dataclass(frozen=True)
-class Option:
-    """One declared connector option; ``type`` is 'string', 'int', 'float', 'bool' or 'duration'."""
-
-    key: str
-    type: str = "string"
-    required: bool = False
-    default: Any = None
-    choices: tuple[str, ...] | None = None
-    description: str = ""
-
-    def convert(self, raw: str, table: str) -> Any:
-        try:
-            if self.type == "int":
-                return int(raw)
-            if self.type == "float":
-                return float(raw)
-            if self.type == "bool":
-                if raw.lower() not in ("true", "false"):
-                    raise ValueError("expected 'true' or 'false'")
-                return raw.lower() == "true"
-            if self.type == "duration":
-                return parse_duration_ms(raw)
-        except ValueError as e:
-            raise ConnectorError(
-                f"table '{table}': option '{self.key}' = '{raw}' is not a valid {self.type}: {e}"
-            ) from None
-        if self.choices is not None and raw.lower() not in self.choices:
-            raise ConnectorError(
-                f"table '{table}': option '{self.key}' = '{raw}' must be one of {', '.join(self.choices)}"
-            )
-        return raw.lower() if self.choices is not None else raw
-
 
 # rows per source batch (table.exec.batch-size).  benchmarks/nexmark/run.py --batch-size measured
 # q0/q1/q5/q7 1.3-1.5x faster at 32768 than at 8192 (the fixed cost of each Arrow call is
@@ -169,56 +133,21 @@ class SinkWriter(ABC):
 
 
 @dataclass
-class Connector:
-    name: str
-    options: tuple[Option, ...]
+class Connector(ConnectorSpec):
+    """A connector's option schema (what the planner validates) with its runtime factories."""
+
     create_source: Callable[[SourceContext], SourceReader] | None = None
     create_sink: Callable[[SinkContext], SinkWriter] | None = None
     create_lookup: Callable[[LookupContext], LookupFunction] | None = None  # lookup joins
-    accepts_updates: bool = False  # sink understands -U/+U/-D
-    # option keys matched by prefix (datagen's 'fields.<name>.kind'); checked by validate_extra
-    prefixes: tuple[str, ...] = ()
-    validate_extra: Callable[[TableDef, dict[str, str]], None] | None = None
-    description: str = ""
-    _by_key: dict[str, Option] = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        self._by_key = {o.key: o for o in self.options}
-        self._by_key["connector"] = Option("connector", required=True)
-        # parallelism of this table's source / sink, independent of parallelism.default (Flink)
-        if self.create_source is not None:
-            self._by_key.setdefault("scan.parallelism", Option("scan.parallelism", "int"))
-        if self.create_sink is not None:
-            self._by_key.setdefault("sink.parallelism", Option("sink.parallelism", "int"))
+    @property
+    def readable(self) -> bool:
+        return self.create_source is not None
 
-    def validate(self, table: TableDef) -> dict[str, Any]:
-        """Check a table's WITH options against the declared schema; return them typed."""
-        given = table.options
-        typed: dict[str, Any] = {}
-        for key, raw in given.items():
-            opt = self._by_key.get(key)
-            if opt is None:
-                if any(key.startswith(p) for p in self.prefixes):
-                    continue
-                known = sorted(self._by_key)
-                close = difflib.get_close_matches(key, known, n=1)
-                hint = f" Did you mean '{close[0]}'?" if close else ""
-                raise ConnectorError(
-                    f"table '{table.name}': unknown option '{key}' for connector '{self.name}'.{hint} "
-                    f"Supported options: {', '.join(known)}"
-                )
-            typed[key] = opt.convert(raw, table.name)
-        for key in ("scan.parallelism", "sink.parallelism"):
-            if typed.get(key) is not None and typed[key] < 1:
-                raise ConnectorError(f"table '{table.name}': option '{key}' must be at least 1")
-        for opt in self.options:
-            if opt.key not in typed:
-                if opt.required:
-                    raise ConnectorError(
-                        f"table '{table.name}': connector '{self.name}' requires option '{opt.key}'"
-                        + (f" ({opt.description})" if opt.description else "")
-                    )
-                typed[opt.key] = opt.default
-        if self.validate_extra is not None:
-            self.validate_extra(table, given)
-        return typed
+    @property
+    def writable(self) -> bool:
+        return self.create_sink is not None
+
+    @property
+    def lookupable(self) -> bool:
+        return self.create_lookup is not None

@@ -28,11 +28,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sqlstream.core.connectors import Option
 from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
 from sqlstream.core.types import sql_type_name
-from sqlstream.runtime.connectors.base import Connector, Option, SourceContext, SourceReader
+from sqlstream.runtime.connectors.base import Connector, SourceContext, SourceReader
 from sqlstream.runtime.connectors.throttle import Throttle
 
 FIELD_OPTIONS = ("kind", "min", "max", "length", "start", "end", "max-past", "null-rate")

@@ -14,12 +14,12 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from sqlstream.core.connectors import Option
 from sqlstream.core.errors import ConnectorError
 from sqlstream.runtime.connectors.base import (
     Connector,
     LookupContext,
     LookupFunction,
-    Option,
     SourceContext,
     SourceReader,
 )

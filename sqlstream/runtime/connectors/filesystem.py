@@ -26,11 +26,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sqlstream.core.connectors import Option
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
 from sqlstream.runtime.connectors.base import (
     Connector,
-    Option,
     SinkContext,
     SinkWriter,
     SourceContext,

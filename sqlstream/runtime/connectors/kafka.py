@@ -76,11 +76,11 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
 
+from sqlstream.core.connectors import Option
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
 from sqlstream.runtime.connectors.base import (
     Connector,
-    Option,
     SinkContext,
     SinkWriter,
     SourceContext,

@@ -44,10 +44,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.lib.stride_tricks import sliding_window_view
 
+from sqlstream.core.connectors import Option
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
 from sqlstream.core.types import sql_type_name
-from sqlstream.runtime.connectors.base import Connector, Option, SourceContext, SourceReader
+from sqlstream.runtime.connectors.base import Connector, SourceContext, SourceReader
 from sqlstream.runtime.connectors.datagen import _random_u64, _unit_float
 from sqlstream.runtime.connectors.throttle import Throttle
 

@@ -93,13 +93,13 @@ import pyarrow.compute as pc
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
+from sqlstream.core.connectors import Option
 from sqlstream.core.errors import ConnectorError, DataError
 from sqlstream.core.tables import TableDef
 from sqlstream.runtime.connectors.base import (
     Connector,
     LookupContext,
     LookupFunction,
-    Option,
     SinkContext,
     SinkWriter,
     SourceContext,

@@ -14,7 +14,8 @@ import sys
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.runtime.connectors.base import Connector, Option, SinkContext, SinkWriter
+from sqlstream.core.connectors import Option
+from sqlstream.runtime.connectors.base import Connector, SinkContext, SinkWriter
 from sqlstream.runtime.elements import RowKind
 
 _KIND_OPEN = pa.array([k.short + "[" for k in RowKind], pa.string())

@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sqlstream.core.connectors import Option
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.types import sql_type_name
-from sqlstream.runtime.connectors.base import Option
 
 FORMAT_NAMES: tuple[str, ...] = ("csv", "json", "parquet")
 

@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from sqlstream.core.connectors import Option
 from sqlstream.core.errors import ConnectorError, DataError
-from sqlstream.runtime.connectors.base import Option
 from sqlstream.runtime.formats import (
     Locate,
     TextFormat,

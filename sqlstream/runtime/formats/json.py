@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from sqlstream.core.connectors import Option
 from sqlstream.core.errors import DataError
-from sqlstream.runtime.connectors.base import Option
 from sqlstream.runtime.formats import (
     CONVERSION_ERRORS,
     Locate,

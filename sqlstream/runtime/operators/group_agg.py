@@ -28,8 +28,8 @@ from sqlstream.runtime import aggregates
 from sqlstream.runtime.elements import Chunk, RowKind
 from sqlstream.runtime.hashing import hash_columns
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
-from sqlstream.runtime.operators.group_agg_columnar import ColumnarGroupAggregates, supports
-from sqlstream.runtime.operators.keyed import fresh_or_copy, state_ttl
+from sqlstream.runtime.operators.group_agg_columnar import ColumnarGroupAggregates
+from sqlstream.runtime.operators.keyed import columnar_state, fresh_or_copy
 
 _RETRACT_KINDS = pa.array([RowKind.UPDATE_BEFORE, RowKind.DELETE], pa.int8())
 # the columnar form's state (keyed state "groups" is the per-key form's)
@@ -40,8 +40,11 @@ class GroupAggOperator(Operator):
     name = "GroupAggregate"
     keyed = True
 
-    def __init__(self, keys: list[int], aggs: list[AggCall], schema: pa.Schema, retracting: bool) -> None:
+    def __init__(self, keys: list[int], aggs: list[AggCall], schema: pa.Schema, retracting: bool,
+                 state_ttl_ms: int | None = None, columnar: bool = False) -> None:
         self.keys = keys
+        self.state_ttl_ms = state_ttl_ms
+        self.columnar_form = columnar
         self.aggs = aggs
         self.retracting = retracting
         self.functions = [aggregates.make(a, retracting) for a in aggs]
@@ -53,14 +56,14 @@ class GroupAggOperator(Operator):
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
         # key -> (row count accumulator, accumulators, last emitted row or None); TTL as configured
-        ttl_ms = state_ttl(ctx)
+        ttl_ms = self.state_ttl_ms
         self.ttl_ms = ttl_ms
         self.groups = ctx.keyed_state.state("groups", ttl_ms)
         self.columnar: ColumnarGroupAggregates | None = None
         # per-key entries restored for the columnar form, taken over at the first batch
         self.restored_per_key = False
         backend = ctx.keyed_state
-        if backend.name == "hashmap" and supports(self.aggs, self.retracting):
+        if columnar_state(ctx, self.columnar_form):
             self.columnar = self._columnar_store()
             # columnar state restored from a hashmap snapshot (restore_all ran before open)
             restored = backend.columnar_states.get(COLUMNAR_STATE)

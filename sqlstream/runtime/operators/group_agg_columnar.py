@@ -70,20 +70,6 @@ _NONE, _DELETE, _UPDATE, _INSERT = 0, 1, 2, 3
 _ROWS_EMITTED = np.array([0, 1, 2, 1], np.int64)
 
 
-def supports(aggs: list[AggCall], retracting: bool) -> bool:
-    """Whether every aggregate has an exact columnar form (see the module docstring)."""
-    for a in aggs:
-        if a.function not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
-            return False
-        if a.distinct and (a.function != "COUNT" or retracting):
-            return False
-        if a.function in ("SUM", "AVG") and not (pa.types.is_integer(a.type) or a.type in (pa.float32(), pa.float64())):
-            return False
-        if a.function in ("MIN", "MAX") and (retracting or _storage(a.type) is None):
-            return False
-    return True
-
-
 def _storage(t: pa.DataType) -> tuple[np.dtype, pa.DataType] | None:
     """(numpy dtype, Arrow type of the same layout) that hold MIN/MAX values of type ``t``, if any."""
     if pa.types.is_integer(t) or pa.types.is_boolean(t) or (pa.types.is_floating(t) and t != pa.float16()):

@@ -28,7 +28,7 @@ from sqlstream.runtime.elements import Chunk, RowKind
 from sqlstream.runtime.hashing import key_groups
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.join_columnar import ColumnarInnerJoin
-from sqlstream.runtime.operators.keyed import state_ttl
+from sqlstream.runtime.operators.keyed import columnar_state
 
 _INSERTS = (RowKind.INSERT, RowKind.UPDATE_AFTER)
 # the columnar form's state names (keyed state "left"/"right" is the per-key form's)
@@ -66,7 +66,10 @@ class RegularJoinOperator(Operator):
     def __init__(self, kind: str, left_keys: tuple[int, ...], right_keys: tuple[int, ...],
                  residual: Expr | None, left_schema: pa.Schema, right_schema: pa.Schema,
                  schema: pa.Schema, append_only: bool = False,
-                 horizons: tuple[Horizon | None, Horizon | None] = (None, None)) -> None:
+                 horizons: tuple[Horizon | None, Horizon | None] = (None, None), state_ttl_ms: int | None = None,
+                 columnar: bool = False) -> None:
+        self.state_ttl_ms = state_ttl_ms
+        self.columnar_form = columnar
         """``append_only``: neither input retracts (the planner knows it from the plan);
         ``horizons``: when a stored row of each side can no longer match (planner.horizons)."""
         self.kind = kind
@@ -83,12 +86,12 @@ class RegularJoinOperator(Operator):
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
-        ttl = state_ttl(ctx)
+        ttl = self.state_ttl_ms
         # join key -> tuple of (row, associations) entries, per side
         self.sides = (ctx.keyed_state.state("left", ttl), ctx.keyed_state.state("right", ttl))
         self.columnar: ColumnarInnerJoin | None = None
         backend = ctx.keyed_state
-        if self.append_only and self.kind == "INNER" and backend.name == "hashmap":
+        if columnar_state(ctx, self.columnar_form):
             states = (backend.columnar(COLUMNAR_STATES[0]), backend.columnar(COLUMNAR_STATES[1]))
             self.columnar = ColumnarInnerJoin(self.keys, self.residual, self.side_schemas, self.schema,
                                               states, ttl, ctx.max_parallelism, self.horizons)

@@ -1,4 +1,4 @@
-"""What keyed operators share: the key group of each row, copy-on-write accumulators, state TTL."""
+"""What keyed operators share: the key group of each row, copy-on-write accumulators, the state form."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from sqlstream.core.durations import parse_duration_ms
+from sqlstream.core.errors import JobError
 from sqlstream.runtime import aggregates
 from sqlstream.runtime.hashing import key_groups
 from sqlstream.runtime.operators.base import OperatorContext
@@ -27,8 +27,10 @@ def fresh_or_copy(functions: list[aggregates.AggFunction], stored: list[list[Any
     return [fn.copy(a) for fn, a in zip(functions, stored, strict=True)]
 
 
-def state_ttl(ctx: OperatorContext) -> int | None:
-    """Flink's table.exec.state.ttl in ms: how long a key's state lives unwritten; None (or 0): forever."""
-    ttl = ctx.config.get("table.exec.state.ttl")
-    ms = parse_duration_ms(ttl) if ttl else 0
-    return ms if ms > 0 else None
+def columnar_state(ctx: OperatorContext, planned: bool) -> bool:
+    """Whether to run the columnar form the plan chose; a backend without columnar state (the
+    plan was made for another ``state.backend.type``) is an error, not a silent switch."""
+    if planned and not ctx.keyed_state.supports_columnar:
+        raise JobError(f"the plan keeps columnar state, which the '{ctx.keyed_state.name}' state backend "
+                       "does not hold; plan the job with the backend it runs on")
+    return planned

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk, RowKind
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
-from sqlstream.runtime.operators.keyed import key_group_column, state_ttl
+from sqlstream.runtime.operators.keyed import columnar_state, key_group_column
 from sqlstream.runtime.operators.rank_columnar import ColumnarTopN
 from sqlstream.runtime.operators.window_agg import event_times
 
@@ -277,8 +277,11 @@ class TopNOperator(Operator):
     keyed = True
 
     def __init__(self, keys: list[int], sort: SortSpec, start: int, end: int, output_rank: bool,
-                 retracting: bool, newer_wins: bool, schema: pa.Schema) -> None:
+                 retracting: bool, newer_wins: bool, schema: pa.Schema, state_ttl_ms: int | None = None,
+                 columnar: bool = False) -> None:
         self.keys = keys
+        self.state_ttl_ms = state_ttl_ms
+        self.columnar_form = columnar
         self.sort = sort
         self.end = end
         self.retracting = retracting
@@ -290,11 +293,11 @@ class TopNOperator(Operator):
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
         # partition key -> its rows in rank order (the top `end` rows; all rows over an updating input)
-        self.ranked = ctx.keyed_state.state("ranked", state_ttl(ctx))
+        self.ranked = ctx.keyed_state.state("ranked", self.state_ttl_ms)
         # over an append-only input on the hashmap backend: the vectorized form (rank_columnar.py)
         self.columnar: ColumnarTopN | None = None
         backend = ctx.keyed_state
-        if backend.name == "hashmap" and not self.retracting:
+        if columnar_state(ctx, self.columnar_form):
             self.columnar = self._columnar_store()
             restored = backend.columnar_states.get(COLUMNAR_STATE)  # restore_all ran before open
             if restored is not None:
@@ -306,7 +309,7 @@ class TopNOperator(Operator):
         r = self.ranking
         input_schema = pa.schema(list(self.schema)[: len(self.schema) - (1 if r.output_rank else 0)])
         return ColumnarTopN(COLUMNAR_STATE, self.keys, self.sort, r.start, self.end, r.output_rank,
-                            self.newer_wins, input_schema, self.schema, state_ttl(self.ctx),
+                            self.newer_wins, input_schema, self.schema, self.state_ttl_ms,
                             self.ctx.max_parallelism)
 
     def restore_state(self, state: Any) -> None:
@@ -374,8 +377,10 @@ class DeduplicateFirstOperator(Operator):
     name = "Deduplicate"
     keyed = True
 
-    def __init__(self, keys: list[int], time_index: int, output_rank: bool, schema: pa.Schema) -> None:
+    def __init__(self, keys: list[int], time_index: int, output_rank: bool, schema: pa.Schema,
+                 state_ttl_ms: int | None = None) -> None:
         self.keys = keys
+        self.state_ttl_ms = state_ttl_ms
         self.time_index = time_index
         self.output_rank = output_rank
         self.schema = schema
@@ -385,7 +390,7 @@ class DeduplicateFirstOperator(Operator):
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
         # key -> (time, row) while the earliest row waits for the watermark; (time, None) once emitted
-        self.first = ctx.keyed_state.state("first", state_ttl(ctx))
+        self.first = ctx.keyed_state.state("first", self.state_ttl_ms)
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
         batch, ts = on_time(self.ctx, chunk.batch, self.time_index, self.watermark)

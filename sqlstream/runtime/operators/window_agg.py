@@ -23,12 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sqlstream.core.aggregates import AggCall
-from sqlstream.core.windows import WindowSpec
+from sqlstream.core.windows import WindowSpec, partition_columns
 from sqlstream.runtime import aggregates
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
 from sqlstream.runtime.operators.base import Metrics, Operator, OperatorContext, Output
-from sqlstream.runtime.operators.keyed import fresh_or_copy, key_group_column
-from sqlstream.runtime.operators.window_agg_columnar import ColumnarWindowAggregates, supports
+from sqlstream.runtime.operators.keyed import columnar_state, fresh_or_copy, key_group_column
+from sqlstream.runtime.operators.window_agg_columnar import ColumnarWindowAggregates
 from sqlstream.runtime.windows import assign, first_window_end
 
 
@@ -78,25 +78,15 @@ class WindowOutput:
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
 
 
-def partition_columns(key_indexes: list[int], input_window: tuple[int, int] | None) -> tuple[int, ...]:
-    """The input columns a window aggregation's input is hash-partitioned by (its key groups).
-
-    The group keys; a cascaded aggregation without any uses the window end instead of
-    sending every row to one subtask (each window is aggregated on its own anyway).
-    """
-    if key_indexes or input_window is None:
-        return tuple(key_indexes)
-    return (input_window[1],)
-
-
 class WindowAggOperator(Operator):
     name = "WindowAggregate"
     keyed = True
 
     def __init__(self, window: WindowSpec, outputs: list[str | int], aggs: list[AggCall],
-                 schema: pa.Schema, input_window: tuple[int, int] | None = None) -> None:
+                 schema: pa.Schema, input_window: tuple[int, int] | None = None, columnar: bool = False) -> None:
         """``input_window``: cascaded, the input columns of each row's window_start and window_end."""
         self.window = window
+        self.columnar_form = columnar
         self.input_window = input_window
         self.outputs = outputs
         self.schema = schema
@@ -118,7 +108,7 @@ class WindowAggOperator(Operator):
         # must be able to exceed memory (rocksdb) keeps one accumulator per window and key
         self.columnar: ColumnarWindowAggregates | None = None
         self.min_end: int | None = None
-        if ctx.keyed_state.name == "hashmap" and supports(self.aggs):
+        if columnar_state(ctx, self.columnar_form):
             backend = ctx.keyed_state
             distincts = [backend.columnar(f"distinct{i}") for i, a in enumerate(self.aggs) if a.distinct]
             self.columnar = ColumnarWindowAggregates(self.aggs, len(self.key_indexes), backend.columnar("partials"), distincts)

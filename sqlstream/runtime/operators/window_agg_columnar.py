@@ -22,18 +22,6 @@ WINDOW_KEYS = ["$end", "$start", "$kg"]
 COMPACT_MIN_ROWS = 200_000
 
 
-def supports(aggs: list[AggCall]) -> bool:
-    """Whether every aggregate has a columnar form (built-ins over non-decimal values)."""
-    for a in aggs:
-        if a.function not in ("COUNT", "SUM", "MIN", "MAX", "AVG"):
-            return False
-        if pa.types.is_decimal(a.type) or pa.types.is_list(a.type) or pa.types.is_struct(a.type):
-            return False
-        if a.distinct and a.function != "COUNT":
-            return False
-    return True
-
-
 class ColumnarWindowAggregates:
     """The aggregation state of one window operator subtask, in columnar form."""
 

@@ -28,7 +28,7 @@ from sqlstream.core.expressions import Expr
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.join import PairFilter, build_batch, rows_of
-from sqlstream.runtime.operators.keyed import key_group_column
+from sqlstream.runtime.operators.keyed import columnar_state, key_group_column
 from sqlstream.runtime.operators.window_agg import rows_with_event_time
 from sqlstream.runtime.state.base import ColumnarState
 
@@ -42,9 +42,10 @@ class WindowJoinOperator(Operator):
 
     def __init__(self, kind: str, left_keys: tuple[int, ...], right_keys: tuple[int, ...],
                  residual: Expr | None, ends: tuple[int, int], left_schema: pa.Schema,
-                 right_schema: pa.Schema, schema: pa.Schema) -> None:
+                 right_schema: pa.Schema, schema: pa.Schema, columnar: bool = False) -> None:
         """``ends``: each side's window_end column."""
         self.kind = kind
+        self.columnar_form = columnar
         self.keys = (left_keys, right_keys)
         self.ends = ends
         self.side_schemas = (left_schema, right_schema)
@@ -63,7 +64,7 @@ class WindowJoinOperator(Operator):
         self.sides = (ctx.keyed_state.state("left"), ctx.keyed_state.state("right"))
         self.columnar: ColumnarWindowJoin | None = None
         backend = ctx.keyed_state
-        if backend.name == "hashmap":
+        if columnar_state(ctx, self.columnar_form):
             states = (backend.columnar(COLUMNAR_STATES[0]), backend.columnar(COLUMNAR_STATES[1]))
             self.columnar = ColumnarWindowJoin(self.kind, self.keys, self.residual, self.widths, self.schema, states)
 

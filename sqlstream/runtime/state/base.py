@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sqlstream.core.errors import SqlStreamError
+from sqlstream.core.state_backends import STATE_BACKENDS
 
 # writes a frozen snapshot under a directory and returns a small, picklable handle
 SnapshotWriter = Callable[[Path], Any]
@@ -126,6 +127,11 @@ class StateBackend(ABC):
     """The keyed state of one operator subtask."""
 
     name = "abstract"
+
+    @property
+    def supports_columnar(self) -> bool:
+        """Whether Arrow tables can be kept beside keyed state (the vectorized operator forms)."""
+        return STATE_BACKENDS[self.name].columnar
 
     def __init__(self, key_groups: range, local_dir: Path | None = None) -> None:
         self.key_groups = key_groups

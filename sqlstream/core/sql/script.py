@@ -22,7 +22,7 @@ from sqlglot.parser import Parser
 from sqlglot.tokens import Token, TokenType
 
 from sqlstream.core.errors import SqlError
-from sqlstream.planner.dialect import STATEMENT_KEYWORDS, Flink, split_statements
+from sqlstream.core.sql.dialect import STATEMENT_KEYWORDS, Flink, split_statements
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 _EXPECTING = re.compile(r"^Expecting (.+)$")

@@ -1,0 +1,150 @@
+"""Connectors as the planner sees them: a name, an option schema, what the connector can do.
+
+A connector is found by the name in ``'connector' = '...'`` among the ``sqlstream.connectors``
+entry points, the way Flink finds table factories through Java's service loader: the planner
+validates options and checks capabilities through :class:`ConnectorSpec` without depending on
+the runtime code that implements sources and sinks (``sqlstream.runtime.connectors``), and a
+connector from another distribution plugs in the same way.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+from sqlstream.core.durations import parse_duration_ms
+from sqlstream.core.errors import ConnectorError
+from sqlstream.core.tables import TableDef
+
+ENTRY_POINT_GROUP = "sqlstream.connectors"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One declared connector option; ``type`` is 'string', 'int', 'float', 'bool' or 'duration'."""
+
+    key: str
+    type: str = "string"
+    required: bool = False
+    default: Any = None
+    choices: tuple[str, ...] | None = None
+    description: str = ""
+
+    def convert(self, raw: str, table: str) -> Any:
+        try:
+            if self.type == "int":
+                return int(raw)
+            if self.type == "float":
+                return float(raw)
+            if self.type == "bool":
+                if raw.lower() not in ("true", "false"):
+                    raise ValueError("expected 'true' or 'false'")
+                return raw.lower() == "true"
+            if self.type == "duration":
+                return parse_duration_ms(raw)
+        except ValueError as e:
+            raise ConnectorError(
+                f"table '{table}': option '{self.key}' = '{raw}' is not a valid {self.type}: {e}"
+            ) from None
+        if self.choices is not None and raw.lower() not in self.choices:
+            raise ConnectorError(
+                f"table '{table}': option '{self.key}' = '{raw}' must be one of {', '.join(self.choices)}"
+            )
+        return raw.lower() if self.choices is not None else raw
+
+
+@dataclass
+class ConnectorSpec:
+    """A connector's declared options and capabilities (the runtime's ``Connector`` adds factories)."""
+
+    name: str
+    options: tuple[Option, ...]
+    accepts_updates: bool = False  # sink understands -U/+U/-D
+    # option keys matched by prefix (datagen's 'fields.<name>.kind'); checked by validate_extra
+    prefixes: tuple[str, ...] = ()
+    validate_extra: Callable[[TableDef, dict[str, str]], None] | None = None
+    description: str = ""
+    _by_key: dict[str, Option] = field(init=False, repr=False)
+
+    @property
+    def readable(self) -> bool:
+        return False
+
+    @property
+    def writable(self) -> bool:
+        return False
+
+    @property
+    def lookupable(self) -> bool:
+        return False
+
+    def __post_init__(self) -> None:
+        self._by_key = {o.key: o for o in self.options}
+        self._by_key["connector"] = Option("connector", required=True)
+        # parallelism of this table's source / sink, independent of parallelism.default (Flink)
+        if self.readable:
+            self._by_key.setdefault("scan.parallelism", Option("scan.parallelism", "int"))
+        if self.writable:
+            self._by_key.setdefault("sink.parallelism", Option("sink.parallelism", "int"))
+
+    def validate(self, table: TableDef) -> dict[str, Any]:
+        """Check a table's WITH options against the declared schema; return them typed."""
+        given = table.options
+        typed: dict[str, Any] = {}
+        for key, raw in given.items():
+            opt = self._by_key.get(key)
+            if opt is None:
+                if any(key.startswith(p) for p in self.prefixes):
+                    continue
+                known = sorted(self._by_key)
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f" Did you mean '{close[0]}'?" if close else ""
+                raise ConnectorError(
+                    f"table '{table.name}': unknown option '{key}' for connector '{self.name}'.{hint} "
+                    f"Supported options: {', '.join(known)}"
+                )
+            typed[key] = opt.convert(raw, table.name)
+        for key in ("scan.parallelism", "sink.parallelism"):
+            if typed.get(key) is not None and typed[key] < 1:
+                raise ConnectorError(f"table '{table.name}': option '{key}' must be at least 1")
+        for opt in self.options:
+            if opt.key not in typed:
+                if opt.required:
+                    raise ConnectorError(
+                        f"table '{table.name}': connector '{self.name}' requires option '{opt.key}'"
+                        + (f" ({opt.description})" if opt.description else "")
+                    )
+                typed[opt.key] = opt.default
+        if self.validate_extra is not None:
+            self.validate_extra(table, given)
+        return typed
+
+
+@cache
+def _entry_points() -> dict[str, EntryPoint]:
+    return {ep.name.lower(): ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def connector_names() -> list[str]:
+    return sorted(_entry_points())
+
+
+@cache
+def connector_spec(name: str) -> ConnectorSpec:
+    """The connector called ``name``; a clear error naming the known ones otherwise."""
+    if not name:
+        raise ConnectorError("table has no 'connector' option; add e.g. WITH ('connector' = 'datagen')")
+    found = _entry_points().get(name.lower())
+    if found is None:
+        known = connector_names()
+        close = difflib.get_close_matches(name.lower(), known, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        raise ConnectorError(f"unknown connector '{name}'.{hint} Available connectors: {', '.join(known)}")
+    spec = found.load()
+    if not isinstance(spec, ConnectorSpec):
+        raise ConnectorError(f"connector '{name}' ({found.value}) is not a ConnectorSpec")
+    return spec

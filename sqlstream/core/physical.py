@@ -1,0 +1,278 @@
+"""The physical plan as data: what the planner decided, for the runtime to execute.
+
+Each node names an operator kind and carries a typed config resolved at plan time (keys,
+expressions, windows, and the choices that depend on the job's settings: state TTL, the
+columnar or per-key state form).  EXPLAIN prints it; the runtime builds an operator from a
+node's config through one registry (``sqlstream.runtime.operators.registry``); nothing here
+runs.  Edges say how records move between nodes: ``forward`` keeps order and partition,
+``hash`` repartitions by key columns, so a node can run as several parallel subtasks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import pyarrow as pa
+
+from sqlstream.core.aggregates import AggCall
+from sqlstream.core.expressions import Expr
+from sqlstream.core.joins import Horizon, IntervalBounds
+from sqlstream.core.tables import TableDef
+from sqlstream.core.windows import WindowSpec
+
+# (column, descending, nulls first) per sort key
+SortSpec = list[tuple[int, bool, bool]]
+
+
+@dataclass
+class Exchange:
+    upstream: int
+    mode: str = "forward"  # forward | hash
+    keys: tuple[int, ...] = ()
+
+
+@dataclass
+class SourceSpec:
+    """What a source node reads: a catalog table through its connector, or literal rows."""
+
+    table: TableDef | None
+    columns: list[str]
+    options: dict[str, Any] = field(default_factory=dict)
+    values: pa.Table | None = None
+
+
+@dataclass
+class SinkSpec:
+    table: TableDef | None  # None: collect to the client
+    options: dict[str, Any]
+    schema: pa.Schema
+    updating: bool
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    """Base of the operator configs.  ``choices`` are the plan-time decisions that depend on the
+    job's settings rather than on the query; EXPLAIN shows them, operator ids leave them out (a
+    savepoint moves between state backends)."""
+
+    def choices(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.metadata.get("choice"):
+                value = getattr(self, f.name)
+                if f.name == "columnar":
+                    out["state"] = "columnar" if value else "per-key"
+                elif value is not None:
+                    out[f.name.replace("_", "-")] = value
+        return out
+
+
+def _choice(default: Any = None) -> Any:
+    return field(default=default, metadata={"choice": True})
+
+
+@dataclass(frozen=True)
+class CalcConfig(OperatorConfig):
+    predicate: Expr | None
+    exprs: list[Expr] | None
+    names: list[str] | None
+
+
+@dataclass(frozen=True)
+class WatermarkConfig(OperatorConfig):
+    watermark: Expr
+    idle_timeout_ms: int | None
+    proctime: bool
+
+
+@dataclass(frozen=True)
+class WindowTVFConfig(OperatorConfig):
+    window: WindowSpec
+
+
+@dataclass(frozen=True)
+class WindowAggConfig(OperatorConfig):
+    """``outputs``: per grouping column, a window property name or an input column;
+    ``input_window``: cascaded, the input columns of each row's window_start and window_end."""
+
+    window: WindowSpec
+    outputs: list[str | int]
+    aggs: list[AggCall]
+    input_window: tuple[int, int] | None
+    columnar: bool = _choice(False)
+
+
+@dataclass(frozen=True)
+class SessionWindowAggConfig(OperatorConfig):
+    window: WindowSpec
+    outputs: list[str | int]
+    aggs: list[AggCall]
+
+
+@dataclass(frozen=True)
+class GroupAggConfig(OperatorConfig):
+    keys: list[int]
+    aggs: list[AggCall]
+    retracting: bool  # the input carries -U/-D rows
+    state_ttl_ms: int | None = _choice()
+    columnar: bool = _choice(False)
+
+
+@dataclass(frozen=True)
+class RegularJoinConfig(OperatorConfig):
+    kind: str
+    left_keys: tuple[int, ...]
+    right_keys: tuple[int, ...]
+    residual: Expr | None
+    left_schema: pa.Schema
+    right_schema: pa.Schema
+    append_only: bool
+    horizons: tuple[Horizon | None, Horizon | None]
+    state_ttl_ms: int | None = _choice()
+    columnar: bool = _choice(False)
+
+
+@dataclass(frozen=True)
+class IntervalJoinConfig(OperatorConfig):
+    kind: str
+    left_keys: tuple[int, ...]
+    right_keys: tuple[int, ...]
+    residual: Expr | None
+    bounds: IntervalBounds
+    left_schema: pa.Schema
+    right_schema: pa.Schema
+
+
+@dataclass(frozen=True)
+class WindowJoinConfig(OperatorConfig):
+    kind: str
+    left_keys: tuple[int, ...]
+    right_keys: tuple[int, ...]
+    residual: Expr | None
+    ends: tuple[int, int]  # each side's window_end column
+    left_schema: pa.Schema
+    right_schema: pa.Schema
+    columnar: bool = _choice(False)
+
+
+@dataclass(frozen=True)
+class LookupJoinConfig(OperatorConfig):
+    table: TableDef
+    options: dict[str, Any]
+    kind: str
+    keys: list[tuple[int, str]]  # (probe column, dimension column)
+    columns: list[str]
+    residual: Expr | None
+
+
+@dataclass(frozen=True)
+class TemporalJoinConfig(OperatorConfig):
+    kind: str
+    left_keys: tuple[int, ...]
+    right_keys: tuple[int, ...]
+    left_time: int
+    right_time: int
+    residual: Expr | None
+    widths: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class UnionConfig(OperatorConfig):
+    pass
+
+
+@dataclass(frozen=True)
+class OverAggConfig(OperatorConfig):
+    partition_keys: list[int]
+    time_index: int
+    frame_kind: str  # ROWS | RANGE
+    preceding: int | None  # None: UNBOUNDED PRECEDING
+    aggs: list[AggCall]
+
+
+@dataclass(frozen=True)
+class TopNConfig(OperatorConfig):
+    keys: list[int]
+    sort: SortSpec
+    start: int
+    end: int
+    output_rank: bool
+    retracting: bool
+    newer_wins: bool
+    state_ttl_ms: int | None = _choice()
+    columnar: bool = _choice(False)
+
+
+@dataclass(frozen=True)
+class DeduplicateFirstConfig(OperatorConfig):
+    keys: list[int]
+    time_index: int
+    output_rank: bool
+    state_ttl_ms: int | None = _choice()
+
+
+@dataclass(frozen=True)
+class WindowRankConfig(OperatorConfig):
+    keys: list[int]
+    window_end: int
+    sort: SortSpec
+    start: int
+    end: int | None
+    output_rank: bool
+    newer_wins: bool
+
+
+@dataclass(frozen=True)
+class StreamSortConfig(OperatorConfig):
+    sort: SortSpec
+    limit: int | None
+
+
+@dataclass(frozen=True)
+class LimitConfig(OperatorConfig):
+    limit: int
+
+
+@dataclass
+class PhysicalNode:
+    """One node of the dataflow.  ``detail`` describes what the node computes (it identifies the
+    node's state across runs); ``config`` is what the runtime builds its operator from (sources and
+    sinks have a spec instead)."""
+
+    id: int
+    name: str
+    detail: str
+    schema: pa.Schema
+    inputs: list[Exchange]
+    config: OperatorConfig | None = None
+    source: SourceSpec | None = None
+    sink: SinkSpec | None = None
+
+    def describe(self) -> str:
+        choices = self.config.choices() if self.config is not None else {}
+        extra = "".join(f", {k}={v}" for k, v in choices.items())
+        return f"{self.detail}{extra}"
+
+
+@dataclass
+class Dataflow:
+    nodes: list[PhysicalNode]
+
+    @property
+    def sources(self) -> list[PhysicalNode]:
+        return [n for n in self.nodes if n.source is not None]
+
+    @property
+    def sinks(self) -> list[PhysicalNode]:
+        return [n for n in self.nodes if n.sink is not None]
+
+    def explain(self) -> str:
+        lines = []
+        for n in self.nodes:
+            ins = ", ".join(
+                f"{e.mode}{'[' + ','.join(f'${k}' for k in e.keys) + ']' if e.keys else ''} <- #{e.upstream}"
+                for e in n.inputs
+            )
+            lines.append(f"#{n.id} {n.name}: {n.describe()}" + (f"  ({ins})" if ins else ""))
+        return "\n".join(lines)
