@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
@@ -14,6 +14,10 @@ class AggCall:
     distinct: bool
     type: pa.DataType
     name: str
+
+    def remapped(self, mapping: dict[int, int]) -> AggCall:
+        """The same call over an input whose columns moved (old index -> new)."""
+        return replace(self, arg=None if self.arg is None else mapping[self.arg])
 
     def describe(self) -> str:
         inner = "*" if self.arg is None else f"{'DISTINCT ' if self.distinct else ''}${self.arg}"

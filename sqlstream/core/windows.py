@@ -6,7 +6,7 @@ of the runtime assign rows to the windows they describe.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
 
@@ -32,6 +32,11 @@ class WindowSpec:
         """
         shape = lambda w: (w.kind, w.size_ms, w.slide_ms, w.step_ms, w.offset_ms)  # noqa: E731
         return self.kind != "SESSION" and shape(self) == shape(other)
+
+    def remapped(self, mapping: dict[int, int]) -> WindowSpec:
+        """The same spec over an input whose columns moved (old index -> new)."""
+        return replace(self, time_index=mapping[self.time_index],
+                       partition_keys=tuple(mapping[k] for k in self.partition_keys))
 
     def describe(self, time: bool = True) -> str:
         """``time=False`` leaves out the time column (it belongs to the TVF's input, not here)."""

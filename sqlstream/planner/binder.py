@@ -45,7 +45,6 @@ from sqlstream.planner.logical import (
     WatermarkAssign,
     WindowAggregate,
     WindowTVF,
-    window_properties,
 )
 from sqlstream.planner.proctime import with_proctime_attribute
 from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
@@ -643,7 +642,7 @@ class QueryBinder:
         aggregation is cascaded: it takes each row's window from those columns.
         """
         fused = self._fused_window_grouping(rel, key_nodes)
-        windows = window_properties(rel.node)
+        windows = rel.node.window_properties
         if fused is not None or not windows or rel.node.updating:
             return fused
         indexes = [rel.scope.resolve(k).index if isinstance(k, exp.Column) else None for k in key_nodes]

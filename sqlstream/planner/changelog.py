@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlstream.core.aggregates import retractable
 from sqlstream.core.errors import PlanError
-from sqlstream.planner.logical import Aggregate, LogicalNode, Sink, WindowAggregate, _describe
+from sqlstream.planner.logical import Aggregate, LogicalNode, Sink, WindowAggregate
 
 
 def _first_updating(node: LogicalNode) -> LogicalNode | None:
@@ -27,7 +27,7 @@ def check_sink(root: Sink) -> None:
     connector = connector_spec(root.table.connector)
     if not connector.accepts_updates:
         producer = _first_updating(root.input)
-        what = _describe(producer) if producer is not None else "the query"
+        what = producer.describe() if producer is not None else "the query"
         raise PlanError(
             f"table sink '{root.table.name}' (connector '{root.table.connector}') is append-only and "
             f"cannot consume the update changes produced by {what}. Use a windowed aggregation "

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from sqlstream.core.expressions import Call, Cast, ColumnRef, Expr, Literal, referenced_columns
 from sqlstream.core.joins import IntervalBounds
-from sqlstream.planner.logical import WindowColumns, window_properties
+from sqlstream.planner.logical import WindowColumns
 
 MIN_BOUND = -(2**62)
 MAX_BOUND = 2**62
@@ -193,8 +193,8 @@ def _window_join(join, left_keys: list[int], right_keys: list[int], width: int) 
     if join.left.updating or join.right.updating:
         return None  # window columns only mean "complete once the watermark passes" on append-only rows
     pairs = list(zip(left_keys, right_keys, strict=True))
-    for lw in window_properties(join.left):
-        for rw in window_properties(join.right):
+    for lw in join.left.window_properties:
+        for rw in join.right.window_properties:
             if not lw.window.same_windows(rw.window) or None in (lw.start, lw.end, rw.start, rw.end):
                 continue
             start, end = (lw.start, rw.start), (lw.end, rw.end)

@@ -19,21 +19,27 @@ from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import PlanError
 from sqlstream.core.physical import (
     CalcConfig,
+    DeduplicateFirstConfig,
     Exchange,
     GroupAggConfig,
     IntervalJoinConfig,
+    LimitConfig,
     LookupJoinConfig,
     OperatorConfig,
+    OverAggConfig,
     PhysicalNode,
     RegularJoinConfig,
     SessionWindowAggConfig,
     SinkSpec,
     SourceSpec,
+    StreamSortConfig,
     TemporalJoinConfig,
+    TopNConfig,
     UnionConfig,
     WatermarkConfig,
     WindowAggConfig,
     WindowJoinConfig,
+    WindowRankConfig,
     WindowTVFConfig,
 )
 from sqlstream.core.state_backends import capabilities
@@ -46,9 +52,12 @@ from sqlstream.planner.logical import (
     Join,
     LogicalNode,
     LookupJoin,
+    OverAggregate,
     Project,
+    Rank,
     Scan,
     Sink,
+    StreamSort,
     TemporalJoin,
     Union,
     Values,
@@ -122,7 +131,7 @@ class Lowering:
         if isinstance(node, WindowAggregate):
             up = self.lower(node.input)
             w, input_window = node.window, node.input_window
-            detail = node_detail(node)
+            detail = node.describe()
             if w.kind == "SESSION" and input_window is None:
                 keys = tuple(node.key_indexes) or tuple(w.partition_keys)
                 return self.add("SessionWindowAggregate", detail, schema, [Exchange(up, "hash", keys)],
@@ -135,7 +144,7 @@ class Lowering:
             up = self.lower(node.input)
             retracting = node.input.updating
             columnar = self.columnar_state and group_agg_columnar(node.aggs, retracting)
-            return self.add("GroupAggregate", node_detail(node), schema, [Exchange(up, "hash", tuple(node.keys))],
+            return self.add("GroupAggregate", node.describe(), schema, [Exchange(up, "hash", tuple(node.keys))],
                             config=GroupAggConfig(node.keys, node.aggs, retracting, self.state_ttl_ms, columnar))
         if isinstance(node, Join):
             return self._lower_join(node)
@@ -143,17 +152,31 @@ class Lowering:
             up = self.lower(node.left)
             table = node.table
             options = connector_spec(table.connector).validate(table)
-            return self.add("LookupJoin", node_detail(node), schema, [Exchange(up)],
+            return self.add("LookupJoin", node.describe(), schema, [Exchange(up)],
                             config=LookupJoinConfig(table, options, node.kind, node.keys, node.columns, node.residual))
         if isinstance(node, TemporalJoin):
             left, right = self.lower(node.left), self.lower(node.right)
             lk, rk = tuple(node.left_keys), tuple(node.right_keys)
             widths = (len(node.left.schema), len(node.right.schema))
             config = TemporalJoinConfig(node.kind, lk, rk, node.left.rowtime, node.right.rowtime, node.residual, widths)
-            return self.add("TemporalJoin", node_detail(node), schema,
+            return self.add("TemporalJoin", node.describe(), schema,
                             [Exchange(left, "hash", lk), Exchange(right, "hash", rk)], config=config)
-        if hasattr(node, "lower_node"):  # nodes defined outside this module (planner.over)
-            return node.lower_node(self)
+        if isinstance(node, OverAggregate):
+            up = self.lower(node.input)
+            keys, frame = node.partition_keys, node.frame
+            return self.add("OverAggregate", node.describe(), schema, [Exchange(up, "hash", tuple(keys))],
+                            config=OverAggConfig(keys, node.time_index, frame.kind, frame.preceding, node.aggs))
+        if isinstance(node, Rank):
+            return self._lower_rank(node)
+        if isinstance(node, StreamSort):
+            up = self.lower(node.input)
+            # one global subtask: a hash exchange without keys
+            inputs = [Exchange(up, "hash", ())]
+            if not node.order:
+                assert node.limit is not None
+                return self.add("Limit", node.describe(), schema, inputs, config=LimitConfig(node.limit))
+            sort = [(k.index, k.descending, k.nulls_first) for k in node.order]
+            return self.add("Sort", node.describe(), schema, inputs, config=StreamSortConfig(sort, node.limit))
         if isinstance(node, Union):
             ups = [self.lower(c) for c in node.children]
             return self.add("Union", f"inputs={len(ups)}", schema, [Exchange(u) for u in ups], config=UnionConfig())
@@ -167,6 +190,28 @@ class Lowering:
             conn = f" [{node.table.connector}]" if node.table else ""
             return self.add("Sink", f"{name}{conn}", schema, [Exchange(up)], sink=spec)
         raise TypeError(node)
+
+    def _lower_rank(self, node: Rank) -> int:
+        up = self.lower(node.input)
+        keys, order, schema = node.partition_keys, node.order, node.schema
+        start, end, output_rank = node.rank_start, node.rank_end, node.output_rank
+        sort = [(k.index, k.descending, k.nulls_first) for k in order]
+        inputs = [Exchange(up, "hash", tuple(keys))]
+        strategy = node.strategy
+        if strategy == "window":
+            window_end = node.window[1] if node.window is not None else 0
+            return self.add("WindowRank", node.describe(), schema, inputs,
+                            config=WindowRankConfig(keys, window_end, sort, start, end, output_rank, node.newer_wins))
+        if strategy == "first":
+            return self.add("Deduplicate", node.describe(), schema, inputs,
+                            config=DeduplicateFirstConfig(keys, order[0].index, output_rank, self.state_ttl_ms))
+        retracting = node.input.updating
+        assert end is not None  # Rank.with_inputs refused an unbounded ROW_NUMBER
+        # the vectorized form ranks an append-only input
+        columnar = self.columnar_state and not retracting
+        return self.add("Rank", node.describe(), schema, inputs,
+                        config=TopNConfig(keys, sort, start, end, output_rank, retracting, node.newer_wins,
+                                          self.state_ttl_ms, columnar))
 
     def _lower_join(self, node: Join) -> int:
         spec = analyze(node)
@@ -191,8 +236,3 @@ class Lowering:
                         config=RegularJoinConfig(kind, lk, rk, residual, ls, rs, append_only, horizons,
                                                  self.state_ttl_ms, columnar))
 
-
-def node_detail(node: LogicalNode) -> str:
-    from sqlstream.planner.logical import _describe
-
-    return _describe(node)

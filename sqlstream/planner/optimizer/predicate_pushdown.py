@@ -1,0 +1,90 @@
+"""Predicate pushdown: filters merge, move below projections, unions and window TVFs, and into
+joins (or below them, on the sides whose rows are not NULL-padded)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from sqlstream.core.expressions import (
+    Call,
+    Expr,
+    Literal,
+    referenced_columns,
+    remap_columns,
+    substitute,
+)
+from sqlstream.planner.joins import conjoin, conjuncts, side_of
+from sqlstream.planner.logical import Filter, Join, LogicalNode, Project, Union, WindowTVF
+from sqlstream.planner.optimizer.constant_folding import deterministic, fold
+
+
+def push_down_predicates(node: LogicalNode) -> LogicalNode:
+    node = node.with_inputs([push_down_predicates(i) for i in node.inputs])
+    if isinstance(node, Filter):
+        return _push_filter(node.predicate, node.input)
+    if isinstance(node, Join):
+        return _push_into_join(node, [])
+    return node
+
+
+def _is_true(e: Expr) -> bool:
+    return isinstance(e, Literal) and e.value is True
+
+
+def _push_filter(pred: Expr, node: LogicalNode) -> LogicalNode:
+    if _is_true(pred):
+        return node
+    if isinstance(node, Filter):
+        return _push_filter(Call("AND", (node.predicate, pred), pa.bool_()), node.input)
+    if isinstance(node, Project) and all(deterministic(e) for e in node.exprs):
+        inner_pred = fold(substitute(pred, node.exprs))
+        return Project(_push_filter(inner_pred, node.input), node.exprs, node.names, node.rowtime_out)
+    if isinstance(node, Union):
+        return Union([_push_filter(pred, c) for c in node.children])
+    if isinstance(node, Join):
+        return _push_into_join(node, conjuncts(pred))
+    if isinstance(node, WindowTVF) and all(i < len(node.input.schema) for i in referenced_columns(pred)):
+        return WindowTVF(_push_filter(pred, node.input), node.window)
+    return Filter(node, pred)
+
+
+def _push_into_join(join: Join, where: list[Expr]) -> LogicalNode:
+    """Move WHERE conjuncts (and ON conjuncts of one side) into the join or below it.
+
+    A conjunct may go below a join only on a side whose rows are not padded
+    with NULLs: the left of a LEFT join, either side of an INNER join.
+    """
+    width = len(join.left.schema)
+    left_ok = join.kind in ("INNER", "LEFT")
+    right_ok = join.kind in ("INNER", "RIGHT")
+    to_left: list[Expr] = []
+    to_right: list[Expr] = []
+    stay_above: list[Expr] = []
+    on = conjuncts(join.condition)
+    keep_on: list[Expr] = []
+    for c in where:
+        side = side_of(c, width)
+        if side == "left" and left_ok:
+            to_left.append(c)
+        elif side == "right" and right_ok:
+            to_right.append(c)
+        elif join.kind == "INNER" and side in ("both", "none"):
+            keep_on.append(c)
+        else:
+            stay_above.append(c)
+    for c in on:
+        side = side_of(c, width)
+        # in ON, a condition on the side whose rows are matched (not preserved) filters that input
+        if side == "left" and join.kind in ("INNER", "RIGHT"):
+            to_left.append(c)
+        elif side == "right" and join.kind in ("INNER", "LEFT"):
+            to_right.append(c)
+        else:
+            keep_on.append(c)
+    left = _push_filter(conjoin(to_left), join.left) if to_left else join.left
+    shift = {i: i - width for i in range(width, width + len(join.right.schema))}
+    right = _push_filter(conjoin([remap_columns(c, shift) for c in to_right]), join.right) if to_right else join.right
+    out: LogicalNode = Join(left, right, join.kind, conjoin(keep_on))
+    if stay_above:
+        out = Filter(out, conjoin(stay_above))
+    return out
