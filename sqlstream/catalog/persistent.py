@@ -39,6 +39,7 @@ from sqlglot.tokens import Token, TokenType
 
 from sqlstream.catalog.catalog import Catalog, CatalogObject
 from sqlstream.core.errors import CatalogError, SqlError
+from sqlstream.core.home import home
 from sqlstream.core.sql import dialect
 from sqlstream.core.sql.script import Statement, line_col, parse_script
 from sqlstream.core.tables import ColumnDef, TableDef, ViewDef, WatermarkDef
@@ -331,8 +332,6 @@ class SqliteCatalog(CatalogBackend):
 
 
 def default_catalog_path(name: str) -> Path:
-    from sqlstream.core.home import home
-
     return home() / "catalogs" / name
 
 

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlstream.core.errors import SqlStreamError
+from sqlstream.core.sql import dialect
+from sqlstream.core.sql.script import Statement, parse_script
 from sqlstream.frontend.jobs import RegisteredJob, list_jobs, request_savepoint
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from sqlstream.core.sql.script import Statement
     from sqlstream.frontend.session import StatementResult
     from sqlstream.frontend.tableau import TableauPrinter
     from sqlstream.runtime.elements import Chunk
@@ -169,8 +170,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from sqlglot import exp
 
-    from sqlstream.core.sql import dialect
-    from sqlstream.core.sql.script import parse_script
     from sqlstream.frontend.session import Session
     from sqlstream.planner import planner
 

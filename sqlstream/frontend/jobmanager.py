@@ -42,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from sqlstream.catalog.persistent import parse_statements
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.home import home
 from sqlstream.frontend.jobs import request_savepoint
@@ -254,8 +255,6 @@ class JobManager:
     # ------------------------------------------------------------ operations
     def submit(self, sql: str, name: str | None = None, cwd: str | None = None, restore: str | None = None,
                allow_non_restored_state: bool = False) -> JobRecord:
-        from sqlstream.catalog.persistent import parse_statements
-
         parse_statements(sql)  # a syntax error is the submitter's, reported now with its location
         job = JobRecord(uuid.uuid4().hex[:12], name or "job.sql", cwd or os.getcwd(), restore=restore)
         job.dir.mkdir(parents=True, exist_ok=True)

@@ -14,8 +14,9 @@ from sqlglot import exp
 
 from sqlstream.catalog.persistent import CatalogManager, FunctionDef, parse_statements
 from sqlstream.core.errors import PlanError, SqlError, SqlStreamError
+from sqlstream.core.functions import REGISTRY, udfs
 from sqlstream.core.sql import dialect
-from sqlstream.core.sql.script import Statement
+from sqlstream.core.sql.script import Statement, parse_one
 from sqlstream.core.tables import TableDef, ViewDef
 from sqlstream.core.types import sql_type_name
 from sqlstream.planner import ddl, planner
@@ -105,7 +106,6 @@ class Session:
 
     def _load_functions(self) -> None:
         """Functions created in an earlier session (persistent catalogs) are imported on first use."""
-        from sqlstream.core.functions import udfs
 
         for fn in self.catalog.functions():
             if fn.name.upper() not in udfs.USER_SCALARS and fn.name.upper() not in udfs.USER_AGGREGATES:
@@ -171,8 +171,6 @@ class Session:
             self.catalog.create(view, exists)
             return StatementResult("OK", "[INFO] Execute statement succeeded.")
         if kind == "FUNCTION":
-            from sqlstream.core.functions import udfs
-
             name = node.this.name
             if exists and (name.upper() in udfs.USER_AGGREGATES or name.upper() in udfs.USER_SCALARS):
                 return StatementResult("OK", "[INFO] Function already exists, skipped.")
@@ -189,8 +187,6 @@ class Session:
     def _drop(self, node: exp.Drop) -> StatementResult:
         kind = (node.args.get("kind") or "").upper()
         if kind == "FUNCTION":
-            from sqlstream.core.functions import udfs
-
             for t in node.args.get("tables") or [node.this]:
                 self.catalog.drop_function(t.name, bool(node.args.get("exists")))
                 udfs.unregister(t.name)
@@ -210,8 +206,6 @@ class Session:
         if what == "VIEWS":
             return StatementResult("TABLE", table=pa.table({"view name": [v.name for v in self.catalog.views()]}))
         if what == "FUNCTIONS":
-            from sqlstream.core.functions import REGISTRY
-
             names = sorted(n for n in REGISTRY if n[0].isalpha())
             names = sorted(set(names) | {"COUNT", "SUM", "MIN", "MAX", "AVG"})
             return StatementResult("TABLE", table=pa.table({"function name": names}))
@@ -265,8 +259,6 @@ def _has_temporary(node: exp.Create) -> bool:
 
 
 def parse_view(view: ViewDef) -> exp.Expression:
-    from sqlstream.core.sql.script import parse_one
-
     return parse_one(view.query)
 
 

@@ -39,7 +39,7 @@ from sqlglot.errors import TokenError
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.home import home
 from sqlstream.core.sql.dialect import Flink, split_statements
-from sqlstream.core.sql.script import Statement
+from sqlstream.core.sql.script import Statement, parse_one
 from sqlstream.core.tables import TableDef, ViewDef
 from sqlstream.frontend.session import Session, StatementResult
 from sqlstream.frontend.table_api import MaterializedChangelog
@@ -154,7 +154,6 @@ class SqlCompleter(Completer):
     def _columns(self, obj: TableDef | ViewDef) -> list[str]:
         if isinstance(obj, TableDef):
             return [c.name for c in obj.columns]
-        from sqlstream.core.sql.script import parse_one
         from sqlstream.planner.binder import QueryBinder
 
         try:

@@ -35,7 +35,9 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
+from sqlstream.catalog.persistent import FunctionDef, parse_statements
 from sqlstream.core.errors import PlanError, SqlStreamError
+from sqlstream.core.functions import udfs
 from sqlstream.core.sql import dialect
 from sqlstream.core.sql.script import parse_one
 from sqlstream.core.tables import ViewDef
@@ -871,7 +873,6 @@ class TableEnvironment:
     def execute_sql(self, statement: str) -> TableResult:
         """Runs one statement.  DDL and SET run now; an INSERT starts a job (``.wait()``);
         a SELECT runs when its rows are collected or printed."""
-        from sqlstream.catalog.persistent import parse_statements
 
         statements = parse_statements(statement)
         if len(statements) != 1:
@@ -931,8 +932,6 @@ class TableEnvironment:
 
         ``result_type`` may be left out for a function decorated with ``@udf(result_type=...)``.
         """
-        from sqlstream.catalog.persistent import FunctionDef
-        from sqlstream.core.functions import udfs
 
         udfs.register(name, function, None if result_type is None else _type_sql(result_type))
         identifier = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', type(function).__name__)}"

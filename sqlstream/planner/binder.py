@@ -14,10 +14,12 @@ from sqlglot import exp
 
 from sqlstream.catalog.catalog import Catalog
 from sqlstream.core.aggregates import AggCall
+from sqlstream.core.connectors import connector_spec
 from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import PlanError
 from sqlstream.core.expressions import ColumnRef, Expr, Literal, referenced_columns
 from sqlstream.core.functions import common_type
+from sqlstream.core.functions.udfs import USER_AGGREGATES
 from sqlstream.core.sql import dialect, script
 from sqlstream.core.tables import TableDef, ViewDef
 from sqlstream.core.types import sql_type_name
@@ -207,7 +209,6 @@ class QueryBinder:
 
     def table_relation(self, table: TableDef, alias: str | None = None) -> Relation:
         """Scan a table, derive its computed columns, and assign its watermark."""
-        from sqlstream.core.connectors import connector_spec
 
         connector = connector_spec(table.connector)
         if not connector.readable:
@@ -304,7 +305,6 @@ class QueryBinder:
 
     def _bind_temporal_join(self, left: Relation, join: exp.Join, side: str) -> Relation:
         """FOR SYSTEM_TIME AS OF: a lookup join (processing time) or a temporal join (event time)."""
-        from sqlstream.core.connectors import connector_spec
 
         table_node = join.this
         version = table_node.args["version"]
@@ -686,7 +686,6 @@ class QueryBinder:
 
     def _agg_call(self, node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:
         if isinstance(node, exp.Anonymous):  # an aggregate UDF
-            from sqlstream.core.functions.udfs import USER_AGGREGATES
 
             udaf = USER_AGGREGATES[node.name.upper()]
             if len(node.expressions) > 1:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sqlstream.core.aggregates import retractable
+from sqlstream.core.connectors import connector_spec
 from sqlstream.core.errors import PlanError
 from sqlstream.planner.logical import Aggregate, LogicalNode, Sink, WindowAggregate
 
@@ -22,7 +23,6 @@ def check_sink(root: Sink) -> None:
     _check_retractions(root)
     if root.table is None or not root.input.updating:
         return
-    from sqlstream.core.connectors import connector_spec
 
     connector = connector_spec(root.table.connector)
     if not connector.accepts_updates:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from sqlstream.core.connectors import connector_spec
 from sqlstream.core.errors import ConnectorError, PlanError
 from sqlstream.core.sql import dialect
+from sqlstream.core.sql.script import parse_one
 from sqlstream.core.tables import ColumnDef, TableDef, ViewDef, WatermarkDef
 from sqlstream.core.types import arrow_type
 from sqlstream.planner.scope import plan_error
@@ -76,7 +78,6 @@ def _type_computed_columns(table: TableDef, create: exp.Create) -> TableDef:
     """Computed columns get their type by binding their expression over the physical columns."""
     if all(c.computed is None for c in table.columns):
         return table
-    from sqlstream.core.sql.script import parse_one
     from sqlstream.planner.expr_binder import ExprBinder
     from sqlstream.planner.scope import Scope
 
@@ -96,7 +97,6 @@ def _type_computed_columns(table: TableDef, create: exp.Create) -> TableDef:
 
 def validate_table(table: TableDef) -> None:
     """Check the connector exists and accepts these options (raises ConnectorError)."""
-    from sqlstream.core.connectors import connector_spec
 
     if "connector" not in table.options:
         raise ConnectorError(

@@ -14,6 +14,8 @@ from sqlglot import exp
 from sqlstream.core.errors import PlanError
 from sqlstream.core.expressions import Call, Case, Cast, ColumnRef, Expr, Literal
 from sqlstream.core.functions import ArgumentTypeError, common_type, lookup
+from sqlstream.core.functions.udfs import USER_AGGREGATES
+from sqlstream.core.sql.dialect import interval_ms as dialect_interval_ms
 from sqlstream.core.types import arrow_type, is_string, sql_type_name
 from sqlstream.planner.function_calls import translate_call
 from sqlstream.planner.scope import Scope, plan_error
@@ -44,8 +46,6 @@ Intercept = Callable[[exp.Expression], Expr | None]
 
 
 def interval_ms(node: exp.Interval) -> int:
-    from sqlstream.core.sql.dialect import interval_ms as dialect_interval_ms
-
     return dialect_interval_ms(node)
 
 
@@ -247,7 +247,6 @@ def is_aggregate(node: exp.Expression) -> bool:
     """A built-in aggregate call, or a call of a registered aggregate UDF."""
     if isinstance(node, AGGREGATES):
         return True
-    from sqlstream.core.functions.udfs import USER_AGGREGATES
 
     return isinstance(node, exp.Anonymous) and node.name.upper() in USER_AGGREGATES
 

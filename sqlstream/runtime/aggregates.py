@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sqlstream.core.aggregates import AggCall
+from sqlstream.core.functions.udfs import USER_AGGREGATES
 
 Partial = tuple[pa.Array, str, pc.FunctionOptions | None]
 _COUNT_ALL = pc.CountOptions(mode="all")
@@ -179,8 +180,6 @@ class UserAggregateFunction(AggFunction):
     """An AggregateFunction UDF: Arrow collects each group's values, the UDF folds them."""
 
     def __init__(self, call: AggCall, retracting: bool) -> None:
-        from sqlstream.core.functions.udfs import USER_AGGREGATES
-
         super().__init__(call, retracting)
         self.impl = USER_AGGREGATES[call.function].implementation
 
