@@ -30,6 +30,7 @@ from sqlstream.core.types import parse_type
 from sqlstream.runtime.connectors.base import SinkContext, SinkWriter, SourceContext, SourceReader
 from sqlstream.runtime.connectors.registry import get_connector
 from sqlstream.runtime.operators.sink import FINAL_CHECKPOINT
+from tests.conftest import run_sql
 
 # Provides the kafka_broker fixture (conftest.py is shared; this keeps the broker opt-in).
 pytest_plugins = ("tests.kafka_broker",)
@@ -532,3 +533,27 @@ def test_options_are_typed() -> None:
     assert opts["scan.startup.mode"] == "earliest-offset"
     assert opts["scan.bounded.mode"] == "unbounded"
     assert opts["sink.delivery-guarantee"] == "at-least-once"
+
+
+def test_every_assigned_partition_holds_the_watermark_back_from_the_start(kafka_broker: str) -> None:
+    # Each partition in event-time order, all over the same 40 s.  The reader consumes a partition's
+    # messages in batches as they come; a watermark taken over the partitions seen so far (not all
+    # assigned) ran ahead of the ones that had not delivered yet and dropped their rows as late.
+    topic = new_topic(kafka_broker, 4)
+    start = dt.datetime(2024, 1, 1)
+    messages = [
+        (p, json.dumps({"id": p * 1000 + i, "name": f"p{p}",
+                        "ts": str(start + dt.timedelta(milliseconds=100 * i))[:23]}).encode())
+        for p in range(4) for i in range(400)
+    ]
+    produce_raw(kafka_broker, topic, messages, batch=50)
+    result = run_sql(f"""
+        CREATE TABLE t (id INT, name STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+        WITH ('connector' = 'kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{kafka_broker}',
+              'format' = 'json', 'scan.bounded.mode' = 'latest-offset');
+        SELECT window_start, name, COUNT(*) AS n
+        FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+        GROUP BY window_start, window_end, name;
+    """, {"table.exec.batch-size": "50"})
+    counts = sorted(zip(result.column("name").to_pylist(), result.column("n").to_pylist(), strict=True))
+    assert counts == [(f"p{p}", 100) for p in range(4) for _ in range(4)]

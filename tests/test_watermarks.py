@@ -58,3 +58,28 @@ def test_watermark_state_survives_restore() -> None:
     restored.restore_state(op.snapshot_state(1))
     assert emitted(restored.process_batch(chunk([11], "p1"))) == []
     assert emitted(restored.process_batch(chunk([15], "p0"))) == [11]
+
+
+def test_assigned_splits_hold_the_watermark_back_before_they_deliver() -> None:
+    op = assigner()
+    assert op.on_splits(("p0", "p1", "p2"), frozenset()) == []
+    # p1 and p2 have not delivered: Flink's watermark is the minimum over all assigned splits
+    assert emitted(op.process_batch(chunk([10], "p0"))) == []
+    assert emitted(op.process_batch(chunk([12], "p1"))) == []
+    assert emitted(op.process_batch(chunk([11], "p2"))) == [9]
+
+
+def test_a_split_read_to_its_end_stops_holding_the_watermark_back() -> None:
+    op = assigner()
+    op.on_splits(("p0", "p1"), frozenset())
+    op.process_batch(chunk([5], "p0"))
+    assert emitted(op.process_batch(chunk([20], "p1"))) == [4]
+    assert emitted(op.on_splits(("p0", "p1"), frozenset({"p0"}))) == [19]
+
+
+def test_an_assigned_split_that_never_delivers_goes_idle() -> None:
+    op = assigner(idle_ms=50)
+    op.on_splits(("busy", "silent"), frozenset())
+    assert emitted(op.process_batch(chunk([40], "busy"))) == []
+    time.sleep(0.08)
+    assert emitted(op.process_batch(chunk([41], "busy"))) == [40]

@@ -82,8 +82,8 @@ class CalcConfig(OperatorConfig):
 @dataclass(frozen=True)
 class WatermarkConfig(OperatorConfig):
     watermark: Expr
-    idle_timeout_ms: int | None
-    proctime: bool
+    idle_timeout_ms: int | None = _choice()  # a split quiet this long stops holding event time back
+    proctime: bool = False
 
 
 @dataclass(frozen=True)

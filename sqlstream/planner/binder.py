@@ -244,7 +244,8 @@ class QueryBinder:
                     f"table '{table.name}': the WATERMARK expression must be a TIMESTAMP, got {sql_type_name(wm_expr.type)}"
                 )
             idle = table.options.get("scan.watermark.idle-timeout")
-            node = WatermarkAssign(node, index, coerce(wm_expr, ts_type), parse_duration_ms(idle) if idle else None)
+            # 0 disables idleness detection, as in Flink
+            node = WatermarkAssign(node, index, coerce(wm_expr, ts_type), (parse_duration_ms(idle) if idle else 0) or None)
         return Relation(node, Scope.of(node.schema, alias or table.name))
 
     def _bind_window_tvf(self, tvf: dialect.WindowTVF) -> Relation:

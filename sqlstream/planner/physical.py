@@ -79,6 +79,14 @@ class Lowering:
             raise PlanError(f"table.exec.state.ttl: {e}") from None
         # Flink: how long a key's state lives unwritten; 0 (the default) keeps it forever
         self.state_ttl_ms = ttl_ms if ttl_ms > 0 else None
+        idle = settings.get("table.exec.source.idle-timeout")
+        try:
+            idle_ms = parse_duration_ms(idle) if idle else 0
+        except ValueError as e:
+            raise PlanError(f"table.exec.source.idle-timeout: {e}") from None
+        # Flink: a source split without data for this long stops holding the watermark back
+        # (0, the default, never); a table's 'scan.watermark.idle-timeout' takes precedence
+        self.source_idle_timeout_ms = idle_ms if idle_ms > 0 else None
 
     def add(self, name: str, detail: str, schema: pa.Schema, inputs: list[Exchange],
             config: OperatorConfig | None = None, **kw: Any) -> int:
@@ -101,9 +109,10 @@ class Lowering:
         if isinstance(node, WatermarkAssign):
             up = self.lower(node.input)
             kind = "proctime" if node.proctime else "rowtime"
+            idle = node.idle_timeout_ms if node.idle_timeout_ms is not None else self.source_idle_timeout_ms
             return self.add("WatermarkAssigner", f"{kind}={schema.names[node.rowtime_index]}, watermark={node.watermark}",
                             schema, [Exchange(up)],
-                            config=WatermarkConfig(node.watermark, node.idle_timeout_ms, node.proctime))
+                            config=WatermarkConfig(node.watermark, idle, node.proctime))
         if isinstance(node, Project | Filter):
             predicate = None
             exprs = names = None

@@ -52,7 +52,7 @@ class Chunk:
 
     def filter(self, mask: pa.Array) -> Chunk:
         kinds = None if self.kinds is None else pc.filter(self.kinds, mask)
-        return Chunk(self.batch.filter(mask), kinds)
+        return Chunk(self.batch.filter(mask), kinds, self.split)
 
 
 @dataclass(frozen=True)

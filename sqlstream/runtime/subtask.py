@@ -177,8 +177,12 @@ class Subtask(threading.Thread):
     def _run_source(self) -> None:
         reader = self.reader
         assert reader is not None
+        finished: frozenset[str] | None = None
         while not self.stop.is_set():
             self._drain_control()
+            if reader.finished_splits != finished:  # at the start, and when a split ends
+                finished = reader.finished_splits
+                self._announce_splits(reader.assigned_splits, finished)
             batch = reader.read_batch()
             if batch is not None and batch.num_rows:
                 self.source_metrics.records_out += batch.num_rows
@@ -242,6 +246,13 @@ class Subtask(threading.Thread):
         for e in elements:
             for gate in self.outputs:
                 gate.emit(e)
+
+    def _announce_splits(self, assigned: tuple[str, ...], finished: frozenset[str]) -> None:
+        """The chain's watermark generation learns every split the reader owns, before any delivers."""
+        if not assigned:
+            return
+        for pos, task in enumerate(self.tasks):
+            self._push(task.announce_splits(assigned, finished), pos + 1)
 
     def _tick_processing_time(self) -> None:
         """While idle, every PROCESSING_TIME_TICK_S, give each operator the wall clock."""

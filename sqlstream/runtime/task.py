@@ -50,6 +50,10 @@ class Task:
             return out
         raise TypeError(element)
 
+    def announce_splits(self, assigned: tuple[str, ...], finished: frozenset[str]) -> list[Element]:
+        """Tell the operator which source splits feed it (see Operator.on_splits)."""
+        return self._emit(self.operator.on_splits(assigned, finished))
+
     def advance_processing_time(self, now_ms: int) -> list[Element]:
         """Tell the operator the wall clock while its input is idle (see Operator.on_processing_time)."""
         return self._emit(self.operator.on_processing_time(now_ms))

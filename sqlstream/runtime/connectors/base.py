@@ -91,6 +91,21 @@ class SourceReader(ABC):
         """The split (file, partition) the last batch came from, for per-split watermarks."""
         return None
 
+    @property
+    def assigned_splits(self) -> tuple[str, ...]:
+        """The splits this reader owns, once opened, named as :attr:`current_split` names them.
+
+        Each holds event time back from the start, before it delivers anything (Flink's
+        watermark is the minimum over all assigned splits), until it finishes or goes idle.
+        Empty when the reader is one stream.
+        """
+        return ()
+
+    @property
+    def finished_splits(self) -> frozenset[str]:
+        """Assigned splits read to their end (bounded reading): they no longer hold event time back."""
+        return frozenset()
+
     @abstractmethod
     def snapshot_position(self) -> Any:
         """The read position (picklable); replay resumes exactly after the last batch returned."""

@@ -421,7 +421,7 @@ class KafkaSource(SourceReader):
             self._finish(partition)
         if batch is None or batch.num_rows == 0:
             return None
-        self._split = f"{self._topic}-{partition}"
+        self._split = self._split_name(partition)
         return batch
 
     def _finish(self, partition: int) -> None:
@@ -443,6 +443,17 @@ class KafkaSource(SourceReader):
     @property
     def current_split(self) -> str | None:
         return self._split
+
+    @property
+    def assigned_splits(self) -> tuple[str, ...]:
+        return tuple(self._split_name(p) for p in self._partitions)
+
+    @property
+    def finished_splits(self) -> frozenset[str]:
+        return frozenset(self._split_name(p) for p in self._done)
+
+    def _split_name(self, partition: int) -> str:
+        return f"{self._topic}-{partition}"
 
     @property
     def parse_errors(self) -> int:

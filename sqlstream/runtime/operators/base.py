@@ -72,6 +72,11 @@ class Operator:
         """All inputs ended (after the final watermark); flush what is left."""
         return []
 
+    def on_splits(self, assigned: tuple[str, ...], finished: frozenset[str]) -> Output:
+        """The source splits feeding this chain: all assigned ones, and those read to their end.
+        Only watermark generation needs them; called when the source opens and when a split ends."""
+        return []
+
     def snapshot_state(self, checkpoint_id: int) -> Any:
         """Operator (non-keyed) state at a barrier; keyed state is snapshotted by the backend."""
         return None

@@ -21,5 +21,5 @@ class CalcOperator(Operator):
             if chunk.num_rows == 0:
                 return []
         if self.projector is not None:
-            chunk = Chunk(self.projector(chunk.batch), chunk.kinds)
+            chunk = Chunk(self.projector(chunk.batch), chunk.kinds, chunk.split)
         return [chunk]

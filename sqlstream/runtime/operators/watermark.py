@@ -19,9 +19,12 @@ class WatermarkAssigner(Operator):
     """Emits a watermark after each batch that advanced it.
 
     Per split (file, Kafka partition) the watermark is the running maximum of
-    the WATERMARK expression; the source's watermark is the minimum over its
-    splits, leaving out splits idle for longer than ``idle_timeout_ms`` (so a
-    quiet partition does not stall event time).  Flink emits SQL watermarks
+    the WATERMARK expression; the source's watermark is the minimum over all the
+    splits the source was assigned (announced through ``on_splits`` before any of
+    them delivers, so a partition that has not delivered yet holds event time back,
+    as in Flink), leaving out splits read to their end and splits idle for longer
+    than ``idle_timeout_ms`` (so a quiet partition does not stall event time).
+    Flink emits SQL watermarks
     periodically; emitting after every batch gives the same firing decisions
     deterministically, which the tests rely on.
 
@@ -46,6 +49,7 @@ class WatermarkAssigner(Operator):
         self.current = MIN_WATERMARK
         self.split_max: dict[str, int] = {}
         self.last_seen: dict[str, float] = {}
+        self.finished: frozenset[str] = frozenset()
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
         out: Output = [chunk]
@@ -60,15 +64,30 @@ class WatermarkAssigner(Operator):
         self.last_seen[split] = now
         if top.is_valid and top.as_py() > self.split_max.get(split, MIN_WATERMARK):
             self.split_max[split] = top.as_py()
+        return out + self._advance(now)
+
+    def on_splits(self, assigned: tuple[str, ...], finished: frozenset[str]) -> Output:
+        if self.proctime:
+            return []
+        now = time.monotonic()
+        for split in assigned:
+            if split not in self.split_max:
+                self.split_max[split] = MIN_WATERMARK
+                self.last_seen[split] = now  # an idle timeout counts from the assignment
+        self.finished = finished
+        return self._advance(now)
+
+    def _advance(self, now: float) -> Output:
         active = [
             m for s, m in self.split_max.items()
-            if self.idle_timeout_ms is None or (now - self.last_seen[s]) * 1000 <= self.idle_timeout_ms
+            if s not in self.finished
+            and (self.idle_timeout_ms is None or (now - self.last_seen[s]) * 1000 <= self.idle_timeout_ms)
         ]
         candidate = min(active) if active else MIN_WATERMARK
         if candidate > self.current:
             self.current = candidate
-            out.append(Watermark(self.current))
-        return out
+            return [Watermark(self.current)]
+        return []
 
     def _stamp(self, chunk: Chunk) -> Output:
         assert isinstance(self.watermark_expr, ColumnRef)
