@@ -1,0 +1,69 @@
+"""The package installs as one import namespace and declares what it imports."""
+
+from __future__ import annotations
+
+import ast
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# import name -> distribution name, where they differ
+DISTRIBUTIONS = {"confluent_kafka": "confluent-kafka", "prompt_toolkit": "prompt-toolkit", "yaml": "pyyaml"}
+
+
+def _project() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _requirement_names(requirements: list[str]) -> set[str]:
+    names = set()
+    for r in requirements:
+        name = r.split(";")[0]
+        for sep in "<>=!~[ ":
+            name = name.split(sep)[0]
+        names.add(name.strip().lower())
+    return names
+
+
+def _third_party_imports(module_level: bool) -> dict[str, set[str]]:
+    """Top-level names of non-stdlib imports in the package -> files importing them
+    (``module_level``: only imports that run when the module is imported)."""
+    found: dict[str, set[str]] = {}
+    for path in (ROOT / "sqlstream").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        nodes = tree.body if module_level else list(ast.walk(tree))
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in ("sqlstream", "__future__"):
+                    found.setdefault(top, set()).add(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_only_the_sqlstream_namespace_is_installed() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert config["tool"]["setuptools"]["packages"]["find"]["include"] == ["sqlstream*"]
+    top_level = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
+    assert top_level == {"sqlstream"}
+
+
+def test_every_module_level_import_is_a_declared_dependency() -> None:
+    declared = _requirement_names(_project()["dependencies"])
+    for name, files in _third_party_imports(module_level=True).items():
+        assert DISTRIBUTIONS.get(name, name).lower() in declared, f"{name} imported by {sorted(files)}"
+
+
+def test_optional_imports_belong_to_an_extra() -> None:
+    project = _project()
+    available = _requirement_names(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        available |= _requirement_names(extra)
+    for name, files in _third_party_imports(module_level=False).items():
+        assert DISTRIBUTIONS.get(name, name).lower() in available, f"{name} imported by {sorted(files)}"
