@@ -183,6 +183,11 @@ class UnionConfig(OperatorConfig):
 
 
 @dataclass(frozen=True)
+class ReplicateRowsConfig(OperatorConfig):
+    times: int  # the column saying how often each row is repeated
+
+
+@dataclass(frozen=True)
 class OverAggConfig(OperatorConfig):
     partition_keys: list[int]
     time_index: int

@@ -50,6 +50,7 @@ from sqlstream.planner.logical import (
 )
 from sqlstream.planner.proctime import with_proctime_attribute
 from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
+from sqlstream.planner.set_operations import coerced_inputs, intersect_or_except
 
 
 @dataclass
@@ -102,37 +103,12 @@ class QueryBinder:
         if isinstance(node, exp.Values):
             return self._bind_values(node)
         if isinstance(node, exp.Intersect | exp.Except):
-            raise plan_error(f"{node.key.upper()} is not supported yet; use UNION ALL or a JOIN", node)
+            out = intersect_or_except(self.bind_query(node.this).node, self.bind_query(node.expression).node, node)
+            return Relation(out, Scope.of(out.schema))
         raise plan_error(f"unsupported query '{node.sql()[:60]}'", node)
 
     def _bind_union(self, node: exp.Union) -> Relation:
-        left = self.bind_query(node.this)
-        right = self.bind_query(node.expression)
-        lt, rt = left.node.schema, right.node.schema
-        if len(lt) != len(rt):
-            raise plan_error(
-                f"UNION inputs have {len(lt)} and {len(rt)} columns; they must have the same number",
-                node,
-            )
-        children = []
-        targets = []
-        for a, b in zip(lt, rt, strict=True):
-            c = common_type(a.type, b.type)
-            if c is None:
-                raise plan_error(
-                    f"UNION column '{a.name}' has types {sql_type_name(a.type)} and {sql_type_name(b.type)}",
-                    node,
-                )
-            targets.append(c if not pa.types.is_null(c) else pa.string())
-        for rel in (left, right):
-            schema = rel.node.schema
-            if [f.type for f in schema] == targets:
-                children.append(rel.node)
-            else:
-                exprs: list[Expr] = [
-                    coerce(ColumnRef(i, f.name, f.type), t) for i, (f, t) in enumerate(zip(schema, targets, strict=True))
-                ]
-                children.append(Project(rel.node, exprs, lt.names, rel.node.rowtime))
+        children = coerced_inputs(self.bind_query(node.this).node, self.bind_query(node.expression).node, node)
         flat: list[LogicalNode] = []
         for c in children:
             flat.extend(c.children if isinstance(c, Union) else [c])

@@ -29,6 +29,7 @@ from sqlstream.core.physical import (
     OverAggConfig,
     PhysicalNode,
     RegularJoinConfig,
+    ReplicateRowsConfig,
     SessionWindowAggConfig,
     SinkSpec,
     SourceSpec,
@@ -55,6 +56,7 @@ from sqlstream.planner.logical import (
     OverAggregate,
     Project,
     Rank,
+    ReplicateRows,
     Scan,
     Sink,
     StreamSort,
@@ -186,6 +188,10 @@ class Lowering:
                 return self.add("Limit", node.describe(), schema, inputs, config=LimitConfig(node.limit))
             sort = [(k.index, k.descending, k.nulls_first) for k in node.order]
             return self.add("Sort", node.describe(), schema, inputs, config=StreamSortConfig(sort, node.limit))
+        if isinstance(node, ReplicateRows):
+            up = self.lower(node.input)
+            return self.add("ReplicateRows", node.describe(), schema, [Exchange(up)],
+                            config=ReplicateRowsConfig(node.times))
         if isinstance(node, Union):
             ups = [self.lower(c) for c in node.children]
             return self.add("Union", f"inputs={len(ups)}", schema, [Exchange(u) for u in ups], config=UnionConfig())

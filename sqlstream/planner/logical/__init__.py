@@ -11,6 +11,7 @@ from sqlstream.planner.logical.nodes import (
     Join,
     LookupJoin,
     Project,
+    ReplicateRows,
     Scan,
     Sink,
     TemporalJoin,
@@ -31,7 +32,7 @@ from sqlstream.planner.logical.over import (
 
 __all__ = [
     "JOIN_KINDS", "TOP_N_HINT", "Aggregate", "Filter", "Join", "LogicalNode", "LookupJoin", "OverAggregate",
-    "OverFrame", "Project", "Prune", "Rank", "Scan", "Sink", "SortKey", "StreamSort", "TemporalJoin", "Union",
+    "OverFrame", "Project", "Prune", "Rank", "ReplicateRows", "Scan", "Sink", "SortKey", "StreamSort", "TemporalJoin", "Union",
     "Values", "WatermarkAssign", "WindowAggregate", "WindowColumns", "WindowTVF", "explain", "time_columns",
 ]
 

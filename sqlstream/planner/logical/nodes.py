@@ -571,6 +571,33 @@ class Union(LogicalNode):
 
 
 @dataclass
+class ReplicateRows(LogicalNode):
+    """Each row repeated as often as its column ``times`` says (none when 0 or less): the ALL forms
+    of INTERSECT and EXCEPT.  An updating input's -U/-D rows are repeated as their +I/+U were."""
+
+    input: LogicalNode
+    times: int
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.input.schema
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+    def with_inputs(self, inputs: list[LogicalNode]) -> ReplicateRows:
+        return replace(self, input=inputs[0])
+
+    def describe(self) -> str:
+        return f"ReplicateRows(times=${self.times})"
+
+    def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
+        child, mapping = prune(self.input, set(required) | {self.times})
+        return ReplicateRows(child, mapping[self.times]), mapping
+
+
+@dataclass
 class Values(LogicalNode):
     """Literal rows (INSERT INTO ... VALUES, SELECT without FROM)."""
 

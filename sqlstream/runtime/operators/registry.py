@@ -91,6 +91,12 @@ def _union(c: p.UnionConfig, schema: pa.Schema) -> Operator:
     return UnionOperator()
 
 
+def _replicate_rows(c: p.ReplicateRowsConfig, schema: pa.Schema) -> Operator:
+    from sqlstream.runtime.operators.replicate import ReplicateRowsOperator
+
+    return ReplicateRowsOperator(c.times)
+
+
 def _over_agg(c: p.OverAggConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.over_agg import OverAggOperator
 
@@ -142,6 +148,7 @@ BUILDERS: dict[type[p.OperatorConfig], Callable[[Any, pa.Schema], Operator]] = {
     p.LookupJoinConfig: _lookup_join,
     p.TemporalJoinConfig: _temporal_join,
     p.UnionConfig: _union,
+    p.ReplicateRowsConfig: _replicate_rows,
     p.OverAggConfig: _over_agg,
     p.TopNConfig: _top_n,
     p.DeduplicateFirstConfig: _dedup_first,
