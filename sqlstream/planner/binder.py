@@ -51,6 +51,7 @@ from sqlstream.planner.logical import (
 from sqlstream.planner.proctime import with_proctime_attribute
 from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
 from sqlstream.planner.set_operations import coerced_inputs, intersect_or_except
+from sqlstream.planner.subqueries import bind_where, with_scalar_subqueries
 
 
 @dataclass
@@ -166,6 +167,14 @@ class QueryBinder:
             return self._bind_from(node.this)
         raise plan_error(f"unsupported FROM item '{node.sql()[:60]}'", node)
 
+    def bind_from_and_joins(self, sel: exp.Select) -> Relation:
+        """The rows of a SELECT's FROM clause and its joins, their columns qualified by table."""
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        rel = self._bind_from(from_.this)
+        for join in sel.args.get("joins") or []:
+            rel = self._bind_join(rel, join)
+        return rel
+
     def _bind_table_ref(self, node: exp.Table) -> Relation:
         name = node.name
         alias = node.alias or name
@@ -266,7 +275,7 @@ class QueryBinder:
         on, using = join.args.get("on"), join.args.get("using")
         if on is not None:
             condition = ExprBinder(scope).bind(on)
-            _require_boolean(condition, on, "JOIN ON")
+            require_boolean(condition, on, "JOIN ON")
         elif using:
             parts = []
             for ident in using:
@@ -343,16 +352,12 @@ class QueryBinder:
             rel = Relation(Values(pa.table({"dummy": pa.array([0], pa.int32())})), Scope([]))
             rel = Relation(rel.node, Scope([ScopeColumn(None, "$dummy", pa.int32())]))
         else:
-            rel = self._bind_from(from_.this)
-            for join in sel.args.get("joins") or []:
-                rel = self._bind_join(rel, join)
+            rel = self.bind_from_and_joins(sel)
         where = sel.args.get("where")
         if where is not None:
             if contains_aggregate(where.this):
                 raise plan_error("aggregate functions are not allowed in WHERE; use HAVING", where.this)
-            pred = ExprBinder(rel.scope).bind(where.this)
-            _require_boolean(pred, where.this, "WHERE")
-            rel = Relation(Filter(rel.node, pred), rel.scope)
+            rel = bind_where(self, rel, where.this)
             from sqlstream.planner.over import absorb_rank_filter
 
             # WHERE rn <= N over a ROW_NUMBER() subquery makes it a Top-N (planner.over)
@@ -377,6 +382,7 @@ class QueryBinder:
         elif aggregating:
             out = self._bind_aggregate(sel, rel, group, having, items)
         else:
+            rel, items = with_scalar_subqueries(self, rel, items)
             exprs, names = self._bind_items(items, rel.scope, ExprBinder(rel.scope))
             rowtime = _rowtime_through(exprs, rel.node.rowtime)
             out = Project(rel.node, exprs, names, rowtime)
@@ -510,7 +516,7 @@ class QueryBinder:
 
         binder = ExprBinder(input_scope)
         for condition in filter_conditions:
-            _require_boolean(binder.bind(condition), condition, "FILTER")
+            require_boolean(binder.bind(condition), condition, "FILTER")
         pre_exprs: list[Expr] = [ColumnRef(i, c.name, c.type) for i, c in enumerate(input_scope.columns)]
         pre_names = [c.name for c in input_scope.columns]
 
@@ -583,7 +589,7 @@ class QueryBinder:
         out: LogicalNode = agg_node
         if having_node is not None:
             pred = post.bind(having_node)
-            _require_boolean(pred, having_node, "HAVING")
+            require_boolean(pred, having_node, "HAVING")
             out = Filter(out, pred)
         if any(_star(i) is not None for i in items):
             raise plan_error("SELECT * cannot be used with GROUP BY; list the columns", sel)
@@ -818,7 +824,7 @@ def _item_name(item: exp.Expression, position: int) -> str:
     return f"EXPR${position}"
 
 
-def _require_boolean(pred: Expr, node: exp.Expression, clause: str) -> None:
+def require_boolean(pred: Expr, node: exp.Expression, clause: str) -> None:
     if not (pa.types.is_boolean(pred.type) or pa.types.is_null(pred.type)):
         raise plan_error(f"{clause} condition must be BOOLEAN, got {sql_type_name(pred.type)}", node)
 

@@ -112,9 +112,10 @@ class ExprBinder:
             low = self._call(">=", [value, self.bind(node.args["low"])], node)
             high = self._call("<=", [value, self.bind(node.args["high"])], node)
             return self._call("AND", [low, high], node)
+        if isinstance(node, exp.Subquery | exp.Exists) or (isinstance(node, exp.In) and node.args.get("query")):
+            raise plan_error("subqueries are supported in WHERE (IN, EXISTS and scalar ones, as conjuncts) and "
+                             "as scalar values in a SELECT list without aggregates, not here", node)
         if isinstance(node, exp.In):
-            if node.args.get("query") is not None:
-                raise plan_error("IN (subquery) is not supported; use a JOIN", node)
             args = [self.bind(node.this)] + [self.bind(x) for x in node.expressions]
             return self._call("IN", args, node)
         if isinstance(node, exp.Case):
@@ -252,7 +253,8 @@ def is_aggregate(node: exp.Expression) -> bool:
 
 
 def contains_aggregate(node: exp.Expression) -> bool:
-    return any(is_aggregate(n) for n in node.walk())
+    """Whether ``node`` calls an aggregate of its own query (not one inside a subquery)."""
+    return any(is_aggregate(n) for n in node.walk(prune=lambda n: n is not node and isinstance(n, exp.Subquery | exp.Select)))
 
 
 def column_ref(index: int, scope: Scope) -> ColumnRef:

@@ -158,6 +158,9 @@ def equi_keys(condition: Expr | None, width: int) -> tuple[list[int], list[int],
 def analyze(join) -> JoinSpec:  # noqa: ANN001 - planner.logical.Join (import cycle)
     width = len(join.left.schema)
     left_keys, right_keys, rest = equi_keys(join.condition, width)
+    if join.kind in ("SEMI", "ANTI"):
+        # semi and anti joins run as regular joins only (Flink has no time-bounded form of them)
+        return JoinSpec(join.kind, tuple(left_keys), tuple(right_keys), conjoin(rest), None, None)
     left_rt, right_rt = join.left.rowtime, join.right.rowtime
     window = _window_join(join, left_keys, right_keys, width)
     interval = None

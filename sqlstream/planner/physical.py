@@ -58,6 +58,7 @@ from sqlstream.planner.logical import (
     Rank,
     ReplicateRows,
     Scan,
+    SemiJoin,
     Sink,
     StreamSort,
     TemporalJoin,
@@ -159,6 +160,8 @@ class Lowering:
                             config=GroupAggConfig(node.keys, node.aggs, retracting, self.state_ttl_ms, columnar))
         if isinstance(node, Join):
             return self._lower_join(node)
+        if isinstance(node, SemiJoin):
+            return self._lower_semi_join(node)
         if isinstance(node, LookupJoin):
             up = self.lower(node.left)
             table = node.table
@@ -227,6 +230,16 @@ class Lowering:
         return self.add("Rank", node.describe(), schema, inputs,
                         config=TopNConfig(keys, sort, start, end, output_rank, retracting, node.newer_wins,
                                           self.state_ttl_ms, columnar))
+
+    def _lower_semi_join(self, node: SemiJoin) -> int:
+        spec = analyze(node)
+        left, right = self.lower(node.left), self.lower(node.right)
+        lk, rk = spec.left_keys, spec.right_keys
+        append_only = not (node.left.updating or node.right.updating)
+        return self.add("Join", f"{spec.kind}, {spec.describe()}", node.schema,
+                        [Exchange(left, "hash", lk), Exchange(right, "hash", rk)],
+                        config=RegularJoinConfig(spec.kind, lk, rk, spec.residual, node.left.schema,
+                                                 node.right.schema, append_only, (None, None), self.state_ttl_ms))
 
     def _lower_join(self, node: Join) -> int:
         spec = analyze(node)

@@ -13,6 +13,7 @@ from sqlstream.planner.logical.nodes import (
     Project,
     ReplicateRows,
     Scan,
+    SemiJoin,
     Sink,
     TemporalJoin,
     Union,
@@ -32,7 +33,7 @@ from sqlstream.planner.logical.over import (
 
 __all__ = [
     "JOIN_KINDS", "TOP_N_HINT", "Aggregate", "Filter", "Join", "LogicalNode", "LookupJoin", "OverAggregate",
-    "OverFrame", "Project", "Prune", "Rank", "ReplicateRows", "Scan", "Sink", "SortKey", "StreamSort", "TemporalJoin", "Union",
+    "OverFrame", "Project", "Prune", "Rank", "ReplicateRows", "Scan", "SemiJoin", "Sink", "SortKey", "StreamSort", "TemporalJoin", "Union",
     "Values", "WatermarkAssign", "WindowAggregate", "WindowColumns", "WindowTVF", "explain", "time_columns",
 ]
 

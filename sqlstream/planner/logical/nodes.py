@@ -438,6 +438,57 @@ class Join(LogicalNode):
 
 
 @dataclass
+class SemiJoin(LogicalNode):
+    """left rows for which some right row satisfies ``condition`` (SEMI), or none does (ANTI):
+    what ``IN``/``EXISTS`` subqueries and their negations become, as in Flink.
+
+    The condition reads left columns then right columns; the output is the left columns only.
+    An ANTI join retracts a left row when its first match arrives, so its output updates; a
+    SEMI join of append-only inputs stays append-only.  Like a regular join's output, the
+    rows lose their event-time attribute.
+    """
+
+    left: LogicalNode
+    right: LogicalNode
+    anti: bool
+    condition: Expr | None
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.left.schema
+
+    @property
+    def updating(self) -> bool:
+        return self.left.updating or self.right.updating or self.anti
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.left, self.right]
+
+    def with_inputs(self, inputs: list[LogicalNode]) -> SemiJoin:
+        return replace(self, left=inputs[0], right=inputs[1])
+
+    def map_expressions(self, fn: Callable[[Expr], Expr]) -> SemiJoin:
+        return replace(self, condition=None if self.condition is None else fn(self.condition))
+
+    def describe(self) -> str:
+        from sqlstream.planner.joins import analyze
+
+        return f"Join({'ANTI' if self.anti else 'SEMI'}, {analyze(self).describe()})"
+
+    def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
+        needed = set(required) | (referenced_columns(self.condition) if self.condition is not None else set())
+        left, right, lmap, _, mapping = _prune_two_inputs(self.left, self.right, needed, prune)
+        condition = None if self.condition is None else remap_columns(self.condition, mapping)
+        return SemiJoin(left, right, self.anti, condition), lmap
+
+    @property
+    def kind(self) -> str:
+        """The join kind as planner.joins and the runtime name it."""
+        return "ANTI" if self.anti else "SEMI"
+
+
+@dataclass
 class LookupJoin(LogicalNode):
     """left JOIN dim FOR SYSTEM_TIME AS OF left.proctime ON left.k = dim.k: probes the connector.
 

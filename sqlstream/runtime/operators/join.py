@@ -135,11 +135,10 @@ class RegularJoinOperator(Operator):
         nulls = (None,) * self.widths[1 - side]
         return row + nulls if side == 0 else nulls + row
 
-    def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
-        if self.columnar is not None:
-            out = self.columnar.process(chunk.batch, input_index)
-            return [Chunk(out)] if out is not None else []
-        side, other_side = input_index, 1 - input_index
+    def _match(self, chunk: Chunk, side: int) -> tuple[list[tuple], list[int], list[tuple], list[int],
+                                                       dict[tuple, list[list[Any]]], list[list[int]]]:
+        """The batch's rows, kinds, join keys and key groups; the other side's stored entries
+        ([row, associations]) per key; and for each row, which of its key's entries it matches."""
         batch = chunk.batch
         rows = rows_of(batch)
         kinds = chunk.kinds.to_pylist() if chunk.kinds is not None else [RowKind.INSERT] * len(rows)
@@ -149,7 +148,7 @@ class RegularJoinOperator(Operator):
             keys = [tuple(r[k] for k in key_idx) for r in rows]
         else:
             groups, keys = [0] * len(rows), [()] * len(rows)
-        own, other = self.sides[side], self.sides[other_side]
+        other = self.sides[1 - side]
         # the other side does not change membership during this batch: gather candidates once
         candidates: dict[tuple, list[list[Any]]] = {}
         for g, k in zip(groups, keys, strict=True):
@@ -167,6 +166,15 @@ class RegularJoinOperator(Operator):
         for (i, j), good in zip(pair_index, ok, strict=True):
             if good:
                 matches[i].append(j)
+        return rows, kinds, keys, groups, candidates, matches
+
+    def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
+        if self.columnar is not None:
+            out = self.columnar.process(chunk.batch, input_index)
+            return [Chunk(out)] if out is not None else []
+        side, other_side = input_index, 1 - input_index
+        rows, kinds, keys, groups, candidates, matches = self._match(chunk, side)
+        own, other = self.sides[side], self.sides[other_side]
         out_rows: list[tuple] = []
         out_kinds: list[int] = []
 

@@ -54,6 +54,12 @@ def _group_agg(c: p.GroupAggConfig, schema: pa.Schema) -> Operator:
 def _regular_join(c: p.RegularJoinConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.join import RegularJoinOperator
 
+    if c.kind in ("SEMI", "ANTI"):
+        from sqlstream.runtime.operators.semi_join import SemiAntiJoinOperator
+
+        return SemiAntiJoinOperator(c.kind == "ANTI", c.left_keys, c.right_keys, c.residual, c.left_schema,
+                                    c.right_schema, c.state_ttl_ms)
+
     return RegularJoinOperator(c.kind, c.left_keys, c.right_keys, c.residual, c.left_schema, c.right_schema,
                                schema, c.append_only, c.horizons, c.state_ttl_ms, c.columnar)
 
