@@ -7,6 +7,8 @@ rocksdb), ``pipeline.max-parallelism``, ``restart-strategy.type`` (none |
 fixed-delay) with ``restart-strategy.fixed-delay.attempts`` / ``.delay``.
 Subtasks are threads: Arrow kernels release the GIL, and threads share
 batches without serializing them (see benchmarks/threads_vs_processes.py).
+``JobExecutor.status()`` is the public view of a running job (per-operator
+counters, watermarks, queue fill, checkpoint history) for monitoring.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,8 +26,25 @@ from typing import Any
 from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import JobError, SqlStreamError
 from sqlstream.core.physical import Dataflow, PhysicalNode, SinkSpec, SourceSpec
+from sqlstream.core.status import (
+    ABORTED,
+    CANCELED,
+    CREATED,
+    FAILED,
+    FINISHED,
+    RESTARTING,
+    RUNNING,
+    InputEdge,
+    JobStatus,
+    OperatorStatus,
+    SubtaskStatus,
+)
 from sqlstream.runtime.checkpoint import storage as chk_storage
-from sqlstream.runtime.checkpoint.coordinator import CheckpointCoordinator, CheckpointStats
+from sqlstream.runtime.checkpoint.coordinator import (
+    CheckpointCoordinator,
+    CheckpointHistory,
+    CheckpointStats,
+)
 from sqlstream.runtime.checkpoint.storage import CheckpointError, CheckpointStorage
 from sqlstream.runtime.connectors.base import (
     DEFAULT_BATCH_SIZE,
@@ -145,6 +165,13 @@ class JobExecutor:
         self.running = threading.Event()
         self.live_subtasks: list[Subtask] = []  # those of the current attempt
         self.chains = build_chains(flow, config.parallelism)
+        # for status(): an id of its own (as Flink gives each job one), the state, the checkpoints of all attempts
+        self.job_id = uuid.uuid4().hex[:12]
+        self.state = CREATED
+        self.start_time_ms = time.time_ns() // 1_000_000
+        self.restarts = 0
+        self.error: str | None = None
+        self.checkpoint_history = CheckpointHistory()
         if config.checkpoint_interval_ms and config.checkpoint_dir is None:
             config.checkpoint_dir = Path(tempfile.mkdtemp(prefix="sqlstream-checkpoints-"))
 
@@ -187,31 +214,68 @@ class JobExecutor:
                 return
             time.sleep(0.01)
 
+    def status(self) -> JobStatus:
+        """The job now: per operator (in plan order) its subtasks' counters, watermark and queue
+        fill, read from the subtasks by physical node id, and the checkpoint history."""
+        counters = self._subtask_statuses()
+        chain_of = {n.id: c for c in self.chains for n in c.nodes}
+        operators = []
+        for node in self.flow.nodes:
+            chain = chain_of[node.id]
+            subtasks = tuple(counters[(chain.uid, i)][node.id] for i in range(chain.parallelism)
+                             if (chain.uid, i) in counters)
+            operators.append(OperatorStatus(node.id, node.name, node.detail, chain.parallelism,
+                                            tuple(InputEdge(e.upstream, e.mode) for e in node.inputs), subtasks))
+        checkpoints, completed, failed = self.checkpoint_history.snapshot()
+        return JobStatus(self.job_id, self.state, self.start_time_ms, time.time_ns() // 1_000_000, tuple(operators),
+                         checkpoints, completed, failed, self.restarts, self.flow.explain(), self.error)
+
+    def _subtask_statuses(self) -> dict[tuple[str, int], dict[int, SubtaskStatus]]:
+        """Per (chain uid, subtask index), the subtask's figures by node id: the current attempt's subtasks.
+
+        Read downstream first (chains are in topological order), so that in one status no
+        operator has received more records than its upstream operators had sent.
+        """
+        return {st.key: st.status() for st in reversed(self.live_subtasks)}
+
     def run(self) -> JobResult:
+        self.start_time_ms = time.time_ns() // 1_000_000
+        try:
+            result = self._run()
+        except BaseException as e:
+            self.state, self.error = FAILED, str(e)
+            raise
+        self.state = CANCELED if result.cancelled else FINISHED
+        return result
+
+    def _run(self) -> JobResult:
+        """Attempts until one ends, restarting from the newest checkpoint as the restart strategy allows."""
         restore = self.restore
-        restarts = 0
         checkpoints: list[CheckpointStats] = []
         while True:
             try:
                 result = self._attempt(restore)
-                result.restarts = restarts
+                self.checkpoint_history.end_in_progress(ABORTED, "the job ended before it completed")
+                result.restarts = self.restarts
                 result.checkpoints = checkpoints + result.checkpoints
                 return result
             except JobFailure as failure:
+                cause = failure.cause
+                self.checkpoint_history.end_in_progress(FAILED, f"the job failed: {cause}")
                 if self.coordinator is not None:
                     checkpoints += self.coordinator.completed
-                cause = failure.cause
-                if restarts >= self.config.restart_attempts or isinstance(cause, SqlStreamError) and not isinstance(cause, JobError):
+                if self.restarts >= self.config.restart_attempts or isinstance(cause, SqlStreamError) and not isinstance(cause, JobError):
                     if isinstance(cause, SqlStreamError):
                         raise cause from None
                     raise JobError(f"job failed: {type(cause).__name__}: {cause}") from cause
-                restarts += 1
+                self.restarts += 1
+                self.state = RESTARTING
                 time.sleep(self.config.restart_delay_s)
                 root = self.config.checkpoint_dir
                 if root is not None and chk_storage.completed_ids(root):
                     restore = root
                 if self.cancel_event.is_set():
-                    return JobResult(self.summed_metrics(), cancelled=True, restarts=restarts)
+                    return JobResult(self.summed_metrics(), cancelled=True, restarts=self.restarts)
 
     # ------------------------------------------------------------ one attempt
     def _attempt(self, restore: str | Path | None) -> JobResult:
@@ -251,7 +315,7 @@ class JobExecutor:
         coordinator = CheckpointCoordinator(
             storage, config.checkpoint_interval_ms, keys, trigger, notify,
             {"max_parallelism": config.max_parallelism, "chains": {c.uid: c.node_uids for c in self.chains}},
-            first_id,
+            first_id, self.checkpoint_history,
         )
         self.coordinator = coordinator
         pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="snapshot")
@@ -270,6 +334,7 @@ class JobExecutor:
         for st in all_subtasks:
             st.start()
         coordinator.start()
+        self.state = RUNNING
         self.running.set()
         finalized = False
         try:

@@ -56,6 +56,7 @@ import pyarrow as pa
 
 from sqlstream.core.errors import JobError, SqlStreamError
 from sqlstream.core.physical import Dataflow
+from sqlstream.core.status import RUNNING, CheckpointStatus, SubtaskStatus
 from sqlstream.runtime.checkpoint import storage as chk_storage
 from sqlstream.runtime.checkpoint.coordinator import (
     CheckpointCoordinator,
@@ -123,13 +124,17 @@ class RayOutputGate(OutputGate):
         import ray
 
         pending = self._in_flight[target]
-        while len(pending) >= MAX_IN_FLIGHT:
-            # pushes to one channel are admitted in order, so the oldest completes first
-            done, _ = ray.wait([pending[0]], timeout=POLL_S)
-            if done:
-                ray.get(pending.popleft())  # raises if the consumer died: this subtask fails too
-            elif self.stop.is_set():
-                raise Cancelled
+        waiting_since = time.monotonic()
+        try:
+            while len(pending) >= MAX_IN_FLIGHT:
+                # pushes to one channel are admitted in order, so the oldest completes first
+                done, _ = ray.wait([pending[0]], timeout=POLL_S)
+                if done:
+                    ray.get(pending.popleft())  # raises if the consumer died: this subtask fails too
+                elif self.stop.is_set():
+                    raise Cancelled
+        finally:
+            self.backpressured_s += time.monotonic() - waiting_since
         pending.append(self.targets[target].push.remote(self.channel, self._seq[target], _compact(element)))
         self._seq[target] += 1
 
@@ -243,6 +248,10 @@ class SubtaskActor:
     def metrics(self) -> dict[str, Metrics]:
         return {label: Metrics(m.records_in, m.records_out, m.late_records_dropped, dict(m.extra))
                 for label, ms in self.builder.subtask_metrics.items() for m in ms}
+
+    def status(self) -> dict[int, SubtaskStatus]:
+        """The subtask's figures by node id (Subtask.status), for the driver's JobExecutor.status()."""
+        return self._subtask().status()
 
     def close(self) -> None:
         """Stop the subtask and release its readers, operators and state (sinks drop unstaged files)."""
@@ -362,6 +371,10 @@ class CoordinatorActor:
     def completed(self, since: int) -> list[CheckpointStats]:
         return self.coordinator.completed[since:]
 
+    def history(self) -> tuple[CheckpointStatus, ...]:
+        """The attempt's recent checkpoints, which the driver merges into the job's history."""
+        return self.coordinator.history.snapshot()[0]
+
     def _trigger(self, checkpoint_id: int, savepoint: bool) -> None:
         if self.stopped.is_set():
             return
@@ -406,6 +419,7 @@ class RayJobExecutor(JobExecutor):
         # the current attempt's actors, by (chain uid, subtask index)
         self.actors: dict[SubtaskKey, Any] = {}
         self._actor_metrics: dict[SubtaskKey, dict[str, Metrics]] = {}
+        self._actor_status: dict[SubtaskKey, dict[int, SubtaskStatus]] = {}
 
     def cancel(self) -> None:
         """Stop the coordinator first, so no checkpoint completes (and commits) once cancel was asked."""
@@ -428,6 +442,7 @@ class RayJobExecutor(JobExecutor):
         config = self.config
         self.subtask_metrics = {}
         self._actor_metrics = {}
+        self._actor_status = {}
         metadata: dict[str, Any] | None = None
         if restore is not None:
             _, metadata = chk_storage.load(restore)
@@ -467,6 +482,7 @@ class RayJobExecutor(JobExecutor):
             running = {actors[k].run.remote(): k for k in keys}
             served = coordinator.serve.remote()
             self._get([coordinator.start.remote()], "the coordinator")
+            self.state = RUNNING
             self.running.set()
             self._supervise(running, served, collector, client)
         finally:
@@ -549,12 +565,18 @@ class RayJobExecutor(JobExecutor):
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise JobFailure(JobError(f"{what}: a Ray actor was lost ({type(e).__name__}: {first})")) from None
 
+    def _subtask_statuses(self) -> dict[SubtaskKey, dict[int, SubtaskStatus]]:
+        """The actors' figures as of the last refresh (every METRICS_REFRESH_S)."""
+        return dict(self._actor_status)
+
     def _refresh(self, client: _CoordinatorClient) -> None:
-        """Copy live metrics and completed checkpoints from the actors (for the job manager, the result)."""
+        """Copy live metrics, status and checkpoints from the actors (for status(), the result)."""
         ray = self.ray
         refs = {actor.metrics.remote(): key for key, actor in self.actors.items()}
+        status_refs = {actor.status.remote(): key for key, actor in self.actors.items()}
         stats = client.actor.completed.remote(len(client.completed))
-        ready, _ = ray.wait([*refs, stats], num_returns=len(refs) + 1, timeout=5)
+        history = client.actor.history.remote()
+        ready, _ = ray.wait([*refs, *status_refs, stats, history], num_returns=2 * len(refs) + 2, timeout=5)
         for ref in ready:
             try:
                 value = ray.get(ref)
@@ -562,6 +584,10 @@ class RayJobExecutor(JobExecutor):
                 continue  # a dead actor keeps its last known figures
             if ref == stats:
                 client.completed.extend(value)
+            elif ref == history:
+                self.checkpoint_history.merge(value)
+            elif ref in status_refs:
+                self._actor_status[status_refs[ref]] = value
             else:
                 self._actor_metrics[refs[ref]] = value
         merged: dict[str, list[Metrics]] = {}

@@ -18,15 +18,16 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from sqlstream.core.status import SubtaskStatus
 from sqlstream.runtime.checkpoint.coordinator import CheckpointCoordinator
 from sqlstream.runtime.connectors.base import SourceReader
-from sqlstream.runtime.elements import Barrier, Chunk, Element, EndOfInput
+from sqlstream.runtime.elements import MIN_WATERMARK, Barrier, Chunk, Element, EndOfInput
 from sqlstream.runtime.graph import Chain
 from sqlstream.runtime.hashing import key_groups, subtask_for_key_groups
 from sqlstream.runtime.operators.base import Metrics
@@ -54,16 +55,26 @@ class OutputGate:
     max_parallelism: int
     stop: threading.Event
     _next: int = field(default=0)
+    backpressured_s: float = field(default=0.0)  # time spent waiting for room downstream
 
     def _put(self, target: int, element: Element) -> None:
         q = self.targets[target]
-        while True:
-            try:
-                q.put((self.channel, element), timeout=POLL_S)
-                return
-            except queue.Full:
-                if self.stop.is_set():
-                    raise Cancelled from None
+        try:
+            q.put_nowait((self.channel, element))
+            return
+        except queue.Full:
+            pass
+        waiting_since = time.monotonic()
+        try:
+            while True:
+                try:
+                    q.put((self.channel, element), timeout=POLL_S)
+                    return
+                except queue.Full:
+                    if self.stop.is_set():
+                        raise Cancelled from None
+        finally:
+            self.backpressured_s += time.monotonic() - waiting_since
 
     def emit(self, element: Element) -> None:
         n = len(self.targets)
@@ -146,6 +157,32 @@ class Subtask(threading.Thread):
     @property
     def key(self) -> tuple[str, int]:
         return (self.chain.uid, self.index)
+
+    def status(self) -> dict[int, SubtaskStatus]:
+        """This subtask's figures per physical node id of its chain.
+
+        Called from other threads while the subtask runs: each figure is one attribute read,
+        so a status is a consistent-enough sample without a lock on the data path.
+        """
+        nodes = self.chain.nodes
+        first = 1 if self.reader is not None else 0
+        out: dict[int, SubtaskStatus] = {}
+        # downstream first: no operator is seen to have received more than its predecessor sent
+        for pos in range(len(self.tasks) - 1, -1, -1):
+            task = self.tasks[pos]
+            m = task.ctx.metrics
+            fed_by_network = pos == 0 and self.reader is None
+            out[nodes[first + pos].id] = SubtaskStatus(
+                self.index, m.records_in, m.records_out, m.late_records_dropped,
+                task.watermark if task.watermark > MIN_WATERMARK else None,
+                round(self.inbound.qsize() / self.inbound.maxsize, 3) if fed_by_network else None,
+            )
+        if self.reader is not None:
+            m = self.source_metrics
+            out[nodes[0].id] = SubtaskStatus(self.index, m.records_in, m.records_out, m.late_records_dropped)
+        last = nodes[-1].id  # the chain's last operator sends over the network, so it waits for room
+        out[last] = replace(out[last], backpressured_ms=round(sum(g.backpressured_s for g in self.outputs) * 1000, 1))
+        return out
 
     # ------------------------------------------------------------ thread body
     def run(self) -> None:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from sqlstream.core.status import ABORTED, COMPLETED, FAILED, IN_PROGRESS, CheckpointStatus
 from sqlstream.runtime.checkpoint.storage import CheckpointStorage, write_metadata
 
 SubtaskKey = tuple[str, int]  # (operator chain uid, subtask index)
@@ -38,6 +39,61 @@ class CheckpointStats:
     checkpoint_id: int
     duration_s: float
     size_bytes: int
+
+
+HISTORY_SIZE = 10  # checkpoints a status lists (the counts cover all): Flink's web.checkpoints.history default
+
+
+class CheckpointHistory:
+    """The newest checkpoints' status, oldest first, bounded, and counts of all completed and failed ones.
+
+    Shared by the coordinators of a job's attempts (a restart keeps the record) and safe to
+    read from another thread (the status publisher) while the coordinator writes it.
+    """
+
+    def __init__(self, size: int = HISTORY_SIZE) -> None:
+        self.size = size
+        self.lock = threading.Lock()
+        self.entries: dict[int, CheckpointStatus] = {}
+        self.completed = 0
+        self.failed = 0
+
+    def record(self, checkpoint: CheckpointStatus) -> None:
+        """A checkpoint's new status (a newer one replaces the older in place)."""
+        with self.lock:
+            before = self.entries.get(checkpoint.id)
+            if before is not None and before.state == checkpoint.state:
+                return
+            self.entries[checkpoint.id] = checkpoint
+            self.completed += checkpoint.state == COMPLETED
+            self.failed += checkpoint.state == FAILED
+            while len(self.entries) > self.size:
+                del self.entries[next(iter(self.entries))]
+
+    def merge(self, checkpoints: Iterable[CheckpointStatus]) -> None:
+        """Take over another history's entries (the Ray coordinator actor's, in the driver)."""
+        for checkpoint in checkpoints:
+            self.record(checkpoint)
+
+    def finish(self, checkpoint_id: int, state: str, failure: str | None = None,
+               duration_ms: float | None = None, size_bytes: int | None = None) -> None:
+        """A checkpoint in progress completed, or ended without completing (ABORTED or FAILED)."""
+        with self.lock:
+            entry = self.entries.get(checkpoint_id)
+        if entry is not None and entry.state == IN_PROGRESS:
+            self.record(replace(entry, state=state, failure=failure, duration_ms=duration_ms, size_bytes=size_bytes))
+
+    def end_in_progress(self, state: str, failure: str) -> None:
+        """The attempt ended: checkpoints still in progress never complete."""
+        with self.lock:
+            ids = [c.id for c in self.entries.values() if c.state == IN_PROGRESS]
+        for checkpoint_id in ids:
+            self.finish(checkpoint_id, state, failure)
+
+    def snapshot(self) -> tuple[tuple[CheckpointStatus, ...], int, int]:
+        """(the entries oldest first, completed count, failed count), consistent with each other."""
+        with self.lock:
+            return tuple(self.entries.values()), self.completed, self.failed
 
 
 def _size_of(path: Path) -> int:
@@ -61,6 +117,7 @@ class CheckpointCoordinator:
         notify_complete: Callable[[int, bool], None],
         job_info: dict[str, Any],
         first_id: int = 1,
+        history: CheckpointHistory | None = None,
     ) -> None:
         self.storage = storage
         self.interval_ms = interval_ms
@@ -75,6 +132,7 @@ class CheckpointCoordinator:
         self.finished: dict[SubtaskKey, Any] = {}
         self.completed: list[CheckpointStats] = []
         self.latest_completed: int | None = None
+        self.history = history if history is not None else CheckpointHistory()
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
         # stop-with-savepoint: no periodic checkpoint (or final commit) may commit past the savepoint
@@ -105,6 +163,7 @@ class CheckpointCoordinator:
             self.next_id += 1
             pending = PendingCheckpoint(n, savepoint_dir, time.monotonic())
             self.pending[n] = pending
+            self.history.record(CheckpointStatus(n, time.time_ns() // 1_000_000, IN_PROGRESS, savepoint_dir is not None))
             # finished subtasks take part through their final snapshot
             for key, snap in self.finished.items():
                 pending.acks[key] = snap
@@ -174,11 +233,13 @@ class CheckpointCoordinator:
             # an older checkpoint that has not completed by now never will be used
             for older in [n for n in self.pending if n < pending.checkpoint_id]:
                 self.pending.pop(older).future.cancel()
+                self.history.finish(older, ABORTED, f"subsumed by checkpoint {pending.checkpoint_id}")
         metadata = self._metadata(pending, finished=False)
         # one completion at a time: publishing prunes older checkpoints, and a newer one must win
         with self.publish_lock:
             if self.latest_completed is not None and pending.checkpoint_id < self.latest_completed:
                 pending.future.cancel()
+                self.history.finish(pending.checkpoint_id, ABORTED, f"subsumed by checkpoint {self.latest_completed}")
                 return
             target = pending.savepoint_dir or self.storage.checkpoint_dir(pending.checkpoint_id)  # type: ignore[union-attr]
             size = _size_of(target)  # measured before publishing: pruning may follow it
@@ -189,7 +250,10 @@ class CheckpointCoordinator:
             else:
                 assert self.storage is not None
                 path = self.storage.complete(pending.checkpoint_id, metadata)
-            self.completed.append(CheckpointStats(pending.checkpoint_id, time.monotonic() - pending.started, size))
+            duration_s = time.monotonic() - pending.started
+            self.completed.append(CheckpointStats(pending.checkpoint_id, duration_s, size))
+            self.history.finish(pending.checkpoint_id, COMPLETED, duration_ms=round(duration_s * 1000, 1),
+                                size_bytes=size)
             self.latest_completed = pending.checkpoint_id
             self.notify_complete(pending.checkpoint_id, False)
         pending.future.set_result(path)
