@@ -96,10 +96,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     job.install_savepoint_handler(take_savepoint)
     reporter = None
-    if args.metrics_file:  # the job manager's window into this job
-        from sqlstream.frontend.jobmanager import MetricsReporter
+    if args.status_dir:  # the job manager's window into this job
+        from sqlstream.frontend.jobmanager import StatusPublisher
 
-        reporter = MetricsReporter(session, Path(args.metrics_file), job.id)
+        reporter = StatusPublisher(session, Path(args.status_dir), job.id)
         reporter.start()
     final_state = "FAILED"
     try:
@@ -208,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--address", metavar="ADDR",
                      help="the Ray cluster to run on ('auto', 'HOST:PORT', 'ray://HOST:PORT'; implies --target ray); "
                           "default: a local Ray started for the run")
-    run.add_argument("--metrics-file", metavar="PATH", help=argparse.SUPPRESS)  # written for the job manager
+    run.add_argument("--status-dir", metavar="DIR", help=argparse.SUPPRESS)  # status.json, for the job manager
     run.set_defaults(func=cmd_run)
     savepoint = sub.add_parser("savepoint", help="take a savepoint of a running job")
     savepoint.add_argument("job", help="job id (printed by `sqlstream run`, listed by `sqlstream list`)")

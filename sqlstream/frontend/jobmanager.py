@@ -7,18 +7,21 @@ child ``sqlstream run`` process that the job manager supervises, rather than
 as threads inside it: a job that fails, leaks memory or holds the GIL cannot
 take the job manager or the other jobs down, a stuck job can be killed, and
 the child reuses everything ``sqlstream run`` already does (the job registry,
-SIGUSR1 savepoints, ``--restore``).  The child writes a metrics file every
-half second (``--metrics-file``), which the job manager serves.
+SIGUSR1 savepoints, ``--restore``).  The child publishes its executor's public
+status (``JobExecutor.status()``: per-operator counters, watermarks, queue fill,
+checkpoint history) as ``status.json`` every half second (``--status-dir``),
+which the job manager reads and serves; it never looks inside the child.
 
 Per job, under ``SQLSTREAM_HOME/jobs/<id>/``: ``job.sql``, ``job.json`` (state),
-``metrics.json`` and ``log`` (the child's stdout and stderr).
+``status.json`` and ``log`` (the child's stdout and stderr).
 
 REST API (JSON):
 
 * ``GET /jobs``: every job with state, uptime, records in/out, last checkpoint;
-* ``GET /jobs/<id>``: the same plus per-operator records and records/s, watermarks
-  and their lag, input queue fill per operator chain (a backpressure proxy),
-  checkpoint durations and sizes, and the physical plan as nodes and edges;
+* ``GET /jobs/<id>``: the same plus, per operator (by node id, with its inputs and
+  parallelism): records in/out and records/s, per-subtask figures, the watermark
+  and its lag, input queue fill and time backpressured; the checkpoint history
+  (trigger time, duration, size, state) with counts, and the physical plan;
 * ``POST /jobs`` ``{"sql": ..., "name"?, "cwd"?, "restore"?, "allow_non_restored_state"?}``;
 * ``POST /jobs/<id>/stop`` ``{"savepoint_dir"?}``: stop with a savepoint;
 * ``POST /jobs/<id>/cancel``;
@@ -37,7 +40,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -45,12 +48,14 @@ from typing import Any
 from sqlstream.catalog.persistent import parse_statements
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.home import home
+from sqlstream.core.status import CREATED, TERMINAL_STATES, JobStatus, read_status, write_status
 from sqlstream.frontend.jobs import request_savepoint
+from sqlstream.runtime.elements import MAX_WATERMARK
 
 HOST = "127.0.0.1"
 WEB_DIR = Path(__file__).resolve().parent / "web"
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-METRICS_INTERVAL_S = 0.5
+STATUS_INTERVAL_S = 0.5
 
 RUNNING, FINISHED, FAILED, CANCELED = "RUNNING", "FINISHED", "FAILED", "CANCELED"
 
@@ -80,100 +85,49 @@ def _read_json(path: Path) -> Any:
 # ---------------------------------------------------------------- in the job process
 
 
-class MetricsReporter:
-    """Writes the running job's metrics to a JSON file periodically (in the ``sqlstream run`` child)."""
+class StatusPublisher:
+    """Publishes the job's status as ``status.json`` periodically (in the ``sqlstream run`` child).
 
-    def __init__(self, session: Any, path: Path, registry_id: str, interval_s: float = METRICS_INTERVAL_S) -> None:
+    The status is the current executor's (``JobExecutor.status()``), presented as the job
+    process's: its id is the process's id in the job registry (which savepoint requests go
+    to), its start time the process's, and its state the process's (RUNNING between the
+    statements of a script, then how the script ended).
+    """
+
+    def __init__(self, session: Any, directory: Path, job_id: str, interval_s: float = STATUS_INTERVAL_S) -> None:
         self.session = session
-        self.path = path
-        self.registry_id = registry_id
+        self.directory = directory
+        self.job_id = job_id
         self.interval_s = interval_s
+        self.start_time_ms = time.time_ns() // 1_000_000
         self.stop_event = threading.Event()
-        self.previous: dict[str, tuple[float, int, int]] = {}  # operator -> (time, in, out)
-        self.checkpoints: dict[int, dict[str, Any]] = {}
-        self.executor: Any = None
-        self.thread = threading.Thread(target=self._loop, name="metrics-reporter", daemon=True)
+        self.executor: Any = None  # the newest executor: its figures stay until the next statement's
+        self.thread = threading.Thread(target=self._loop, name="status-publisher", daemon=True)
 
     def start(self) -> None:
+        self.publish()
         self.thread.start()
 
     def _loop(self) -> None:
         while not self.stop_event.wait(self.interval_s):
-            self.write()
+            self.publish()
 
-    def write(self, final_state: str | None = None) -> None:
-        executor = self.session.current_executor or self.executor
-        self.executor = executor
-        data = {"registry_id": self.registry_id, "pid": os.getpid(), "time": time.time(),
-                "final_state": final_state}
-        if executor is not None:
-            data.update(self.snapshot(executor))
-        _write_json(self.path, data)
+    def status(self, final_state: str | None = None) -> JobStatus:
+        current = self.session.current_executor
+        self.executor = current or self.executor
+        if self.executor is None:
+            return JobStatus(self.job_id, final_state or CREATED, self.start_time_ms, time.time_ns() // 1_000_000)
+        status = self.executor.status()
+        state = final_state or (status.state if current is not None else RUNNING)
+        return replace(status, job_id=self.job_id, state=state, start_time_ms=self.start_time_ms)
+
+    def publish(self, final_state: str | None = None) -> None:
+        write_status(self.directory, self.status(final_state))
 
     def close(self, final_state: str) -> None:
         self.stop_event.set()
         self.thread.join(timeout=5)
-        self.write(final_state)
-
-    def snapshot(self, executor: Any) -> dict[str, Any]:
-        from sqlstream.runtime.elements import MIN_WATERMARK
-        from sqlstream.runtime.subtask import Subtask
-
-        now = time.time()
-        nodes = executor.flow.nodes
-        chain_of = {n.id: c for c in executor.chains for n in c.nodes}
-        plan = [
-            {"id": n.id, "name": n.name, "detail": n.detail, "parallelism": chain_of[n.id].parallelism,
-             "chain": chain_of[n.id].uid, "inputs": [{"upstream": e.upstream, "mode": e.mode} for e in n.inputs],
-             "source": n.source is not None, "sink": n.sink is not None}
-            for n in nodes
-        ]
-        operators = []
-        records_in = records_out = 0
-        by_id = {n.id: n for n in nodes}
-        for label, m in executor.summed_metrics().items():
-            node_id = int(label.split()[0].lstrip("#"))
-            t0, in0, out0 = self.previous.get(label, (now, m.records_in, m.records_out))
-            dt = now - t0
-            operators.append({
-                "id": node_id, "name": label, "records_in": m.records_in, "records_out": m.records_out,
-                "records_in_per_s": round((m.records_in - in0) / dt, 1) if dt > 0 else 0.0,
-                "records_out_per_s": round((m.records_out - out0) / dt, 1) if dt > 0 else 0.0,
-                "late_records_dropped": m.late_records_dropped,
-            })
-            self.previous[label] = (now, m.records_in, m.records_out)
-            node = by_id.get(node_id)
-            if node is not None and node.source is not None:
-                records_in += m.records_out
-            if node is not None and node.sink is not None:
-                records_out += m.records_in
-        chains = []
-        subtasks = [t for t in threading.enumerate() if isinstance(t, Subtask)
-                    and any(t.chain is c for c in executor.chains)]
-        for c in executor.chains:
-            mine = [t for t in subtasks if t.chain is c]
-            fills = [t.inbound.qsize() / t.inbound.maxsize for t in mine if t.reader is None and t.inbound.maxsize]
-            marks = [t.tasks[-1].watermark for t in mine if t.tasks and t.tasks[-1].watermark > MIN_WATERMARK]
-            watermark = min(marks) if marks else None
-            chains.append({
-                "uid": c.uid, "name": c.name, "parallelism": c.parallelism, "nodes": [n.id for n in c.nodes],
-                "input_queue_fill": round(max(fills), 2) if fills else None,
-                "watermark": watermark,
-                "watermark_lag_ms": int(now * 1000) - watermark if watermark is not None else None,
-            })
-        coordinator = executor.coordinator
-        for stats in list(coordinator.completed) if coordinator is not None else []:
-            self.checkpoints.setdefault(stats.checkpoint_id, {
-                "id": stats.checkpoint_id, "duration_ms": round(stats.duration_s * 1000, 1),
-                "size_bytes": stats.size_bytes, "completed_at": now,
-            })
-        history = [self.checkpoints[k] for k in sorted(self.checkpoints)][-20:]
-        return {
-            "plan": plan, "explain": executor.flow.explain(), "operators": operators, "chains": chains,
-            "records_in": records_in, "records_out": records_out,
-            "checkpoints": {"completed": len(self.checkpoints), "history": history,
-                            "latest": history[-1] if history else None},
-        }
+        self.publish(final_state)
 
 
 # ---------------------------------------------------------------- the job manager
@@ -193,6 +147,11 @@ class JobRecord:
     error: str | None = None
     requested: str | None = None  # 'stop' | 'cancel' once asked
 
+    def __post_init__(self) -> None:
+        # the two newest distinct statuses the job published: records/s are the change between them
+        self._samples: tuple[JobStatus | None, JobStatus | None] = (None, None)
+        self._samples_lock = threading.Lock()
+
     @property
     def dir(self) -> Path:
         return job_dir(self.id)
@@ -200,28 +159,63 @@ class JobRecord:
     def save(self) -> None:
         _write_json(self.dir / "job.json", asdict(self))
 
-    def metrics(self) -> dict[str, Any]:
-        return _read_json(self.dir / "metrics.json") or {}
+    def status(self) -> JobStatus | None:
+        """The status the job process published last (None before its first)."""
+        status = read_status(self.dir)
+        with self._samples_lock:
+            last = self._samples[1]
+            if status is not None and (last is None or status.timestamp_ms > last.timestamp_ms):
+                self._samples = (last, status)
+        return status
 
-    def summary(self) -> dict[str, Any]:
-        m = self.metrics()
+    def final_state(self) -> str | None:
+        """How the job process said its script ended, if it got to say so."""
+        status = self.status()
+        return status.state if status is not None and status.state in TERMINAL_STATES else None
+
+    def summary(self, status: JobStatus | None = None) -> dict[str, Any]:
+        status = status or self.status()
         end = self.ended or time.time()
+        latest = status.latest_checkpoint if status is not None else None
         return {
             "id": self.id, "name": self.name, "state": self.state, "started": self.started, "ended": self.ended,
-            "uptime_s": round(end - self.started, 1), "records_in": m.get("records_in", 0),
-            "records_out": m.get("records_out", 0),
-            "last_checkpoint": (m.get("checkpoints") or {}).get("latest"),
+            "uptime_s": round(end - self.started, 1),
+            "records_in": status.records_in if status is not None else 0,
+            "records_out": status.records_out if status is not None else 0,
+            "last_checkpoint": asdict(latest) if latest is not None else None,
             "savepoint": self.savepoint, "error": self.error,
         }
 
     def detail(self) -> dict[str, Any]:
-        m = self.metrics()
-        out = self.summary()
+        status = self.status()
+        out = self.summary(status)
+        out.update({"cwd": self.cwd, "restore": self.restore, "log": str(self.dir / "log")})
+        if status is None:
+            out.update({"operators": [], "explain": "", "restarts": 0, "status_time_ms": None,
+                        "checkpoints": {"completed": 0, "failed": 0, "history": [], "latest": None}})
+            return out
+        with self._samples_lock:
+            previous, last = self._samples
+        if last is None or last.timestamp_ms != status.timestamp_ms:
+            previous = None  # a newer one was read meanwhile
+        earlier = {op.node_id: op for op in previous.operators} if previous is not None else {}
+        dt_s = (status.timestamp_ms - previous.timestamp_ms) / 1000 if previous is not None else 0.0
+        operators = []
+        for op in status.operators:
+            before = earlier.get(op.node_id)
+            entry = op.to_dict()
+            entry["records_in_per_s"] = round((op.records_in - before.records_in) / dt_s, 1) if before and dt_s > 0 else 0.0
+            entry["records_out_per_s"] = round((op.records_out - before.records_out) / dt_s, 1) if before and dt_s > 0 else 0.0
+            mark = op.watermark
+            entry["watermark_lag_ms"] = status.timestamp_ms - mark if mark is not None and mark != MAX_WATERMARK else None
+            operators.append(entry)
+        latest = status.latest_checkpoint
         out.update({
-            "cwd": self.cwd, "restore": self.restore, "log": str(self.dir / "log"),
-            "plan": m.get("plan", []), "explain": m.get("explain", ""), "operators": m.get("operators", []),
-            "chains": m.get("chains", []), "checkpoints": m.get("checkpoints", {"completed": 0, "history": []}),
-            "metrics_time": m.get("time"),
+            "operators": operators, "explain": status.plan, "restarts": status.restarts,
+            "status_time_ms": status.timestamp_ms,
+            "checkpoints": {"completed": status.completed_checkpoints, "failed": status.failed_checkpoints,
+                            "history": [asdict(c) for c in status.checkpoints],
+                            "latest": asdict(latest) if latest is not None else None},
         })
         return out
 
@@ -245,7 +239,7 @@ class JobManager:
                 continue
             job = JobRecord(**data)
             if job.state == RUNNING and not _alive(job.pid):
-                final = job.metrics().get("final_state")
+                final = job.final_state()
                 job.state = final or FAILED
                 job.error = job.error or (None if final else "the job manager stopped while the job ran")
                 job.ended = job.ended or time.time()
@@ -260,7 +254,7 @@ class JobManager:
         job.dir.mkdir(parents=True, exist_ok=True)
         script = job.dir / "job.sql"
         script.write_text(sql)
-        cmd = [sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script), "--metrics-file", str(job.dir / "metrics.json")]
+        cmd = [sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script), "--status-dir", str(job.dir)]
         if restore:
             cmd += ["--restore", restore]
         if allow_non_restored_state:
@@ -326,12 +320,12 @@ class JobManager:
             threading.Thread(target=kill_if_stuck, daemon=True).start()
 
     def _registry_id(self, job: JobRecord, timeout_s: float = 30) -> str:
-        """The child's id in the job registry (which savepoint requests go to), from its metrics file."""
+        """The child's id in the job registry (which savepoint requests go to), from its status."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            rid = job.metrics().get("registry_id")
-            if rid:
-                return rid
+            status = job.status()
+            if status is not None:
+                return status.job_id
             if job.state != RUNNING:
                 break
             time.sleep(0.05)
@@ -349,7 +343,7 @@ class JobManager:
                     self._ended(job, code)
 
     def _ended(self, job: JobRecord, code: int) -> None:
-        final = job.metrics().get("final_state")
+        final = job.final_state()
         if job.requested == "cancel":
             job.state = CANCELED
         elif job.requested == "stop" and code == 0:
@@ -601,7 +595,11 @@ def format_jobs(jobs: list[dict[str, Any]], now: float | None = None) -> str:
     for j in jobs:
         up = int(j["uptime_s"])
         cp = j.get("last_checkpoint")
-        last = f"#{cp['id']} ({cp['duration_ms']:.0f} ms, {max(now - cp['completed_at'], 0):.0f} s ago)" if cp else "-"
+        if cp:
+            completed_at = (cp["trigger_time_ms"] + cp["duration_ms"]) / 1000
+            last = f"#{cp['id']} ({cp['duration_ms']:.0f} ms, {max(now - completed_at, 0):.0f} s ago)"
+        else:
+            last = "-"
         lines.append((j["id"], j["state"], f"{up // 3600}:{up // 60 % 60:02d}:{up % 60:02d}", str(j["records_in"]),
                       str(j["records_out"]), last, j["name"]))
     widths = [max(len(r[i]) for r in lines) for i in range(len(header))]
