@@ -18,6 +18,7 @@ import pytest
 from sqlstream.core.status import (
     ABORTED,
     COMPLETED,
+    FAILED,
     FINISHED,
     IN_PROGRESS,
     RUNNING,
@@ -25,6 +26,7 @@ from sqlstream.core.status import (
     read_status,
     write_status,
 )
+from sqlstream.core.udf import udf
 from sqlstream.frontend.session import Session
 from sqlstream.runtime.checkpoint.coordinator import HISTORY_SIZE, CheckpointCoordinator
 from sqlstream.runtime.checkpoint.storage import CheckpointStorage
@@ -55,6 +57,32 @@ CREATE TABLE gen (seq BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' =
 CREATE TABLE sink (seq BIGINT) WITH ('connector' = 'blackhole');
 INSERT INTO sink SELECT seq + 1 FROM gen WHERE seq >= 0;
 """
+
+
+FAIL_AT = 300
+
+FAILING_JOB = """
+SET 'execution.checkpointing.interval' = '50 ms';
+SET 'state.checkpoints.dir' = '{chk}';
+SET 'table.exec.batch-size' = '20';
+CREATE TEMPORARY FUNCTION fail_at AS 'tests.test_job_status.fail_at' LANGUAGE PYTHON;
+CREATE TABLE gen (seq BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '2000',
+    'fields.seq.kind' = 'sequence', 'fields.seq.start' = '0', 'fields.seq.end' = '1000000');
+CREATE TABLE sink (seq BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO sink SELECT fail_at(seq, '{gate}') FROM gen;
+"""
+
+
+@udf(result_type="BIGINT")
+def fail_at(seq: int, gate: str) -> int:
+    """At row FAIL_AT: say so (file ``blocked``), hold the subtask until the test writes ``release``, then fail."""
+    if seq == FAIL_AT:
+        (Path(gate) / "blocked").touch()
+        deadline = time.monotonic() + 60
+        while not (Path(gate) / "release").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        raise RuntimeError("injected failure")
+    return seq
 
 
 def poll(what: str, check: Callable[[], Any], timeout_s: float = 60) -> Any:
@@ -167,6 +195,27 @@ def test_checkpoints_are_listed_with_trigger_time_duration_and_size(tmp_path: Pa
     ended = job.join()
     assert all(c.state in (COMPLETED, ABORTED) for c in ended.checkpoints)  # none left in progress
     assert ended.completed_checkpoints >= final.completed_checkpoints and ended.failed_checkpoints == 0
+
+
+def test_a_checkpoint_in_progress_when_the_job_fails_is_failed_and_the_job_reports_its_error(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    job = RunningJob(FAILING_JOB.format(chk=tmp_path / "chk", gate=gate))
+    poll("the subtask held at the failing row", lambda: (gate / "blocked").exists())
+    before = max((c.id for c in job.executor.status().checkpoints), default=0)
+    # the one subtask is held, so a checkpoint triggered now cannot complete
+    held = poll("a checkpoint triggered while the subtask is held", lambda: next(
+        (c for c in job.executor.status().checkpoints if c.id > before and c.state == IN_PROGRESS), None))
+    (gate / "release").touch()
+    job.thread.join(timeout=60)
+    assert job.errors and "injected failure" in str(job.errors[0])
+    status = job.executor.status()
+    assert status.state == FAILED and status.error is not None and "injected failure" in status.error
+    entry = next(c for c in status.checkpoints if c.id == held.id)
+    assert entry.state == FAILED and entry.failure is not None and "injected failure" in entry.failure
+    assert entry.duration_ms is None and entry.size_bytes is None
+    assert status.failed_checkpoints >= 1 and IN_PROGRESS not in {c.state for c in status.checkpoints}
+    assert {op.kind: op.records_out for op in status.operators}["Source"] >= FAIL_AT
 
 
 def test_a_checkpoint_subsumed_by_a_newer_one_is_aborted(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from sqlstream.core.errors import SqlStreamError
+from sqlstream.core.status import COMPLETED, FINISHED, IN_PROGRESS, RUNNING
 from sqlstream.frontend.session import Session, StatementResult
 from sqlstream.runtime.checkpoint import storage as chk_storage
 from tests.conftest import rows
@@ -164,3 +165,21 @@ def test_rescale_from_parallelism_2_to_4_through_a_savepoint_on_ray(ray_cluster:
     for uid, _ in metadata["subtasks"]:
         per_chain[uid] = per_chain.get(uid, 0) + 1
     assert sorted(per_chain.values()) == [2, 4]
+
+
+def test_the_status_on_ray_counts_per_operator_and_lists_the_checkpoints(ray_cluster: Any, tmp_path: Path) -> None:
+    job = Background(RAY + job_script(tmp_path / "out", tmp_path / "chk", "hashmap", 2))
+    executor = job.running_executor()
+    wait_for(lambda: executor.status().completed_checkpoints >= 1 and executor.status().records_in > 0,
+             what="figures and a checkpoint from the actors")
+    running = executor.status()
+    assert running.state == RUNNING and [op.kind for op in running.operators][:2] == ["Source", "Calc"]
+    assert all(len(op.subtasks) == op.parallelism == 2 for op in running.operators)
+    assert job.result().job is not None
+    final = executor.status()
+    ops = {op.kind: op for op in final.operators}
+    assert final.state == FINISHED and ops["Source"].records_out == ops["WindowAggregate"].records_in == ROWS
+    assert ops["WindowAggregate"].watermark is not None and ops["WindowAggregate"].backpressured_ms >= 0
+    done = [c for c in final.checkpoints if c.state == COMPLETED]
+    assert done and all(c.size_bytes and c.duration_ms is not None for c in done)
+    assert IN_PROGRESS not in {c.state for c in final.checkpoints}
