@@ -48,7 +48,17 @@ from typing import Any
 from sqlstream.catalog.persistent import parse_statements
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.home import home
-from sqlstream.core.status import CREATED, TERMINAL_STATES, JobStatus, read_status, write_status
+from sqlstream.core.status import (
+    CANCELED,
+    CREATED,
+    FAILED,
+    FINISHED,
+    RUNNING,
+    TERMINAL_STATES,
+    JobStatus,
+    read_status,
+    write_status,
+)
 from sqlstream.frontend.jobs import request_savepoint
 from sqlstream.runtime.elements import MAX_WATERMARK
 
@@ -56,8 +66,6 @@ HOST = "127.0.0.1"
 WEB_DIR = Path(__file__).resolve().parent / "web"
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 STATUS_INTERVAL_S = 0.5
-
-RUNNING, FINISHED, FAILED, CANCELED = "RUNNING", "FINISHED", "FAILED", "CANCELED"
 
 
 def state_file() -> Path:

@@ -242,6 +242,9 @@ class JobExecutor:
         self.start_time_ms = time.time_ns() // 1_000_000
         try:
             result = self._run()
+        except KeyboardInterrupt:
+            self.state = CANCELED  # Ctrl-C: how the CLI and the shell cancel a job
+            raise
         except BaseException as e:
             self.state, self.error = FAILED, str(e)
             raise
