@@ -26,6 +26,8 @@ from typing import Any
 import duckdb
 import pytest
 
+from sqlstream.core.status import read_status
+
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = 8000
 
@@ -176,9 +178,14 @@ def running_job(jobmanager: tuple[Path, str]) -> Iterator[dict[str, Any]]:
 
 
 def test_rest_api_reports_live_metrics_and_the_plan(jobmanager: tuple[Path, str], running_job: dict) -> None:
-    _, url = jobmanager
+    home, url = jobmanager
     d = running_job
     assert d["state"] == "RUNNING" and d["name"] == "windows.sql" and d["uptime_s"] > 0
+    # what the job process published in its folder, read the way the job manager reads it
+    published = read_status(home / "jobs" / d["id"])
+    assert published is not None and published.state == "RUNNING" and published.timestamp_ms >= d["status_time_ms"]
+    assert [op.node_id for op in published.operators] == [o["node_id"] for o in d["operators"]] == list(range(6))
+    assert not (home / "jobs" / d["id"] / "metrics.json").exists()
     assert [o["kind"] for o in d["operators"]] == ["Source", "Calc", "WatermarkAssigner", "WindowAggregate", "Calc",
                                                    "Sink"]
     ops = {o["node_id"]: o for o in d["operators"]}
