@@ -97,7 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     job.install_savepoint_handler(take_savepoint)
     reporter = None
     if args.status_dir:  # the job manager's window into this job
-        from sqlstream.frontend.jobmanager import StatusPublisher
+        from sqlstream.frontend.status_publisher import StatusPublisher
 
         reporter = StatusPublisher(session, Path(args.status_dir), job.id)
         reporter.start()

@@ -9,8 +9,9 @@ take the job manager or the other jobs down, a stuck job can be killed, and
 the child reuses everything ``sqlstream run`` already does (the job registry,
 SIGUSR1 savepoints, ``--restore``).  The child publishes its executor's public
 status (``JobExecutor.status()``: per-operator counters, watermarks, queue fill,
-checkpoint history) as ``status.json`` every half second (``--status-dir``),
-which the job manager reads and serves; it never looks inside the child.
+checkpoint history) as ``status.json`` every half second (``--status-dir``, see
+``status_publisher``), which the job manager reads and serves; it never looks
+inside the child.
 
 Per job, under ``SQLSTREAM_HOME/jobs/<id>/``: ``job.sql``, ``job.json`` (state),
 ``status.json`` and ``log`` (the child's stdout and stderr).
@@ -40,32 +41,23 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from sqlstream.catalog.persistent import parse_statements
+from sqlstream.core import status as job_status
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.home import home
-from sqlstream.core.status import (
-    CANCELED,
-    CREATED,
-    FAILED,
-    FINISHED,
-    RUNNING,
-    TERMINAL_STATES,
-    JobStatus,
-    read_status,
-    write_status,
-)
 from sqlstream.frontend.jobs import request_savepoint
 from sqlstream.runtime.elements import MAX_WATERMARK
 
 HOST = "127.0.0.1"
 WEB_DIR = Path(__file__).resolve().parent / "web"
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-STATUS_INTERVAL_S = 0.5
+
+RUNNING, FINISHED, FAILED, CANCELED = "RUNNING", "FINISHED", "FAILED", "CANCELED"
 
 
 def state_file() -> Path:
@@ -90,54 +82,6 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-# ---------------------------------------------------------------- in the job process
-
-
-class StatusPublisher:
-    """Publishes the job's status as ``status.json`` periodically (in the ``sqlstream run`` child).
-
-    The status is the current executor's (``JobExecutor.status()``), presented as the job
-    process's: its id is the process's id in the job registry (which savepoint requests go
-    to), its start time the process's, and its state the process's (RUNNING between the
-    statements of a script, then how the script ended).
-    """
-
-    def __init__(self, session: Any, directory: Path, job_id: str, interval_s: float = STATUS_INTERVAL_S) -> None:
-        self.session = session
-        self.directory = directory
-        self.job_id = job_id
-        self.interval_s = interval_s
-        self.start_time_ms = time.time_ns() // 1_000_000
-        self.stop_event = threading.Event()
-        self.executor: Any = None  # the newest executor: its figures stay until the next statement's
-        self.thread = threading.Thread(target=self._loop, name="status-publisher", daemon=True)
-
-    def start(self) -> None:
-        self.publish()
-        self.thread.start()
-
-    def _loop(self) -> None:
-        while not self.stop_event.wait(self.interval_s):
-            self.publish()
-
-    def status(self, final_state: str | None = None) -> JobStatus:
-        current = self.session.current_executor
-        self.executor = current or self.executor
-        if self.executor is None:
-            return JobStatus(self.job_id, final_state or CREATED, self.start_time_ms, time.time_ns() // 1_000_000)
-        status = self.executor.status()
-        state = final_state or (status.state if current is not None else RUNNING)
-        return replace(status, job_id=self.job_id, state=state, start_time_ms=self.start_time_ms)
-
-    def publish(self, final_state: str | None = None) -> None:
-        write_status(self.directory, self.status(final_state))
-
-    def close(self, final_state: str) -> None:
-        self.stop_event.set()
-        self.thread.join(timeout=5)
-        self.publish(final_state)
-
-
 # ---------------------------------------------------------------- the job manager
 
 
@@ -157,7 +101,7 @@ class JobRecord:
 
     def __post_init__(self) -> None:
         # the two newest distinct statuses the job published: records/s are the change between them
-        self._samples: tuple[JobStatus | None, JobStatus | None] = (None, None)
+        self._samples: tuple[job_status.JobStatus | None, job_status.JobStatus | None] = (None, None)
         self._samples_lock = threading.Lock()
 
     @property
@@ -167,9 +111,9 @@ class JobRecord:
     def save(self) -> None:
         _write_json(self.dir / "job.json", asdict(self))
 
-    def status(self) -> JobStatus | None:
+    def status(self) -> job_status.JobStatus | None:
         """The status the job process published last (None before its first)."""
-        status = read_status(self.dir)
+        status = job_status.read_status(self.dir)
         with self._samples_lock:
             last = self._samples[1]
             if status is not None and (last is None or status.timestamp_ms > last.timestamp_ms):
@@ -179,9 +123,9 @@ class JobRecord:
     def final_state(self) -> str | None:
         """How the job process said its script ended, if it got to say so."""
         status = self.status()
-        return status.state if status is not None and status.state in TERMINAL_STATES else None
+        return status.state if status is not None and status.state in job_status.TERMINAL_STATES else None
 
-    def summary(self, status: JobStatus | None = None) -> dict[str, Any]:
+    def summary(self, status: job_status.JobStatus | None = None) -> dict[str, Any]:
         status = status or self.status()
         end = self.ended or time.time()
         latest = status.latest_checkpoint if status is not None else None
@@ -190,7 +134,7 @@ class JobRecord:
             "uptime_s": round(end - self.started, 1),
             "records_in": status.records_in if status is not None else 0,
             "records_out": status.records_out if status is not None else 0,
-            "last_checkpoint": asdict(latest) if latest is not None else None,
+            "last_checkpoint": _checkpoint_json(latest) if latest is not None else None,
             "savepoint": self.savepoint, "error": self.error,
         }
 
@@ -222,10 +166,18 @@ class JobRecord:
             "operators": operators, "explain": status.plan, "restarts": status.restarts,
             "status_time_ms": status.timestamp_ms,
             "checkpoints": {"completed": status.completed_checkpoints, "failed": status.failed_checkpoints,
-                            "history": [asdict(c) for c in status.checkpoints],
-                            "latest": asdict(latest) if latest is not None else None},
+                            "history": [_checkpoint_json(c) for c in status.checkpoints],
+                            "latest": _checkpoint_json(latest) if latest is not None else None},
         })
         return out
+
+
+def _checkpoint_json(checkpoint: job_status.CheckpointStatus) -> dict[str, Any]:
+    """A checkpoint as REST shows it: its status, and when it completed (epoch seconds) if it did."""
+    out = asdict(checkpoint)
+    if checkpoint.duration_ms is not None:
+        out["completed_at"] = (checkpoint.trigger_time_ms + checkpoint.duration_ms) / 1000
+    return out
 
 
 class JobManager:
@@ -603,11 +555,7 @@ def format_jobs(jobs: list[dict[str, Any]], now: float | None = None) -> str:
     for j in jobs:
         up = int(j["uptime_s"])
         cp = j.get("last_checkpoint")
-        if cp:
-            completed_at = (cp["trigger_time_ms"] + cp["duration_ms"]) / 1000
-            last = f"#{cp['id']} ({cp['duration_ms']:.0f} ms, {max(now - completed_at, 0):.0f} s ago)"
-        else:
-            last = "-"
+        last = f"#{cp['id']} ({cp['duration_ms']:.0f} ms, {max(now - cp['completed_at'], 0):.0f} s ago)" if cp else "-"
         lines.append((j["id"], j["state"], f"{up // 3600}:{up // 60 % 60:02d}:{up % 60:02d}", str(j["records_in"]),
                       str(j["records_out"]), last, j["name"]))
     widths = [max(len(r[i]) for r in lines) for i in range(len(header))]
