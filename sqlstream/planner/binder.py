@@ -48,6 +48,7 @@ from sqlstream.planner.logical import (
     WindowAggregate,
     WindowTVF,
 )
+from sqlstream.planner.optimizer.constant_folding import fold
 from sqlstream.planner.proctime import with_proctime_attribute
 from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
 from sqlstream.planner.set_operations import coerced_inputs, intersect_or_except
@@ -122,7 +123,8 @@ class QueryBinder:
         rows = []
         empty = Scope([])
         for tup in node.expressions:
-            row = [ExprBinder(empty).bind(v) for v in tup.expressions]
+            # constant expressions (CAST(NULL AS INT), -1, 'a' || 'b') are computed here
+            row = [fold(ExprBinder(empty).bind(v)) for v in tup.expressions]
             for v, src in zip(row, tup.expressions, strict=True):
                 if not isinstance(v, Literal):
                     raise plan_error("VALUES only takes constants", src)

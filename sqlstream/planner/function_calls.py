@@ -74,6 +74,18 @@ _SIMPLE: dict[type[exp.Func], tuple[str, tuple[str, ...]]] = {
     exp.CurrentDate: ("CURRENT_DATE", ()),
     exp.CurrentTime: ("CURRENT_TIME", ()),
     exp.Localtime: ("LOCALTIME", ()),
+    exp.Overlay: ("OVERLAY", ("this", "expression", "from_", "for_")),
+    exp.StartsWith: ("STARTSWITH", ("this", "expression")),
+    exp.EndsWith: ("ENDSWITH", ("this", "expression")),
+    exp.RegexpCount: ("REGEXP_COUNT", ("this", "expression")),
+    exp.RegexpSubstr: ("REGEXP_SUBSTR", ("this", "expression")),
+    exp.RegexpInstr: ("REGEXP_INSTR", ("this", "expression")),
+    exp.Translate: ("TRANSLATE", ("this", "from_", "to")),
+    exp.ToBase64: ("TO_BASE64", ("this",)),
+    exp.FromBase64: ("FROM_BASE64", ("this",)),
+    exp.Hex: ("HEX", ("this",)),
+    exp.Unhex: ("UNHEX", ("this",)),
+    exp.ParseUrl: ("PARSE_URL", ("this", "part_to_extract", "key")),
 }
 
 # sqlglot fills these slots itself; they carry nothing the user wrote
@@ -168,6 +180,8 @@ def _special(node: exp.Func) -> Translation | None:
     if isinstance(node, exp.Pad):
         name = "LPAD" if node.args.get("is_left") else "RPAD"
         return name, _args(node, ("this", "expression", "fill_pattern"))
+    if isinstance(node, exp.Elt):
+        return "ELT", [node.this, *node.expressions]
     if isinstance(node, exp.Chr):
         return "CHR", list(node.expressions)
     if isinstance(node, exp.RegexpExtract):

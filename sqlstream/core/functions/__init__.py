@@ -254,4 +254,4 @@ register("COALESCE", _common, _coalesce, 1, None, coerce_args=True)
 
 # The Flink built-in function library registers itself into REGISTRY; imported
 # last because those modules import the helpers above.
-from sqlstream.core.functions import numeric, strings, temporal  # noqa: E402, F401
+from sqlstream.core.functions import encodings, numeric, strings, temporal, text  # noqa: E402, F401

@@ -225,9 +225,10 @@ def _regexp_extract(s: Value, regex: Value, group: Value | None = None) -> Value
     try:
         matched = pc.match_substring_regex(s, pattern=pattern)
         # Arrow extracts only named groups; a lazy prefix finds the first match like
-        # Java's Matcher.find(), and the rewrite \N keeps just its group N
+        # Java's Matcher.find(), and the rewrite keeps just its group N: the match itself is
+        # wrapped in group 1, so the pattern's own group N is N + 1
         extracted = pc.replace_substring_regex(
-            s, pattern=f"(?s)^.*?(?:{pattern}).*$", replacement=f"\\{index}", max_replacements=1
+            s, pattern=f"(?s)^.*?((?:{pattern})).*$", replacement=f"\\{index + 1}", max_replacements=1
         )
     except pa.ArrowInvalid:  # bad regex, or fewer groups than ``group``
         return _null_string()
@@ -410,7 +411,8 @@ def _sha2(s: Value, bits: Value) -> Value:
 
 # ---------------------------------------------------------------- registration
 
-for _name, _trimmer in (("TRIM", pc.utf8_trim), ("LTRIM", pc.utf8_ltrim), ("RTRIM", pc.utf8_rtrim)):
+for _name, _trimmer in (("TRIM", pc.utf8_trim), ("LTRIM", pc.utf8_ltrim), ("RTRIM", pc.utf8_rtrim),
+                         ("BTRIM", pc.utf8_trim)):
     register(_name, returns(_name, pa.string(), STRING, STRING), _trim(_name, _trimmer), 1, 2)
 
 register("REPLACE", returns("REPLACE", pa.string(), STRING, STRING, STRING), _replace, 3)

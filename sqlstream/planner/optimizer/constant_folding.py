@@ -26,7 +26,9 @@ def fold(e: Expr) -> Expr:
         return e
     if isinstance(e, Cast):
         arg = fold(e.arg)
-        if isinstance(arg, Literal) and arg.value is not None:
+        if isinstance(arg, Literal) and arg.value is None:
+            return Literal(None, e.type)  # CAST(NULL AS t): a typed NULL
+        if isinstance(arg, Literal):
             try:
                 return Literal(pa.scalar(arg.value, arg.type).cast(e.type).as_py(), e.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
