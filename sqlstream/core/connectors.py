@@ -9,14 +9,15 @@ connector from another distribution plugs in the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import Any, Self
 
-from sqlstream.core.durations import parse_duration_ms
+from sqlstream.core.durations import parse_duration_ms, parse_memory_size
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
 
@@ -25,7 +26,11 @@ ENTRY_POINT_GROUP = "sqlstream.connectors"
 
 @dataclass(frozen=True)
 class Option:
-    """One declared connector option; ``type`` is 'string', 'int', 'float', 'bool' or 'duration'."""
+    """One declared connector option.
+
+    ``type`` is 'string', 'int', 'float', 'bool', 'duration' (Flink duration text, converted to
+    milliseconds) or 'memory' (Flink MemorySize text, converted to bytes).
+    """
 
     key: str
     type: str = "string"
@@ -46,15 +51,86 @@ class Option:
                 return raw.lower() == "true"
             if self.type == "duration":
                 return parse_duration_ms(raw)
+            if self.type == "memory":
+                return parse_memory_size(raw)
         except ValueError as e:
+            kind = "memory size" if self.type == "memory" else self.type
             raise ConnectorError(
-                f"table '{table}': option '{self.key}' = '{raw}' is not a valid {self.type}: {e}"
+                f"table '{table}': option '{self.key}' = '{raw}' is not a valid {kind}: {e}"
             ) from None
         if self.choices is not None and raw.lower() not in self.choices:
             raise ConnectorError(
                 f"table '{table}': option '{self.key}' = '{raw}' must be one of {', '.join(self.choices)}"
             )
         return raw.lower() if self.choices is not None else raw
+
+
+def option(
+    key: str,
+    type: str = "string",  # noqa: A002 - Option's field name
+    *,
+    required: bool = False,
+    default: Any = None,
+    choices: tuple[str, ...] | None = None,
+    description: str = "",
+) -> Any:
+    """A field of a :class:`ConnectorOptions` dataclass that is the connector option ``key``.
+
+    The field's :class:`Option` goes into the connector's schema, so the ``CREATE TABLE``
+    check and the typed object the source and sink read are declared once.
+    """
+    declared = Option(key, type, required, default, choices, description)
+    return field(default=default, metadata={"option": declared})
+
+
+def option_group(options: tuple[Option, ...]) -> Any:
+    """A field of a :class:`ConnectorOptions` dataclass holding several options as one mapping.
+
+    The value maps each option's key to its validated value (its default if not given); a
+    connector passes it on whole, as it does a format's options ('csv.*', 'json.*').
+    """
+    return field(default_factory=dict, metadata={"group": options})
+
+
+class ConnectorOptions:
+    """A connector's validated options as a frozen dataclass of Python values, one field per option.
+
+    Subclasses are ``@dataclass(frozen=True)`` with fields made by :func:`option` (or
+    :func:`option_group`); :attr:`ConnectorSpec.options_type` names the class, whose fields
+    then are the connector's option schema.  :meth:`check` holds the rules that span several
+    options; it runs when ``CREATE TABLE`` validates the table (so a bad combination fails
+    there, naming the options) and again whenever a source or sink builds its options.
+    """
+
+    @classmethod
+    def declared(cls) -> tuple[Option, ...]:
+        """The options of the fields, in field order."""
+        out: list[Option] = []
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if "option" in f.metadata:
+                out.append(f.metadata["option"])
+            out.extend(f.metadata.get("group", ()))
+        return tuple(out)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any], table: str) -> Self:
+        """The typed options of table ``table`` from its validated options (what ConnectorSpec.validate returns).
+
+        Options absent from the mapping take their declared defaults.
+        """
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if "option" in f.metadata:
+                declared: Option = f.metadata["option"]
+                values[f.name] = options.get(declared.key, declared.default)
+            elif "group" in f.metadata:
+                values[f.name] = {o.key: options.get(o.key, o.default) for o in f.metadata["group"]}
+        typed = cls(**values)
+        typed.check(table)
+        return typed
+
+    def check(self, table: str) -> None:
+        """Rules across options; ConnectorError naming the options of table ``table`` otherwise."""
 
 
 @dataclass
@@ -68,6 +144,8 @@ class ConnectorSpec:
     prefixes: tuple[str, ...] = ()
     validate_extra: Callable[[TableDef, dict[str, str]], None] | None = None
     description: str = ""
+    # the typed options the connector's sources and sinks read; its fields join ``options``
+    options_type: type[ConnectorOptions] | None = None
     _by_key: dict[str, Option] = field(init=False, repr=False)
 
     @property
@@ -83,6 +161,8 @@ class ConnectorSpec:
         return False
 
     def __post_init__(self) -> None:
+        if self.options_type is not None:
+            self.options = (*self.options_type.declared(), *self.options)
         self._by_key = {o.key: o for o in self.options}
         self._by_key["connector"] = Option("connector", required=True)
         # parallelism of this table's source / sink, independent of parallelism.default (Flink)
@@ -119,6 +199,8 @@ class ConnectorSpec:
                         + (f" ({opt.description})" if opt.description else "")
                     )
                 typed[opt.key] = opt.default
+        if self.options_type is not None:
+            self.options_type.from_options(typed, table.name)
         if self.validate_extra is not None:
             self.validate_extra(table, given)
         return typed

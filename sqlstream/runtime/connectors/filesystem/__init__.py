@@ -1,5 +1,32 @@
-"""The filesystem connector: see sink.py."""
+"""The 'filesystem' connector: csv / json / parquet files in a file or directory.
 
-from sqlstream.runtime.connectors.filesystem.sink import CONNECTOR
+Source: a file, or every visible file under a directory (recursively, names
+starting with '.' or '_' are hidden, like Flink), read in name order.  The
+position is "which files are done, and how many rows of the current one were
+returned", so a restored reader re-decodes the current file and skips exactly
+those rows.  With ``source.monitor-interval`` the source is unbounded and
+rescans the directory for new files; files must then appear atomically (write
+elsewhere or under a hidden name, then rename), as this sink does.
 
-__all__ = ["CONNECTOR"]
+Sink: two-phase commit.  Rows go to hidden in-progress part files; a
+checkpoint's ``prepare_commit`` closes them and ``commit`` renames them to
+their visible names, so readers never see a partial or uncommitted file.
+"""
+
+from sqlstream.runtime.connectors.base import Connector
+from sqlstream.runtime.connectors.filesystem.options import FileSystemOptions, validate_table
+from sqlstream.runtime.connectors.filesystem.sink import FileSystemSink
+from sqlstream.runtime.connectors.filesystem.source import FileSystemSource
+
+CONNECTOR = Connector(
+    "filesystem",
+    options=(),
+    options_type=FileSystemOptions,
+    create_source=FileSystemSource,
+    create_sink=FileSystemSink,
+    accepts_updates=False,
+    validate_extra=validate_table,
+    description="csv, json lines or parquet files in a file or directory",
+)
+
+__all__ = ["CONNECTOR", "FileSystemOptions", "FileSystemSink", "FileSystemSource"]

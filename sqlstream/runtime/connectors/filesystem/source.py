@@ -1,0 +1,156 @@
+"""The filesystem source: a file, or the visible files of a directory (see the package docstring)."""
+
+from __future__ import annotations
+
+import os
+import time
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from sqlstream.core.errors import ConnectorError
+from sqlstream.runtime.connectors.base import SourceContext, SourceReader
+from sqlstream.runtime.connectors.filesystem.options import FileSystemOptions
+from sqlstream.runtime.formats import FileFormat, create_format
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+class FileSystemSource(SourceReader):
+    """Reads this subtask's files; see the module docstring for the position."""
+
+    def __init__(self, ctx: SourceContext) -> None:
+        self._ctx = ctx
+        self._table = ctx.table.name
+        options = FileSystemOptions.from_options(ctx.options, self._table)
+        self._path = options.path
+        self._format: FileFormat = create_format(
+            options.format, ctx.table.physical_schema, options.format_options, ctx.columns, self._table
+        )
+        interval = options.monitor_interval_ms
+        self._interval_s: float | None = None if interval is None else interval / 1000.0
+        self.bounded = self._interval_s is None
+        self._root = ""
+        self._done: list[str] = []  # relative names of finished files, in reading order
+        self._done_set: set[str] = set()
+        self._queue: list[str] = []
+        self._known: set[str] = set()
+        self._current: str | None = None
+        self._offset = 0  # rows of the current file already returned
+        self._batches: Iterator[pa.RecordBatch] | None = None
+        self._restored_errors = 0
+        self._next_scan = 0.0
+        self._end = False
+
+    @property
+    def parse_errors(self) -> int:
+        """Malformed records skipped (with ignore-parse-errors), including before a restore."""
+        return self._restored_errors + self._format.parse_errors
+
+    def open(self) -> None:
+        if not os.path.exists(self._path):
+            raise ConnectorError(f"table '{self._table}': path '{self._path}' does not exist")
+        self._root = self._path if os.path.isdir(self._path) else os.path.dirname(self._path)
+        if self._current is not None:
+            self._known.add(self._current)
+        self._scan()
+
+    def _list(self) -> list[str]:
+        """Relative names of the visible files, sorted."""
+        if not os.path.isdir(self._path):
+            return [os.path.basename(self._path)] if os.path.exists(self._path) else []
+        out: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(self._path):
+            dirnames[:] = [d for d in dirnames if not _hidden(d)]
+            for name in filenames:
+                if not _hidden(name):
+                    out.append(os.path.relpath(os.path.join(dirpath, name), self._path))
+        return sorted(out)
+
+    def _mine(self, index: int, name: str) -> bool:
+        p = self._ctx.parallelism
+        if self.bounded:
+            return index % p == self._ctx.subtask_index
+        # Subtasks scan at different times, so an unbounded source must not split by list
+        # position (it shifts as files appear): a stable hash of the name decides.
+        return zlib.crc32(name.encode()) % p == self._ctx.subtask_index
+
+    def _scan(self) -> None:
+        for i, name in enumerate(self._list()):
+            if name in self._known or name in self._done_set or not self._mine(i, name):
+                continue
+            self._known.add(name)
+            self._queue.append(name)
+        if self._interval_s is not None:
+            self._next_scan = time.monotonic() + self._interval_s
+
+    def read_batch(self) -> pa.RecordBatch | None:
+        while True:
+            if self._batches is None and not self._start_next():
+                return None
+            assert self._batches is not None
+            batch = next(self._batches, None)
+            if batch is None:
+                self._finish_current()
+                continue
+            if batch.num_rows == 0:
+                continue
+            self._offset += batch.num_rows
+            return batch
+
+    def _start_next(self) -> bool:
+        """Begin the next file (resuming the restored one first); False if there is none now."""
+        if self._current is None:
+            if not self._queue and not self.bounded and time.monotonic() >= self._next_scan:
+                self._scan()
+            if not self._queue:
+                self._end = self.bounded
+                return False
+            self._current = self._queue.pop(0)
+            self._offset = 0
+        self._batches = self._file_batches(os.path.join(self._root, self._current), self._offset)
+        return True
+
+    def _file_batches(self, path: str, skip: int) -> Iterator[pa.RecordBatch]:
+        size = self._ctx.batch_size
+        for batch in self._format.read_file(path, skip):
+            for start in range(0, batch.num_rows, size):
+                yield batch.slice(start, size)
+
+    def _finish_current(self) -> None:
+        assert self._current is not None
+        self._done.append(self._current)
+        self._done_set.add(self._current)
+        self._current = None
+        self._offset = 0
+        self._batches = None
+
+    @property
+    def finished(self) -> bool:
+        return self._end
+
+    def snapshot_position(self) -> Any:
+        return {
+            "finished": list(self._done),
+            "current": self._current,
+            "offset": self._offset,
+            "parse_errors": self.parse_errors,
+        }
+
+    def restore_position(self, position: Any) -> None:
+        self._done = list(position.get("finished", []))
+        self._done_set = set(self._done)
+        self._current = position.get("current")
+        self._offset = int(position.get("offset", 0))
+        self._restored_errors = int(position.get("parse_errors", 0))
+        self._format.parse_errors = 0
+        self._batches = None
+        self._queue = []
+        self._known = set()
+
+    def close(self) -> None:
+        self._batches = None
