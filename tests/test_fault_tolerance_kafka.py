@@ -3,7 +3,7 @@
 The harness of tests/test_fault_tolerance.py, for a bounded datagen source, a
 windowed aggregation and the kafka sink in exactly-once mode (write-ahead
 committables, one transaction per committable with a commit marker; see
-sqlstream/runtime/connectors/kafka.py).  Job processes are killed after random delays,
+sqlstream/runtime/connectors/kafka/).  Job processes are killed after random delays,
 restarted with --restore, and the last run is left to finish.  The topic is then
 read with a read_committed ``assign()`` consumer.
 
@@ -64,7 +64,7 @@ pytest_plugins = ("tests.kafka_broker",)
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = 60_000
-# Also the partitions: subtask i writes partition i.  Two subtasks need a fix in kafka.py first: a
+# Also the partitions: subtask i writes partition i.  Two subtasks need a fix in kafka/sink.py first: a
 # sink subtask's open() reads the marker topic up to its stable end, which a sibling's predecessor,
 # killed inside a commit, holds back until the sibling's own open() fences it -- after this one's.
 PARALLELISM = 1

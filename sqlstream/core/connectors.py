@@ -29,7 +29,8 @@ class Option:
     """One declared connector option.
 
     ``type`` is 'string', 'int', 'float', 'bool', 'duration' (Flink duration text, converted to
-    milliseconds) or 'memory' (Flink MemorySize text, converted to bytes).
+    milliseconds), 'memory' (Flink MemorySize text, converted to bytes) or 'list' (Flink's
+    ';'-separated list, converted to a tuple of its non-empty, stripped items).
     """
 
     key: str
@@ -53,6 +54,8 @@ class Option:
                 return parse_duration_ms(raw)
             if self.type == "memory":
                 return parse_memory_size(raw)
+            if self.type == "list":
+                return tuple(item.strip() for item in raw.split(";") if item.strip())
         except ValueError as e:
             kind = "memory size" if self.type == "memory" else self.type
             raise ConnectorError(

@@ -1,0 +1,224 @@
+"""The kafka source: this subtask's partitions of a topic, read committed (see the package docstring)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from sqlstream.core.errors import ConnectorError
+from sqlstream.runtime.connectors.base import SourceContext, SourceReader
+from sqlstream.runtime.connectors.kafka.client import (
+    LOG,
+    METADATA_TIMEOUT_S,
+    POLL_TIMEOUT_S,
+    ClientErrors,
+    cluster_metadata,
+    read_committed_consumer,
+    topic_partitions,
+)
+from sqlstream.runtime.connectors.kafka.options import KafkaOptions, client_properties, text_format
+
+
+def _watermarks(consumer: Consumer, topic: str, partition: int, table: str) -> tuple[int, int]:
+    """(first offset, end offset) of a partition; with read_committed the end is the last stable offset."""
+    try:
+        low, high = consumer.get_watermark_offsets(
+            TopicPartition(topic, partition), timeout=METADATA_TIMEOUT_S, cached=False
+        )
+    except KafkaException as e:
+        raise ConnectorError(
+            f"table '{table}': cannot read the offsets of topic '{topic}' partition {partition}: {e.args[0].str()}"
+        ) from None
+    return low, high
+
+
+class KafkaSource(SourceReader):
+    """Reads this subtask's partitions of one topic; see the package docstring."""
+
+    def __init__(self, ctx: SourceContext) -> None:
+        self._ctx = ctx
+        self._table = ctx.table.name
+        options = KafkaOptions.from_options(ctx.options, self._table)
+        self._topic = options.topic
+        self._bootstrap = options.bootstrap_servers
+        self._format = text_format(
+            options.format, ctx.table.physical_schema, options.format_options, ctx.columns, self._table
+        )
+        self._startup = options.startup_mode
+        self._specific = options.specific_offsets
+        self.bounded = options.bounded_mode == "latest-offset"
+        self._errors = ClientErrors()
+        self._consumer: Consumer | None = None
+        self._partitions: list[int] = []
+        self._positions: dict[int, int] = {}  # partition -> next offset to return
+        self._restored: dict[int, int] = {}
+        self._end: dict[int, int] = {}  # bounded mode: partition -> high watermark when reading began
+        self._done: set[int] = set()  # bounded mode: partitions read up to their end
+        # Consumed but not yet returned: partition -> (messages, end-of-partition offset seen after them).
+        self._pending: dict[int, tuple[list[Message], int | None]] = {}
+        self._split: str | None = None
+
+    def open(self) -> None:
+        # A short fetch wait bounds how long open() waits for the first fetch of an idle partition.
+        consumer = read_committed_consumer(
+            self._bootstrap, {"fetch.wait.max.ms": 100, **client_properties(self._ctx.table)}, self._errors
+        )
+        self._consumer = consumer
+        md = cluster_metadata(consumer, self._errors, self._bootstrap, self._table)
+        everything = topic_partitions(md, self._topic, self._bootstrap, self._table)
+        ctx = self._ctx
+        self._partitions = [p for p in everything if p % ctx.parallelism == ctx.subtask_index]
+        for p in self._partitions:
+            low, high = _watermarks(consumer, self._topic, p, self._table)
+            self._positions[p] = self._start_offset(p, low, high)
+        consumer.assign([TopicPartition(self._topic, p, self._positions[p]) for p in self._partitions])
+        if self.bounded:
+            self._await_end_offsets()
+
+    def _start_offset(self, partition: int, low: int, high: int) -> int:
+        if partition in self._restored:
+            return self._restored[partition]
+        if self._startup == "latest-offset":
+            return high
+        if self._startup == "specific-offsets" and partition in self._specific:
+            return self._specific[partition]
+        return low  # earliest-offset, and partitions specific-offsets does not list
+
+    def _await_end_offsets(self) -> None:
+        """Fix each partition's end at the high watermark of its first fetch response.
+
+        That is Flink's "latest offset when consumption of the partition starts".
+        It is taken from a fetch rather than from ListOffsets because tansu's
+        ListOffsets answers the base offset + 1 of a partition's last record batch,
+        too low when that batch holds several records.
+        """
+        assert self._consumer is not None
+        deadline = time.monotonic() + METADATA_TIMEOUT_S
+        while True:
+            for p in self._partitions:
+                if p not in self._end:
+                    _low, high = self._consumer.get_watermark_offsets(TopicPartition(self._topic, p), cached=True)
+                    if high >= 0:
+                        self._end[p] = high
+            if len(self._end) == len(self._partitions):
+                return
+            if time.monotonic() > deadline:
+                raise ConnectorError(
+                    f"table '{self._table}': no fetch response from '{self._bootstrap}' for topic "
+                    f"'{self._topic}' within {METADATA_TIMEOUT_S:.0f} s"
+                )
+            time.sleep(0.005)
+
+    def read_batch(self) -> pa.RecordBatch | None:
+        if self._errors.fatal is not None:
+            raise ConnectorError(
+                f"table '{self._table}': Kafka consumer of topic '{self._topic}' failed: {self._errors.fatal.str()}"
+            )
+        if not self._pending:
+            self._fill()
+        while self._pending:
+            partition = next(iter(self._pending))
+            messages, eof = self._pending.pop(partition)
+            batch = self._take(partition, messages, eof)
+            if batch is not None:
+                return batch
+        return None
+
+    def _fill(self) -> None:
+        """One consume() call, grouped by partition in arrival order."""
+        assert self._consumer is not None, "open() first"
+        for m in self._consumer.consume(num_messages=self._ctx.batch_size, timeout=POLL_TIMEOUT_S):
+            partition = m.partition()
+            messages, eof = self._pending.get(partition, ([], None))
+            err = m.error()
+            if err is None:
+                messages.append(m)
+            elif err.code() == KafkaError._PARTITION_EOF:
+                eof = m.offset()
+            elif err.retriable():
+                LOG.debug("topic '%s' partition %s: %s", self._topic, partition, err.str())
+                continue
+            else:
+                raise ConnectorError(
+                    f"table '{self._table}': reading topic '{self._topic}' partition {partition} "
+                    f"from '{self._bootstrap}' failed: {err.str()}"
+                )
+            self._pending[partition] = (messages, eof)
+
+    def _take(self, partition: int, messages: list[Message], eof: int | None) -> pa.RecordBatch | None:
+        """Decode one partition's consumed messages and advance its position past them."""
+        end = self._end.get(partition)
+        if end is not None:
+            messages = [m for m in messages if m.offset() < end]
+        batch = None
+        if messages:
+            offsets = [m.offset() for m in messages]
+            topic = self._topic
+            batch = self._format.decode_messages(
+                [m.value() or b"" for m in messages],
+                lambda i: f"topic '{topic}' partition {partition} offset {offsets[i]}",
+            )
+            self._positions[partition] = offsets[-1] + 1
+        if eof is not None:
+            # Transaction markers may follow the last record: the end-of-partition offset skips them.
+            self._positions[partition] = max(self._positions[partition], eof if end is None else min(eof, end))
+        # Reaching the end of the partition also ends it: with read_committed, an open transaction
+        # stops reading below the high watermark until it completes.
+        if end is not None and (eof is not None or self._positions[partition] >= end):
+            self._finish(partition)
+        if batch is None or batch.num_rows == 0:
+            return None
+        self._split = self._split_name(partition)
+        return batch
+
+    def _finish(self, partition: int) -> None:
+        if partition in self._done:
+            return
+        self._done.add(partition)
+        assert self._consumer is not None
+        self._consumer.pause([TopicPartition(self._topic, partition)])
+
+    @property
+    def finished(self) -> bool:
+        return (
+            self.bounded
+            and self._consumer is not None
+            and not self._pending
+            and len(self._done) == len(self._partitions)
+        )
+
+    @property
+    def current_split(self) -> str | None:
+        return self._split
+
+    @property
+    def assigned_splits(self) -> tuple[str, ...]:
+        return tuple(self._split_name(p) for p in self._partitions)
+
+    @property
+    def finished_splits(self) -> frozenset[str]:
+        return frozenset(self._split_name(p) for p in self._done)
+
+    def _split_name(self, partition: int) -> str:
+        return f"{self._topic}-{partition}"
+
+    @property
+    def parse_errors(self) -> int:
+        """Malformed messages skipped so far (with ignore-parse-errors)."""
+        return self._format.parse_errors
+
+    def snapshot_position(self) -> Any:
+        return dict(self._positions)
+
+    def restore_position(self, position: Any) -> None:
+        """Resume at ``{partition: next offset}``; partitions it does not list start per scan.startup.mode."""
+        self._restored = {int(p): int(o) for p, o in (position or {}).items()}
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+        self._pending = {}
