@@ -5,17 +5,22 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from sqlstream.core.errors import ConnectorError, DataError
+from sqlstream.core.errors import ConnectorError, DataError, JobError
 from sqlstream.core.tables import ColumnDef, TableDef
 from sqlstream.core.types import parse_type
+from sqlstream.frontend.session import Session
 from sqlstream.runtime.connectors.base import SinkContext, SourceContext, SourceReader
 from sqlstream.runtime.connectors.registry import get_connector
+from sqlstream.runtime.elements import Chunk
+from sqlstream.runtime.operators.base import OperatorContext
+from sqlstream.runtime.operators.sink import SinkOperator
 
 FS = get_connector("filesystem")
 COLUMNS = (
@@ -325,3 +330,66 @@ def test_sink_is_append_only(tmp_path: Path) -> None:
     sink.write(rows_of(2), pa.array([0, 0], pa.int8()))
     with pytest.raises(ConnectorError, match="append-only"):
         sink.write(rows_of(2), pa.array([0, 1], pa.int8()))
+
+
+def _hidden_files(out: Path) -> list[str]:
+    return sorted(n for n in os.listdir(out) if n.startswith("."))
+
+
+def test_a_failed_attempt_aborts_the_pre_commit_of_a_checkpoint_that_never_completed(tmp_path: Path) -> None:
+    """The committer aborts on failure: the staged part file of an incomplete checkpoint is deleted.
+
+    The sink pre-commits (stages its part file) when the savepoint's barrier reaches it; the
+    savepoint then fails (its directory is a file), which fails the job before the savepoint
+    completes.  No restore can commit that part file, so it must not be left behind.
+    """
+    out, not_a_dir = tmp_path / "out", tmp_path / "occupied"
+    not_a_dir.write_text("")
+    script = f"""
+        SET 'parallelism.default' = '1';
+        CREATE TABLE gen (seq BIGINT) WITH (
+            'connector' = 'datagen', 'rows-per-second' = '200', 'fields.seq.kind' = 'random');
+        CREATE TABLE out (seq BIGINT) WITH ('connector' = 'filesystem', 'path' = '{out}', 'format' = 'csv');
+        INSERT INTO out SELECT seq FROM gen;
+    """
+    session = Session()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            session.execute_script(script)
+        except BaseException as e:  # noqa: BLE001 - checked below
+            errors.append(e)
+
+    job = threading.Thread(target=run, daemon=True)
+    job.start()
+    deadline = time.monotonic() + 60
+    while not (out.is_dir() and _hidden_files(out)) and time.monotonic() < deadline:
+        time.sleep(0.02)  # the sink has written rows into an in-progress part file
+    executor = session.current_executor
+    assert executor is not None and _hidden_files(out), errors
+    executor.savepoint(not_a_dir)
+    job.join(60)
+    assert not job.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], JobError), errors
+    assert os.listdir(out) == []  # staged (aborted) and unstaged (closed) part files are gone
+
+
+def test_abort_on_failure_keeps_what_a_completed_checkpoint_holds(tmp_path: Path) -> None:
+    """A pre-commit of a completed checkpoint whose commit never ran stays staged, for the restore to commit."""
+    out = tmp_path / "out"
+    t = table(out, "csv")
+    committer = SinkOperator(FS.create_sink(SinkContext(t, FS.validate(t), t.physical_schema)))
+    committer.open(OperatorContext("sink"))
+    committer.process_batch(Chunk(rows_of(3)))
+    held = committer.snapshot_state(1)  # checkpoint 1 completes, but the job fails before the commit
+    committer.process_batch(Chunk(rows_of(2, 3)))
+    committer.snapshot_state(2)  # checkpoint 2 never completes
+    assert len(_hidden_files(out)) == 2
+    committer.discard_uncommitted(1)
+    committer.close()
+    assert len(_hidden_files(out)) == 1 and visible(out) == []
+    restored = SinkOperator(FS.create_sink(SinkContext(t, FS.validate(t), t.physical_schema)))
+    restored.open(OperatorContext("sink"))
+    restored.restore_state(held)
+    assert read_all(table(out, "csv")).column("id").to_pylist() == [0, 1, 2]

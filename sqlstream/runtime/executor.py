@@ -362,15 +362,23 @@ class JobExecutor:
             for st in all_subtasks:
                 st.join(timeout=10)
             pool.shutdown(wait=True)
-            self._close(all_subtasks)
+            self._close(all_subtasks, coordinator.seal())
         return JobResult(self.summed_metrics(), cancelled=self.cancel_event.is_set(),
                          checkpoints=list(coordinator.completed), checkpoint_dir=config.checkpoint_dir)
 
-    def _close(self, subtasks: list[Subtask]) -> None:
+    def _close(self, subtasks: list[Subtask], latest_completed: int | None, discard: bool = True) -> None:
+        """Release the subtasks' readers, operators and state at the end of an attempt.
+
+        With ``discard``, ``latest_completed`` is final (the coordinator is sealed) and sinks abort
+        what they pre-committed for later checkpoints; a subtask still running (it did not stop
+        in time) is left alone, as its sink may still be writing.
+        """
         for st in subtasks:
             if st.reader is not None:
                 st.reader.close()
             for task in st.tasks:
+                if discard and not st.is_alive() and isinstance(task.operator, SinkOperator):
+                    task.operator.discard_uncommitted(latest_completed)
                 task.operator.close()
                 if task.ctx.state is not None:
                     task.ctx.state.close()

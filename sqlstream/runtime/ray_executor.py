@@ -253,8 +253,12 @@ class SubtaskActor:
         """The subtask's figures by node id (Subtask.status), for the driver's JobExecutor.status()."""
         return self._subtask().status()
 
-    def close(self) -> None:
-        """Stop the subtask and release its readers, operators and state (sinks drop unstaged files)."""
+    def close(self, latest_completed: int | None, discard: bool) -> None:
+        """Stop the subtask and release its readers, operators and state (sinks drop unstaged files).
+
+        With ``discard``, the coordinator was sealed at ``latest_completed`` and sinks abort
+        what they pre-committed for later checkpoints (JobExecutor._close).
+        """
         self.stop.set()
         st = self.subtask
         if st is None:
@@ -262,7 +266,7 @@ class SubtaskActor:
         if st.is_alive():
             st.join(timeout=10)
         self.pool.shutdown(wait=True)
-        self.builder._close([st])
+        self.builder._close([st], latest_completed, discard)
 
     def _subtask(self) -> Subtask:
         assert self.subtask is not None, "build() first"
@@ -336,6 +340,10 @@ class CoordinatorActor:
 
     def stop(self) -> None:
         self.stopped.set()
+
+    def seal(self) -> int | None:
+        """No checkpoint completes from now on; the latest completed one (CheckpointCoordinator.seal)."""
+        return self.coordinator.seal()
 
     def suspend(self) -> None:
         """Before a stop-with-savepoint: take no more checkpoints, and no final one if the job ends meanwhile."""
@@ -601,7 +609,11 @@ class RayJobExecutor(JobExecutor):
         ray = self.ray
         self._refresh(client)
         coordinator.stop.remote()
-        closing = [actor.close.remote() for actor in actors.values()]
+        try:
+            latest, discard = ray.get(coordinator.seal.remote(), timeout=CLOSE_TIMEOUT_S), True
+        except ray.exceptions.RayError:
+            latest, discard = None, False  # the coordinator is gone: what completed is unknown, abort nothing
+        closing = [actor.close.remote(latest, discard) for actor in actors.values()]
         if closing:
             ray.wait(closing, num_returns=len(closing), timeout=CLOSE_TIMEOUT_S)
         for actor in [*actors.values(), coordinator]:

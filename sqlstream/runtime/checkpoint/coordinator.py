@@ -137,6 +137,8 @@ class CheckpointCoordinator:
         self.thread: threading.Thread | None = None
         # stop-with-savepoint: no periodic checkpoint (or final commit) may commit past the savepoint
         self.suspended = False
+        # the attempt is over: no checkpoint completes any more (see seal)
+        self.sealed = False
 
     # ------------------------------------------------------------ periodic trigger
     def start(self) -> None:
@@ -157,8 +159,27 @@ class CheckpointCoordinator:
     def stop(self) -> None:
         self.stop_event.set()
 
+    def seal(self) -> int | None:
+        """End the attempt's checkpointing: no checkpoint completes after this; the latest completed one.
+
+        Pending checkpoints are abandoned and a completion being published is waited for, so
+        the answer is final: a sink may abort what it pre-committed for any later checkpoint,
+        because no restore will ever commit it.
+        """
+        with self.lock:
+            self.sealed = True
+            for pending in self.pending.values():
+                pending.future.cancel()
+            self.pending.clear()
+        with self.publish_lock:
+            return self.latest_completed
+
     def trigger_checkpoint(self, savepoint_dir: Path | None = None) -> Future:
         with self.lock:
+            if self.sealed:
+                abandoned: Future = Future()
+                abandoned.cancel()
+                return abandoned
             n = self.next_id
             self.next_id += 1
             pending = PendingCheckpoint(n, savepoint_dir, time.monotonic())
@@ -237,7 +258,7 @@ class CheckpointCoordinator:
         metadata = self._metadata(pending, finished=False)
         # one completion at a time: publishing prunes older checkpoints, and a newer one must win
         with self.publish_lock:
-            if self.latest_completed is not None and pending.checkpoint_id < self.latest_completed:
+            if self.sealed or self.latest_completed is not None and pending.checkpoint_id < self.latest_completed:
                 pending.future.cancel()
                 self.history.finish(pending.checkpoint_id, ABORTED, f"subsumed by checkpoint {self.latest_completed}")
                 return
@@ -260,11 +281,13 @@ class CheckpointCoordinator:
 
     def final_checkpoint(self) -> None:
         """Everything finished: record that (so a restore does not replay) and let sinks commit."""
-        with self.lock:
-            n = self.next_id
-            self.next_id += 1
-            pending = PendingCheckpoint(n, None, time.monotonic(), dict(self.finished))
-        with self.publish_lock:
+        with self.publish_lock:  # before the lock, so seal() cannot return while this publishes
+            with self.lock:
+                if self.sealed:
+                    return
+                n = self.next_id
+                self.next_id += 1
+                pending = PendingCheckpoint(n, None, time.monotonic(), dict(self.finished))
             if self.storage is not None:
                 self.storage.complete(n, self._metadata(pending, finished=True))
             self.latest_completed = n

@@ -141,7 +141,11 @@ class SinkWriter(ABC):
         """Make the staged writes visible (idempotent: may be called again after a restore)."""
 
     def abort(self, committables: list[Any]) -> None:  # noqa: B027 - optional hook
-        """Discard staged writes that will never be committed."""
+        """Discard staged writes that will never be committed.
+
+        The committer (SinkOperator) calls it when an attempt ends, failed or cancelled, with
+        the committables of checkpoints that did not complete: no restore commits them.
+        """
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources."""
