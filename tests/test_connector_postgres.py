@@ -28,8 +28,9 @@ from sqlstream.runtime.connectors.base import (
     SourceReader,
 )
 from sqlstream.runtime.connectors.registry import get_connector
-from sqlstream.runtime.elements import RowKind
-from sqlstream.runtime.operators.sink import FINAL_CHECKPOINT
+from sqlstream.runtime.elements import Chunk, RowKind
+from sqlstream.runtime.operators.base import OperatorContext
+from sqlstream.runtime.operators.sink import FINAL_CHECKPOINT, SinkOperator
 from tests.conftest import duckdb_rows, rows, run_sql
 
 # Provides the postgres_server fixture (opt-in, like tests/kafka_broker.py).
@@ -122,6 +123,33 @@ def test_nothing_is_visible_before_commit_prepared(postgres_server: str) -> None
     writer.commit([gid])
     assert len(content(postgres_server, name)) == 10
     writer.close()
+
+
+def test_an_ended_attempt_rolls_back_the_prepared_transactions_no_completed_checkpoint_holds(
+    postgres_server: str,
+) -> None:
+    """The committer aborts when an attempt ends: checkpoint 2 never completed, so its gid is rolled
+    back at once (it held its locks until a successor's clean-up before); checkpoint 1 completed
+    but was not committed yet, so its gid stays prepared and the restore commits it."""
+    name = new_table(postgres_server)
+    t = exactly_once(postgres_server, name, "ended")
+    committer = SinkOperator(PG.create_sink(SinkContext(t, PG.validate(t), SCHEMA)))
+    committer.open(OperatorContext("sink"))
+    committer.process_batch(Chunk(rows_of(10)))
+    held = committer.snapshot_state(1)
+    committer.process_batch(Chunk(rows_of(5, 10)))
+    committer.snapshot_state(2)
+    gid1, gid2 = held["pending"][1], committer.pending[2]
+    assert {gid1, gid2} <= prepared(postgres_server)
+    committer.discard_uncommitted(1)  # the attempt failed; checkpoint 1 is the latest that completed
+    committer.close()
+    assert gid1 in prepared(postgres_server) and gid2 not in prepared(postgres_server)
+    restored = SinkOperator(PG.create_sink(SinkContext(t, PG.validate(t), SCHEMA)))
+    restored.open(OperatorContext("sink"))
+    restored.restore_state(held)
+    restored.close()
+    assert content(postgres_server, name) == rows_of(10).to_pylist()
+    assert gid1 not in prepared(postgres_server)
 
 
 def test_committing_again_after_a_restore_writes_no_duplicates(postgres_server: str) -> None:
