@@ -258,7 +258,10 @@ class CheckpointCoordinator:
         metadata = self._metadata(pending, finished=False)
         # one completion at a time: publishing prunes older checkpoints, and a newer one must win
         with self.publish_lock:
-            if self.sealed or self.latest_completed is not None and pending.checkpoint_id < self.latest_completed:
+            if self.sealed:  # the attempt is ending: it stays in progress until the job says how it ended
+                pending.future.cancel()
+                return
+            if self.latest_completed is not None and pending.checkpoint_id < self.latest_completed:
                 pending.future.cancel()
                 self.history.finish(pending.checkpoint_id, ABORTED, f"subsumed by checkpoint {self.latest_completed}")
                 return
