@@ -26,6 +26,9 @@ CASES = {
     "SELECT k FROM a INTERSECT SELECT k FROM b EXCEPT SELECT 2": [(1,), (3,), (None,)],
     "SELECT 4 UNION SELECT k FROM a INTERSECT SELECT k FROM b": [(1,), (2,), (3,), (4,), (None,)],
     "SELECT k, v FROM a INTERSECT SELECT CAST(k AS BIGINT), v FROM b": BOTH,
+    # two inputs on forward edges: each Union subtask hears one channel per input (it waited for two)
+    "SELECT * FROM a UNION ALL SELECT * FROM b": [(1, "x")] * 4 + [(2, "y")] * 3 + [(3, None)] * 2 + [(4, "w")]
+    + [(None, "z")] * 3,
 }
 
 

@@ -432,7 +432,7 @@ class JobExecutor:
         channel_inputs: list[int] = []
         for ci in chain.inputs:
             up = next(c for c in self.chains if c.uid == ci.upstream)
-            channel_inputs += [ci.input_index] * up.parallelism
+            channel_inputs += [ci.input_index] * ci.channels(up.parallelism)
         for pos, (node, uid) in enumerate(zip(chain.nodes, chain.node_uids, strict=True)):
             label = f"#{node.id} {node.name}"
             metrics = Metrics()
@@ -478,10 +478,10 @@ class JobExecutor:
             for consumer_uid, pos in chain.consumers:
                 consumer = by_uid[consumer_uid]
                 ci = consumer.inputs[pos]
-                base = sum(by_uid[x.upstream].parallelism for x in consumer.inputs[:pos])
+                base = sum(x.channels(by_uid[x.upstream].parallelism) for x in consumer.inputs[:pos])
                 targets = [st.inbound for st in subtasks[consumer_uid]]
                 for st in subtasks[chain.uid]:
-                    st.outputs.append(OutputGate(ci.mode, ci.keys, targets, base + st.index, st.index,
+                    st.outputs.append(OutputGate(ci.mode, ci.keys, targets, base + ci.channel(st.index), st.index,
                                                  self.config.max_parallelism, stop))
 
     def summed_metrics(self) -> dict[str, Metrics]:

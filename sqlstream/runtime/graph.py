@@ -21,6 +21,15 @@ class ChainInput:
     keys: tuple[int, ...]
     input_index: int  # which logical input of the head operator
 
+    def channels(self, upstream_parallelism: int) -> int:
+        """How many channels this input has at each consumer subtask: one per upstream subtask, but
+        one in all on a forward edge, which connects upstream subtask i to consumer subtask i only."""
+        return 1 if self.mode == "forward" else upstream_parallelism
+
+    def channel(self, upstream_index: int) -> int:
+        """Which of this input's channels upstream subtask ``upstream_index`` sends on."""
+        return 0 if self.mode == "forward" else upstream_index
+
 
 @dataclass
 class Chain:

@@ -476,7 +476,7 @@ class RayJobExecutor(JobExecutor):
             for chain in self.chains:
                 sink = chain.nodes[-1].sink
                 collect = sink is not None and sink.table is None
-                channels = sum(by_uid[ci.upstream].parallelism for ci in chain.inputs)
+                channels = sum(ci.channels(by_uid[ci.upstream].parallelism) for ci in chain.inputs)
                 for i in range(chain.parallelism):
                     actors[(chain.uid, i)] = subtask_cls.options(
                         max_concurrency=channels * MAX_IN_FLIGHT + EXTRA_THREADS,
@@ -547,10 +547,10 @@ class RayJobExecutor(JobExecutor):
             for consumer_uid, pos in chain.consumers:
                 consumer = by_uid[consumer_uid]
                 ci = consumer.inputs[pos]
-                base = sum(by_uid[x.upstream].parallelism for x in consumer.inputs[:pos])
+                base = sum(x.channels(by_uid[x.upstream].parallelism) for x in consumer.inputs[:pos])
                 targets = [actors[(consumer_uid, j)] for j in range(consumer.parallelism)]
                 for i in range(chain.parallelism):
-                    gates.setdefault((chain.uid, i), []).append((ci.mode, ci.keys, targets, base + i))
+                    gates.setdefault((chain.uid, i), []).append((ci.mode, ci.keys, targets, base + ci.channel(i)))
         return gates
 
     def _get(self, refs: list[Any], what: str, build: bool = False) -> list[Any]:
