@@ -7,9 +7,18 @@ is.  The CLI prints these without a traceback; anything else is a bug.
 
 from __future__ import annotations
 
+from sqlstream.core.secrets import redact
+
 
 class SqlStreamError(Exception):
-    """Base of all errors that are reported to the user as plain messages."""
+    """Base of all errors that are reported to the user as plain messages.
+
+    The message hides secret option values (``'password' = '...'``), since it
+    may quote the user's SQL and ends up on screens, in logs and in REST answers.
+    """
+
+    def __str__(self) -> str:
+        return redact(super().__str__())
 
 
 class SqlError(SqlStreamError):
@@ -35,13 +44,15 @@ class SqlError(SqlStreamError):
         if self.line is not None:
             where = f" at line {self.line}, column {self.col}"
         near = f" near '{self.token}'" if self.token else ""
-        text = f"SQL error{where}{near}: {self.message}"
+        text = redact(f"SQL error{where}{near}: {self.message}")
         if self.sql is not None and self.line is not None:
             lines = self.sql.splitlines()
             if 0 < self.line <= len(lines):
                 src = lines[self.line - 1]
-                caret = " " * max((self.col or 1) - 1, 0) + "^"
-                text += f"\n  {src}\n  {caret}"
+                before = max((self.col or 1) - 1, 0)
+                # secrets before the error shorten the quoted line: the caret moves with them
+                caret = " " * len(redact(src[:before])) + "^"
+                text += f"\n  {redact(src)}\n  {caret}"
         return text
 
 

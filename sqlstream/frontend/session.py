@@ -15,6 +15,7 @@ from sqlglot import exp
 from sqlstream.catalog.persistent import CatalogManager, FunctionDef, parse_statements
 from sqlstream.core.errors import PlanError, SqlError, SqlStreamError
 from sqlstream.core.functions import REGISTRY, udfs
+from sqlstream.core.secrets import mask_options
 from sqlstream.core.sql import dialect
 from sqlstream.core.sql.script import Statement, parse_one
 from sqlstream.core.tables import TableDef, ViewDef
@@ -23,7 +24,7 @@ from sqlstream.planner import ddl, planner
 from sqlstream.planner.binder import QueryBinder
 from sqlstream.planner.logical import Sink
 from sqlstream.runtime.elements import Chunk
-from sqlstream.runtime.executor import JobConfig, JobExecutor, JobResult
+from sqlstream.runtime.executor import JobConfig, JobExecutor, JobResult, parse_parallelism
 
 RowConsumer = Callable[[Chunk, pa.Schema], None]
 
@@ -243,12 +244,16 @@ class Session:
         items = node.expressions
         if not items:
             keys = sorted(self.config)
-            return StatementResult("TABLE", table=pa.table({"key": keys, "value": [self.config[k] for k in keys]}))
+            shown = mask_options(self.config)
+            return StatementResult("TABLE", table=pa.table({"key": keys, "value": [shown[k] for k in keys]}))
         for item in items:
             eq = item.this
             if not isinstance(eq, exp.EQ):
                 raise PlanError("SET expects 'key' = 'value'")
-            self.config[eq.this.name] = eq.expression.name
+            key, value = eq.this.name, eq.expression.name
+            if key == "parallelism.default":
+                parse_parallelism(key, value)  # refused now rather than when a job starts
+            self.config[key] = value
         return StatementResult("OK", "[INFO] Execute statement succeeded.")
 
 
@@ -275,5 +280,5 @@ def show_create(obj: TableDef | ViewDef) -> str:
         lines.append(f"  WATERMARK FOR `{obj.watermark.column}` AS {obj.watermark.expression}")
     if obj.primary_key:
         lines.append(f"  PRIMARY KEY ({', '.join(f'`{k}`' for k in obj.primary_key)}) NOT ENFORCED")
-    options = ",\n".join(f"  '{k}' = '{v}'" for k, v in obj.options.items())
+    options = ",\n".join(f"  '{k}' = '{v}'" for k, v in mask_options(obj.options).items())
     return f"CREATE TABLE `{obj.name}` (\n" + ",\n".join(lines) + f"\n) WITH (\n{options}\n)"

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlstream.core.durations import parse_duration_ms
-from sqlstream.core.errors import JobError, SqlStreamError
+from sqlstream.core.errors import JobError, PlanError, SqlStreamError
 from sqlstream.core.physical import Dataflow, PhysicalNode, SinkSpec, SourceSpec
 from sqlstream.core.status import (
     ABORTED,
@@ -112,6 +112,17 @@ class JobFailure(Exception):
         self.cause = cause
 
 
+def parse_parallelism(key: str, value: str) -> int:
+    """A parallelism setting as a positive int: 0 or less would start no subtask and never finish."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise PlanError(f"'{key}' must be a positive integer, got '{value}'")
+    return n
+
+
 @dataclass
 class JobConfig:
     parallelism: int = 1
@@ -136,8 +147,9 @@ class JobConfig:
             strategy = (get("restart-strategy.type") or get("restart-strategy") or "none").lower()
             attempts = int(get("restart-strategy.fixed-delay.attempts", "3")) if strategy in ("fixed-delay", "fixeddelay") else 0
             return cls(
-                parallelism=int(get("parallelism.default", "1")),
-                max_parallelism=int(get("pipeline.max-parallelism", str(DEFAULT_MAX_PARALLELISM))),
+                parallelism=parse_parallelism("parallelism.default", get("parallelism.default", "1")),
+                max_parallelism=parse_parallelism("pipeline.max-parallelism",
+                                                  get("pipeline.max-parallelism", str(DEFAULT_MAX_PARALLELISM))),
                 checkpoint_interval_ms=parse_duration_ms(interval) if interval else None,
                 checkpoint_dir=Path(chk_dir.removeprefix("file://")) if chk_dir else None,
                 retained=int(get("state.checkpoints.num-retained", "1")),
