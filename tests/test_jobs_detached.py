@@ -8,7 +8,6 @@ the two runs is exactly the generated sequence: no loss, no duplicates.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -17,8 +16,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,8 +24,8 @@ import duckdb
 import pytest
 
 from sqlstream.core.status import read_status
+from tests.jobmanager_api import ROOT, Api, start_jobmanager, stop_jobmanager
 
-ROOT = Path(__file__).resolve().parent.parent
 ROWS = 8000
 
 SEQUENCE_JOB = """
@@ -63,26 +60,6 @@ def cli(home: Path, *args: str, cwd: Path | None = None, check: bool = True) -> 
     return proc
 
 
-def stop_jobmanager(home: Path) -> None:
-    """Ends the job manager this test started (found by the pid it recorded)."""
-    state = home / "jobmanager.json"
-    if not state.exists():
-        return
-    pid = json.loads(state.read_text())["pid"]
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    os.kill(pid, signal.SIGKILL)
-
-
 def wait_for(what: str, check: Any, timeout: float = 40) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -110,13 +87,15 @@ def test_detached_job_stop_with_savepoint_and_resume_loses_and_duplicates_nothin
         submitted = cli(home, "run", str(script), "--detach").stdout
         job_id = re.search(r"JobID ([0-9a-f]{12})", submitted).group(1)  # type: ignore[union-attr]
         url = re.search(r"(http://127\.0\.0\.1:\d+)/", submitted).group(1)  # type: ignore[union-attr]
-        wait_for("a checkpoint", lambda: call(f"{url}/jobs/{job_id}")[1]["last_checkpoint"])
+        api = Api(home, url)
+        assert re.search(rf"Web page: {url}/\?token={api.token}$", submitted, re.M)
+        wait_for("a checkpoint", lambda: api.call(f"/jobs/{job_id}")[1]["last_checkpoint"])
         line = next(x for x in cli(home, "jobs").stdout.splitlines() if x.startswith(job_id))
         assert re.search(r"RUNNING\s+0:00:\d\d\s+\d+\s+\d+\s+#\d+ \(\d+ ms, \d+ s ago\)\s+\S*job.sql", line), line
         stopped = cli(home, "stop", job_id, "--savepoint", str(tmp_path / "savepoints")).stdout
         savepoint = re.search(r"savepoint: (\S+)", stopped).group(1)  # type: ignore[union-attr]
         assert Path(savepoint).is_dir() and Path(savepoint).parent == tmp_path / "savepoints"
-        wait_for("the stopped job to finish", lambda: call(f"{url}/jobs/{job_id}")[1]["state"] == "FINISHED")
+        wait_for("the stopped job to finish", lambda: api.call(f"/jobs/{job_id}")[1]["state"] == "FINISHED")
         first = committed(out)
         assert 0 < len(first) < ROWS, "stopped mid-way"
         assert len({s for s, _ in first}) == len(first) and all(d == 2 * s for s, d in first)
@@ -124,7 +103,7 @@ def test_detached_job_stop_with_savepoint_and_resume_loses_and_duplicates_nothin
 
         resumed = cli(home, "run", str(script), "--detach", "--restore", savepoint).stdout
         resumed_id = re.search(r"JobID ([0-9a-f]{12})", resumed).group(1)  # type: ignore[union-attr]
-        wait_for("the resumed job to finish", lambda: call(f"{url}/jobs/{resumed_id}")[1]["state"] == "FINISHED",
+        wait_for("the resumed job to finish", lambda: api.call(f"/jobs/{resumed_id}")[1]["state"] == "FINISHED",
                  timeout=60)
         assert committed(out) == [(s, 2 * s) for s in range(ROWS)]
         # the resumed run read only what the first had not committed
@@ -136,49 +115,35 @@ def test_detached_job_stop_with_savepoint_and_resume_loses_and_duplicates_nothin
 
 
 @pytest.fixture(scope="module")
-def jobmanager() -> Iterator[tuple[Path, str]]:
-    """A job manager started with `sqlstream serve`, and the base URL of its REST API."""
+def jobmanager() -> Iterator[tuple[Path, Api]]:
+    """A job manager started with `sqlstream serve`, and a client of its REST API."""
     home = Path(tempfile.mkdtemp(prefix="sqlstream-jm-"))
-    env = {**os.environ, "SQLSTREAM_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "sqlstream.frontend.cli", "serve", "--port", "0"], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc, api = start_jobmanager(home)
     try:
-        line = proc.stdout.readline()  # type: ignore[union-attr]
-        url = re.search(r"(http://127\.0\.0\.1:\d+)/", line).group(1)  # type: ignore[union-attr]
-        yield home, url
+        yield home, api
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
         shutil.rmtree(home, ignore_errors=True)
 
 
-def call(url: str, method: str = "GET", body: dict | None = None) -> tuple[int, Any]:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
 @pytest.fixture(scope="module")
-def running_job(jobmanager: tuple[Path, str]) -> Iterator[dict[str, Any]]:
+def running_job(jobmanager: tuple[Path, Api]) -> Iterator[dict[str, Any]]:
     """An unbounded windowed job, submitted over REST, with live metrics and a checkpoint or two."""
-    _, url = jobmanager
-    status, job = call(f"{url}/jobs", "POST", {"sql": WINDOW_JOB, "name": "windows.sql"})
+    _, api = jobmanager
+    status, job = api.call("/jobs", "POST", {"sql": WINDOW_JOB, "name": "windows.sql"})
     assert status == 201 and job["state"] == "RUNNING"
 
     def metrics() -> dict | None:
-        _, d = call(f"{url}/jobs/{job['id']}")
+        _, d = api.call(f"/jobs/{job['id']}")
         rates = [o["records_out_per_s"] for o in d["operators"] if o["kind"] == "Source"]
         return d if d["checkpoints"]["completed"] >= 2 and rates and rates[0] > 0 else None
 
     yield wait_for("live metrics", metrics)
 
 
-def test_rest_api_reports_live_metrics_and_the_plan(jobmanager: tuple[Path, str], running_job: dict) -> None:
-    home, url = jobmanager
+def test_rest_api_reports_live_metrics_and_the_plan(jobmanager: tuple[Path, Api], running_job: dict) -> None:
+    home, api = jobmanager
     d = running_job
     assert d["state"] == "RUNNING" and d["name"] == "windows.sql" and d["uptime_s"] > 0
     # what the job process published in its folder, read the way the job manager reads it
@@ -206,33 +171,33 @@ def test_rest_api_reports_live_metrics_and_the_plan(jobmanager: tuple[Path, str]
     assignor = ops[2]
     assert assignor["watermark"] is not None and assignor["watermark_lag_ms"] > 0
     assert assignor["backpressured_ms"] >= 0 and ops[1]["watermark"] is None
-    status, listing = call(f"{url}/jobs")
+    status, listing = api.call("/jobs")
     assert status == 200 and d["id"] in [j["id"] for j in listing["jobs"]]
 
 
-def test_rest_api_errors(jobmanager: tuple[Path, str]) -> None:
-    _, url = jobmanager
-    assert call(f"{url}/jobs/nope") == (404, {"error": "no job nope"})
-    status, body = call(f"{url}/jobs", "POST", {"sql": "SELEC 1;"})
+def test_rest_api_errors(jobmanager: tuple[Path, Api]) -> None:
+    _, api = jobmanager
+    assert api.call("/jobs/nope") == (404, {"error": "no job nope"})
+    status, body = api.call("/jobs", "POST", {"sql": "SELEC 1;"})
     assert status == 400 and "line 1, column 1 near 'SELEC'" in body["error"]
-    assert call(f"{url}/jobs", "POST", {})[0] == 400
-    status, body = call(f"{url}/jobs", "POST", {"sql": "INSERT INTO nowhere SELECT 1;"})
+    assert api.call("/jobs", "POST", {})[0] == 400
+    status, body = api.call("/jobs", "POST", {"sql": "INSERT INTO nowhere SELECT 1;"})
     assert status == 201
-    failed = wait_for("the job to fail", lambda: (j := call(f"{url}/jobs/{body['id']}")[1])["state"] == "FAILED" and j)
+    failed = wait_for("the job to fail", lambda: (j := api.call(f"/jobs/{body['id']}")[1])["state"] == "FAILED" and j)
     assert "sink table 'nowhere' does not exist" in failed["error"]
-    assert call(f"{url}/jobs/{body['id']}/cancel", "POST", {})[0] == 409
+    assert api.call(f"/jobs/{body['id']}/cancel", "POST", {})[0] == 409
 
 
-def test_the_web_page_shows_running_jobs_and_their_dataflow(jobmanager: tuple[Path, str], running_job: dict,
+def test_the_web_page_shows_running_jobs_and_their_dataflow(jobmanager: tuple[Path, Api], running_job: dict,
                                                             tmp_path: Path) -> None:
-    _, url = jobmanager
+    _, api = jobmanager
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         pytest.skip("headless Chromium is not installed (apt-get install -y chromium); the page is untested")
     dom = subprocess.run(
         [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-         "--virtual-time-budget=4000", "--dump-dom", f"{url}/"],
+         "--virtual-time-budget=4000", "--dump-dom", api.page_url],
         capture_output=True, text=True, timeout=90,
     ).stdout
     assert running_job["id"] in dom
@@ -242,11 +207,11 @@ def test_the_web_page_shows_running_jobs_and_their_dataflow(jobmanager: tuple[Pa
     assert 'id="operators"' in dom and "#0 Source" in dom
 
 
-def test_cancel_ends_a_job_as_canceled(jobmanager: tuple[Path, str], running_job: dict) -> None:
-    home, url = jobmanager
+def test_cancel_ends_a_job_as_canceled(jobmanager: tuple[Path, Api], running_job: dict) -> None:
+    home, api = jobmanager
     listing = cli(home, "jobs").stdout
     assert re.search(rf"{running_job['id']}\s+RUNNING", listing)
     assert "cancelled" in cli(home, "cancel", running_job["id"]).stdout
-    wait_for("CANCELED", lambda: call(f"{url}/jobs/{running_job['id']}")[1]["state"] == "CANCELED")
+    wait_for("CANCELED", lambda: api.call(f"/jobs/{running_job['id']}")[1]["state"] == "CANCELED")
     again = cli(home, "cancel", running_job["id"], check=False)
     assert again.returncode == 1 and "is CANCELED, not RUNNING" in again.stderr

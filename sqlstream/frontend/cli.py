@@ -122,13 +122,16 @@ def _submit_detached(sql: str, args: argparse.Namespace) -> int:
     restore = str(Path(args.restore).resolve()) if args.restore else None
     job = client.submit(sql, args.script, str(Path.cwd()), restore, args.allow_non_restored_state)
     print(f"[INFO] Job has been submitted with JobID {job['id']} (job manager: {client.url}/)")
+    print(f"[INFO] Web page: {client.page_url}")
     return 0
 
 
 def cmd_jobmanager(args: argparse.Namespace) -> int:
-    from sqlstream.frontend.jobmanager import serve
+    from sqlstream.frontend.jobmanager import ServerOptions, serve
 
-    return serve(args.port)
+    return serve(ServerOptions(bind_address=args.bind_address, address=args.address, port=args.port,
+                               max_content_length=args.max_content_length, request_timeout_s=args.request_timeout,
+                               ssl_cert=args.ssl_cert, ssl_key=args.ssl_key))
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
@@ -223,6 +226,18 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("jobmanager", "serve"):
         jm = sub.add_parser(name, help="run the local job manager: detached jobs, REST API and web page on 127.0.0.1")
         jm.add_argument("--port", type=int, default=0, help="port to listen on (default: any free one)")
+        jm.add_argument("--bind-address", default="127.0.0.1",
+                        help="address to listen on (Flink's rest.bind-address; default 127.0.0.1). Anything but "
+                             "loopback lets the network submit jobs that run as you: the token is always required, "
+                             "and without --ssl-cert it crosses the network in clear text")
+        jm.add_argument("--address", help="host name clients use to reach it (Flink's rest.address), "
+                                          "accepted in the Host header besides the bind address and localhost")
+        jm.add_argument("--max-content-length", type=int, default=1024 * 1024, metavar="BYTES",
+                        help="largest request body accepted (Flink's rest.server.max-content-length; default 1 MiB)")
+        jm.add_argument("--request-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="time a request's headers and body have to arrive (default 10 s)")
+        jm.add_argument("--ssl-cert", metavar="PEM", help="serve HTTPS with this certificate (chain)")
+        jm.add_argument("--ssl-key", metavar="PEM", help="the private key of --ssl-cert")
         jm.set_defaults(func=cmd_jobmanager)
     jobs = sub.add_parser("jobs", help="list the job manager's jobs: state, uptime, records, last checkpoint")
     jobs.set_defaults(func=cmd_jobs)
@@ -247,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except SqlStreamError as e:
+        print(f"[ERROR] {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a file or directory named on the command line (savepoint dir, ...)
         print(f"[ERROR] {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

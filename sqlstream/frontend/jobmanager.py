@@ -1,8 +1,8 @@
 """The local job manager: detached jobs, their live metrics, a REST API and a web page.
 
 ``sqlstream jobmanager`` (or ``sqlstream serve``, or started on demand by
-``sqlstream run job.sql --detach``) listens on 127.0.0.1 only and records its
-port in ``SQLSTREAM_HOME/jobmanager.json``.  Each submitted job runs as a
+``sqlstream run job.sql --detach``) listens on 127.0.0.1 by default and records
+its address in ``SQLSTREAM_HOME/jobmanager.json``.  Each submitted job runs as a
 child ``sqlstream run`` process that the job manager supervises, rather than
 as threads inside it: a job that fails, leaks memory or holds the GIL cannot
 take the job manager or the other jobs down, a stuck job can be killed, and
@@ -27,21 +27,40 @@ REST API (JSON):
 * ``POST /jobs/<id>/stop`` ``{"savepoint_dir"?}``: stop with a savepoint;
 * ``POST /jobs/<id>/cancel``;
 * ``GET /``: the web page (``sqlstream/frontend/web/index.html``).
+
+Anyone who can submit SQL can run code as this user (CREATE FUNCTION imports
+Python from the job's directory), so every request must carry the token kept
+in ``SQLSTREAM_HOME/jobmanager.token`` (0600), as Jupyter does:
+``Authorization: Bearer <token>``, or the cookie that opening
+``/?token=<token>`` sets for the web page (HttpOnly, SameSite=Strict).  A Host
+header that does not name this server (DNS rebinding), a foreign Origin, a
+POST that is not ``application/json`` (a cross-site form), an oversized or
+slow body are refused before anything runs.  Job files are private to the
+user (dirs 0700, files 0600).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hmac
+import ipaddress
 import json
 import os
+import secrets
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -49,7 +68,8 @@ from typing import Any
 from sqlstream.catalog.persistent import parse_statements
 from sqlstream.core import status as job_status
 from sqlstream.core.errors import SqlStreamError
-from sqlstream.core.home import home
+from sqlstream.core.home import home, open_private, private_dir
+from sqlstream.core.secrets import redact
 from sqlstream.frontend.jobs import request_savepoint
 from sqlstream.runtime.elements import MAX_WATERMARK
 
@@ -71,7 +91,8 @@ def job_dir(job_id: str) -> Path:
 def _write_json(path: Path, data: Any) -> None:
     """Atomically: a reader never sees half a file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(data))
+    with open_private(tmp, "w") as f:
+        f.write(json.dumps(data))
     os.replace(tmp, path)
 
 
@@ -193,11 +214,17 @@ class JobManager:
     def _recover(self) -> None:
         """Jobs of an earlier job manager: kept for the listing; ones still running are watched by pid."""
         root = home() / "jobs"
+        names = {f.name for f in dataclasses.fields(JobRecord)}
         for f in sorted(root.glob("*/job.json")) if root.exists() else []:
             data = _read_json(f)
-            if not data:
+            if not isinstance(data, dict) or not isinstance(data.get("id"), str):
                 continue
-            job = JobRecord(**data)
+            try:
+                job = JobRecord(**{k: v for k, v in data.items() if k in names})
+            except TypeError:
+                continue  # not one of ours, or from an incompatible version: not listed
+            if not isinstance(job.name, str):
+                job.name = json.dumps(job.name)
             if job.state == RUNNING and not _alive(job.pid):
                 final = job.final_state()
                 job.state = final or FAILED
@@ -211,9 +238,11 @@ class JobManager:
                allow_non_restored_state: bool = False) -> JobRecord:
         parse_statements(sql)  # a syntax error is the submitter's, reported now with its location
         job = JobRecord(uuid.uuid4().hex[:12], name or "job.sql", cwd or os.getcwd(), restore=restore)
-        job.dir.mkdir(parents=True, exist_ok=True)
+        for d in (home(), home() / "jobs", job.dir):
+            private_dir(d)
         script = job.dir / "job.sql"
-        script.write_text(sql)
+        with open_private(script, "w") as f:
+            f.write(sql)
         cmd = [sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script), "--status-dir", str(job.dir)]
         if restore:
             cmd += ["--restore", restore]
@@ -221,7 +250,7 @@ class JobManager:
             cmd.append("--allow-non-restored-state")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
-        with open(job.dir / "log", "ab") as log:
+        with open_private(job.dir / "log", "ab") as log:
             proc = subprocess.Popen(cmd, cwd=job.cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         job.pid = proc.pid
@@ -351,98 +380,365 @@ def _last_error(log: Path) -> str | None:
         return None
     for i in range(len(lines) - 1, -1, -1):
         if lines[i].startswith("[ERROR]"):
-            return "\n".join(lines[i:])
-    return lines[-1] if lines else None
+            return redact("\n".join(lines[i:]))
+    return redact(lines[-1]) if lines else None
 
 
 # ---------------------------------------------------------------- HTTP
 
+LOOPBACK_NAMES = ("127.0.0.1", "localhost")
+MAX_CONTENT_LENGTH = 1024 * 1024
+REQUEST_TIMEOUT_S = 10.0
+REQUEST_QUEUE_SIZE = 128  # pending connections: a burst of submissions is queued, not reset
+
+
+def token_file() -> Path:
+    return home() / "jobmanager.token"
+
+
+def access_token() -> str:
+    """This SQLSTREAM_HOME's job manager token, created on first use in a file only its owner can read.
+
+    A token file that others can read is refused rather than used: whoever can
+    read it can run code as this user through the job manager.
+    """
+    path = token_file()
+    private_dir(home())
+    try:
+        with open_private(path, "x") as f:  # exclusive: two processes starting at once agree on one token
+            f.write(secrets.token_urlsafe(32))
+    except FileExistsError:
+        pass
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        raise SqlStreamError(f"the job manager token file {path} can be read by others (mode {mode:o}); "
+                             f"run `chmod 600 {path}`")
+    token = path.read_text().strip()
+    if len(token) < 16:
+        raise SqlStreamError(f"the job manager token in {path} is missing or shorter than 16 characters")
+    return token
+
+
+@dataclass
+class ServerOptions:
+    """Where and how the job manager listens (Flink's ``rest.*`` options, as ``sqlstream serve`` flags).
+
+    Outside loopback the REST API can submit code to run as this user: it is
+    only reachable with the token, and the token should travel over TLS.
+    """
+
+    bind_address: str = "127.0.0.1"  # rest.bind-address
+    address: str | None = None  # rest.address: the host name clients use (checked against Host headers)
+    port: int = 0  # rest.port; 0 picks a free one
+    max_content_length: int = MAX_CONTENT_LENGTH  # rest.server.max-content-length
+    request_timeout_s: float = REQUEST_TIMEOUT_S  # for a request's headers and body to arrive
+    ssl_cert: str | None = None  # PEM certificate chain: serve HTTPS
+    ssl_key: str | None = None  # PEM private key of ssl_cert
+
+    @property
+    def loopback(self) -> bool:
+        if self.bind_address == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.bind_address).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.ssl_cert else "http"
+
+    def host_names(self) -> set[str]:
+        """Names a client may put in the Host header (with the port): the bound address, loopback, ``address``."""
+        names = set(LOOPBACK_NAMES) | {self.bind_address}
+        if self.address:
+            names.add(self.address)
+        if not self.loopback and self.bind_address in ("0.0.0.0", ""):
+            names |= {socket.gethostname(), socket.getfqdn()}
+        return {n.lower() for n in names if n}
+
+
+class BadRequest(Exception):
+    """A request the handler answers with ``status`` and a JSON error (naming the field when one is at fault)."""
+
+    def __init__(self, status: int, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.field = field
+
+
+def _field(body: dict[str, Any], name: str, kind: type, required: bool = False) -> Any:
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise BadRequest(400, f"field '{name}' is required", name)
+        return None
+    if not isinstance(value, kind):
+        raise BadRequest(400, f"field '{name}' must be a {'boolean' if kind is bool else 'string'}, "
+                              f"not {type(value).__name__}", name)
+    return value
+
+
+def _only(body: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(body) - set(allowed))
+    if unknown:
+        raise BadRequest(400, f"unknown field '{unknown[0]}' (expected: {', '.join(allowed) or 'none'})", unknown[0])
+
 
 class _Handler(BaseHTTPRequestHandler):
+    """Every request is checked, in this order: Host (403), Origin (403), token (401); then a POST's
+    Content-Type (415), size (413, 411 without a length) and arrival within the timeout (408)."""
+
     manager: JobManager
+    options: ServerOptions
+    token: str
     server_version = "sqlstream-jobmanager"
+
+    def setup(self) -> None:
+        self.timeout = self.options.request_timeout_s  # socket timeout: a silent client frees its thread
+        super().setup()
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.do_handshake()  # here, in this request's thread and under its timeout
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         """Requests are not logged: the web page polls every two seconds."""
 
-    def _send(self, status: int, body: Any, content_type: str = "application/json") -> None:
+    @property
+    def cookie_name(self) -> str:
+        # cookies are shared across ports of a host: one name per job manager port
+        return f"sqlstream-token-{self.server.server_address[1]}"
+
+    def _send(self, status: int, body: Any, content_type: str = "application/json",
+              headers: dict[str, str] | None = None) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, message: str) -> None:
-        self._send(status, {"error": message})
+    def _error(self, status: int, message: str, field: str | None = None) -> None:
+        self._send(status, {"error": redact(message), **({"field": field} if field else {})})
+
+    # ------------------------------------------------------------ checks
+    def _check_host(self) -> None:
+        """DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 still sends its own Host."""
+        host = (self.headers.get("Host") or "").strip().lower()
+        port = str(self.server.server_address[1])
+        name, _, given_port = host.rpartition(":")
+        if given_port != port or name not in self.options.host_names():
+            raise BadRequest(403, f"Host '{host}' is not this job manager's address")
+
+    def _check_origin(self) -> None:
+        """Cross-origin requests (another page's script) are refused; same-origin ones name this server."""
+        origin = self.headers.get("Origin")
+        if origin is not None and origin.lower() != f"{self.options.scheme}://{self.headers['Host'].strip().lower()}":
+            raise BadRequest(403, f"cross-origin request from '{origin}' refused")
+
+    def _authorized(self) -> bool:
+        given = None
+        auth = self.headers.get("Authorization") or ""
+        if auth.lower().startswith("bearer "):
+            given = auth[7:].strip()
+        else:
+            cookie = SimpleCookie()
+            try:
+                cookie.load(self.headers.get("Cookie") or "")
+            except CookieError:
+                return False
+            if self.cookie_name in cookie:
+                given = cookie[self.cookie_name].value
+        return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
+
+    def _guard(self) -> None:
+        self._check_host()
+        self._check_origin()
 
     def _body(self) -> dict[str, Any]:
-        length = int(self.headers.get("Content-Length") or 0)
+        """The JSON object a POST carries, read whole within the request timeout and the size limit."""
+        ctype = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        if ctype != "application/json":
+            raise BadRequest(415, f"Content-Type must be application/json, not '{ctype or 'none'}'")
+        if self.headers.get("Transfer-Encoding"):
+            raise BadRequest(411, "send the body with a Content-Length, not a Transfer-Encoding")
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            raise BadRequest(400, "Content-Length is not a number") from None
+        if length < 0:
+            raise BadRequest(400, "Content-Length is negative")
+        if length > self.options.max_content_length:
+            raise BadRequest(413, f"request body of {length} bytes is over the limit of "
+                                  f"{self.options.max_content_length} bytes")
         if not length:
             return {}
-        data = json.loads(self.rfile.read(length))
+        deadline = time.monotonic() + self.options.request_timeout_s
+        chunks, left = [], length
+        try:
+            while left:
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+                chunk = self.rfile.read1(min(left, 65536))
+                if not chunk:
+                    raise BadRequest(400, f"request body ended after {length - left} of {length} bytes")
+                chunks.append(chunk)
+                left -= len(chunk)
+        except TimeoutError:
+            raise BadRequest(408, f"request body did not arrive within {self.options.request_timeout_s:g} s") from None
+        try:
+            data = json.loads(b"".join(chunks))
+        except ValueError as e:
+            raise BadRequest(400, f"request body is not JSON: {e}") from None
         if not isinstance(data, dict):
-            raise ValueError("the request body must be a JSON object")
+            raise BadRequest(400, "request body must be a JSON object")
         return data
 
     def _parts(self) -> list[str]:
-        return [p for p in self.path.split("?", 1)[0].split("/") if p]
+        return [p for p in urllib.parse.urlsplit(self.path).path.split("/") if p]
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        parts = self._parts()
+    def _answer(self, route: Callable[[], None]) -> None:
         try:
-            if not parts or parts == ["index.html"]:
-                self._send(200, (WEB_DIR / "index.html").read_bytes(), "text/html; charset=utf-8")
-            elif parts == ["jobs"]:
-                self._send(200, {"jobs": [j.summary() for j in self.manager.list()]})
-            elif len(parts) == 2 and parts[0] == "jobs":
-                self._send(200, self.manager.get(parts[1]).detail())
-            else:
-                self._error(404, f"no such resource: {self.path}")
+            self._guard()
+            route()
+        except BadRequest as e:
+            if e.status in (408, 411, 413):
+                self.close_connection = True  # the rest of the body is not read
+            self._error(e.status, str(e), e.field)
         except KeyError as e:
             self._error(404, f"no job {e.args[0]}")
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        parts = self._parts()
-        try:
-            body = self._body()
-            if parts == ["jobs"]:
-                if not isinstance(body.get("sql"), str) or not body["sql"].strip():
-                    self._error(400, "POST /jobs needs {\"sql\": \"...\"}")
-                    return
-                job = self.manager.submit(body["sql"], body.get("name"), body.get("cwd"), body.get("restore"),
-                                          bool(body.get("allow_non_restored_state")))
-                self._send(201, job.summary())
-            elif len(parts) == 3 and parts[0] == "jobs" and parts[2] == "stop":
-                path = self.manager.stop(parts[1], body.get("savepoint_dir"))
-                self._send(200, {"id": parts[1], "savepoint": path})
-            elif len(parts) == 3 and parts[0] == "jobs" and parts[2] == "cancel":
-                self.manager.cancel(parts[1])
-                self._send(202, {"id": parts[1], "state": "CANCELING"})
-            else:
-                self._error(404, f"no such resource: {self.path}")
-        except KeyError as e:
-            self._error(404, f"no job {e.args[0]}")
-        except ValueError as e:
-            self._error(400, f"bad request body: {e}")
         except SqlStreamError as e:
             self._error(409 if "not RUNNING" in str(e) else 400, str(e))
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception as e:  # noqa: BLE001 - one bad request must not take the job manager down
+            print(f"[ERROR] {self.command} {self.path}: {type(e).__name__}: {redact(str(e))}", file=sys.stderr, flush=True)
+            self._error(500, f"internal error: {type(e).__name__}")
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self._answer(self._get)
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        self._answer(self._post)
+
+    def _get(self) -> None:
+        parts = self._parts()
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        if not parts and "token" in query:
+            # the page's URL: the token becomes a cookie the page's own requests carry, then leaves the address bar
+            given = query["token"][0]
+            if not hmac.compare_digest(given.encode(), self.token.encode()):
+                raise BadRequest(401, "wrong token")
+            secure = "; Secure" if self.options.ssl_cert else ""
+            self._send(303, b"", "text/plain", {
+                "Location": "/",
+                "Set-Cookie": f"{self.cookie_name}={given}; Path=/; HttpOnly; SameSite=Strict{secure}",
+            })
+            return
+        if not self._authorized():
+            if not parts:
+                self._send(401, (WEB_DIR / "unauthorized.html").read_bytes(), "text/html; charset=utf-8")
+                return
+            raise BadRequest(401, "missing or wrong token: send 'Authorization: Bearer <token>' "
+                                  f"(the token is in {token_file()})")
+        if not parts or parts == ["index.html"]:
+            self._send(200, (WEB_DIR / "index.html").read_bytes(), "text/html; charset=utf-8")
+        elif parts == ["jobs"]:
+            self._send(200, {"jobs": [j.summary() for j in self.manager.list()]})
+        elif len(parts) == 2 and parts[0] == "jobs":
+            self._send(200, self.manager.get(parts[1]).detail())
+        else:
+            raise BadRequest(404, f"no such resource: {self._path_only()}")
+
+    def _path_only(self) -> str:
+        return urllib.parse.urlsplit(self.path).path
+
+    def _post(self) -> None:
+        if not self._authorized():
+            raise BadRequest(401, "missing or wrong token: send 'Authorization: Bearer <token>' "
+                                  f"(the token is in {token_file()})")
+        parts = self._parts()
+        body = self._body()
+        if parts == ["jobs"]:
+            _only(body, ("sql", "name", "cwd", "restore", "allow_non_restored_state"))
+            sql = _field(body, "sql", str, required=True)
+            if not sql.strip():
+                raise BadRequest(400, "field 'sql' is empty", "sql")
+            cwd = _field(body, "cwd", str)
+            if cwd is not None and not Path(cwd).is_dir():
+                raise BadRequest(400, f"field 'cwd': '{cwd}' is not an existing directory", "cwd")
+            job = self.manager.submit(sql, _field(body, "name", str), cwd, _field(body, "restore", str),
+                                      bool(_field(body, "allow_non_restored_state", bool)))
+            self._send(201, job.summary())
+        elif len(parts) == 3 and parts[0] == "jobs" and parts[2] == "stop":
+            _only(body, ("savepoint_dir",))
+            path = self.manager.stop(parts[1], _field(body, "savepoint_dir", str))
+            self._send(200, {"id": parts[1], "savepoint": path})
+        elif len(parts) == 3 and parts[0] == "jobs" and parts[2] == "cancel":
+            _only(body, ())
+            self.manager.cancel(parts[1])
+            self._send(202, {"id": parts[1], "state": "CANCELING"})
+        else:
+            raise BadRequest(404, f"no such resource: {self._path_only()}")
 
 
-def serve(port: int = 0) -> int:
+class _Server(ThreadingHTTPServer):
+    request_queue_size = REQUEST_QUEUE_SIZE
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that drops its connection or fails the TLS handshake is not worth a traceback."""
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            super().handle_error(request, client_address)
+
+
+def make_server(manager: JobManager, options: ServerOptions, token: str) -> ThreadingHTTPServer:
+    """The HTTP(S) server of ``manager``, bound but not yet serving."""
+    handler = type("Handler", (_Handler,), {"manager": manager, "options": options, "token": token})
+    server = _Server((options.bind_address, options.port), handler)
+    if options.ssl_cert:
+        if not options.ssl_key:
+            server.server_close()
+            raise SqlStreamError("--ssl-cert needs --ssl-key (the certificate's private key, PEM)")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            context.load_cert_chain(options.ssl_cert, options.ssl_key)
+        except (OSError, ssl.SSLError) as e:
+            server.server_close()
+            raise SqlStreamError(f"cannot load the TLS certificate and key: {e}") from None
+        # the handshake happens in the request's thread, under its timeout, not in the accepting loop
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+    return server
+
+
+def serve(options: ServerOptions | None = None) -> int:
     """Runs the job manager in the foreground until SIGTERM or Ctrl-C."""
+    options = options or ServerOptions()
     existing = _read_json(state_file())
-    if existing and _alive(existing.get("pid")) and existing.get("pid") != os.getpid() and _responds(existing["port"]):
-        raise SqlStreamError(f"a job manager is already running on {HOST}:{existing['port']} (pid {existing['pid']})")
+    if existing and _alive(existing.get("pid")) and existing.get("pid") != os.getpid() and _responds(existing):
+        raise SqlStreamError(f"a job manager is already running at {existing.get('url')} (pid {existing['pid']})")
+    token = access_token()
+    if not options.loopback and not options.ssl_cert:
+        print(f"[WARN] The job manager listens on {options.bind_address} without TLS: its token and jobs cross "
+              "the network in clear text; give it --ssl-cert and --ssl-key", file=sys.stderr, flush=True)
     manager = JobManager()
-    handler = type("Handler", (_Handler,), {"manager": manager})
-    server = ThreadingHTTPServer((HOST, port), handler)
-    server.daemon_threads = True
+    try:
+        server = make_server(manager, options, token)
+    except BaseException:
+        manager.stop_event.set()
+        raise
     actual = server.server_address[1]
-    home().mkdir(parents=True, exist_ok=True)
-    _write_json(state_file(), {"pid": os.getpid(), "port": actual, "started": time.time()})
-    print(f"[INFO] Job manager listening on http://{HOST}:{actual}/ (SQLSTREAM_HOME={home()})", flush=True)
+    client_host = options.address or (HOST if options.bind_address in ("0.0.0.0", "") else options.bind_address)
+    url = f"{options.scheme}://{client_host}:{actual}"
+    _write_json(state_file(), {"pid": os.getpid(), "port": actual, "url": url, "ssl_cert": options.ssl_cert,
+                               "started": time.time()})
+    print(f"[INFO] Job manager listening on {url}/ (SQLSTREAM_HOME={home()})", flush=True)
+    print(f"[INFO] Web page: {url}/?token={token}", flush=True)
 
     def stop(signum: int, frame: Any) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()
@@ -461,83 +757,106 @@ def serve(port: int = 0) -> int:
     return 0
 
 
-def _responds(port: int) -> bool:
+def _responds(info: dict[str, Any]) -> bool:
     try:
-        with urllib.request.urlopen(f"http://{HOST}:{port}/jobs", timeout=2) as r:
-            return r.status == 200
-    except (OSError, urllib.error.URLError):
+        Client.at(info).jobs(timeout=2)
+    except (SqlStreamError, OSError):
         return False
+    return True
 
 
 # ---------------------------------------------------------------- client
 
 
 class Client:
-    """Talks to the local job manager; ``start=True`` launches one in the background if none runs."""
+    """Talks to this SQLSTREAM_HOME's job manager with its token; ``start=True`` launches one if none runs."""
 
     def __init__(self, start: bool = False, timeout_s: float = 30) -> None:
-        self.port = self._find()
-        if self.port is None and start:
-            self.port = self._launch(timeout_s)
-        if self.port is None:
+        info = self._find()
+        if info is None and start:
+            info = self._launch(timeout_s)
+        if info is None:
             raise SqlStreamError("no job manager is running; start one with `sqlstream jobmanager` "
                                  "or submit a job with `sqlstream run job.sql --detach`")
+        self._connect(info)
+
+    @classmethod
+    def at(cls, info: dict[str, Any]) -> Client:
+        """A client of the job manager that ``info`` (its ``jobmanager.json``) describes."""
+        client = cls.__new__(cls)
+        client._connect(info)
+        return client
+
+    def _connect(self, info: dict[str, Any]) -> None:
+        self.port = int(info["port"])
+        self.url = str(info.get("url") or f"http://{HOST}:{self.port}")
+        self.token = access_token()
+        cert = info.get("ssl_cert")
+        self.context = ssl.create_default_context(cafile=cert) if cert else None
+
+    @property
+    def page_url(self) -> str:
+        """The web page's address, with the token that logs the browser in."""
+        return f"{self.url}/?token={self.token}"
 
     @staticmethod
-    def _find() -> int | None:
+    def _find() -> dict[str, Any] | None:
         info = _read_json(state_file())
-        if info and _alive(info.get("pid")) and _responds(info["port"]):
-            return int(info["port"])
+        if isinstance(info, dict) and _alive(info.get("pid")) and isinstance(info.get("port"), int) and _responds(info):
+            return info
         return None
 
-    def _launch(self, timeout_s: float) -> int:
-        home().mkdir(parents=True, exist_ok=True)
+    def _launch(self, timeout_s: float) -> dict[str, Any]:
+        private_dir(home())
+        access_token()  # created now, so that the job manager and this client read the same one
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
-        with open(home() / "jobmanager.log", "ab") as log:
+        with open_private(home() / "jobmanager.log", "ab") as log:
             subprocess.Popen([sys.executable, "-m", "sqlstream.frontend.cli", "jobmanager"], env=env, cwd=str(home()),
                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            port = self._find()
-            if port is not None:
-                return port
+            info = self._find()
+            if info is not None:
+                return info
             time.sleep(0.1)
         raise SqlStreamError(f"the job manager did not start within {timeout_s:.0f} s; see {home() / 'jobmanager.log'}")
 
-    @property
-    def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
-
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 150) -> Any:
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+        headers = {"Authorization": f"Bearer {self.token}"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as r:
+            with urllib.request.urlopen(request, timeout=timeout, context=self.context) as r:
                 return json.loads(r.read())
         except urllib.error.HTTPError as e:
-            message = (_json_or_none(e.read()) or {}).get("error") or str(e)
+            answer = _json_or_none(e.read())
+            message = (answer.get("error") if isinstance(answer, dict) else None) or str(e)
             raise SqlStreamError(message) from None
         except urllib.error.URLError as e:
             raise SqlStreamError(f"the job manager at {self.url} does not answer: {e.reason}") from None
+        except (OSError, ValueError) as e:
+            raise SqlStreamError(f"the job manager at {self.url} does not answer: {e}") from None
 
     def submit(self, sql: str, name: str, cwd: str, restore: str | None = None,
                allow_non_restored_state: bool = False) -> dict[str, Any]:
         return self._call("POST", "/jobs", {"sql": sql, "name": name, "cwd": cwd, "restore": restore,
                                             "allow_non_restored_state": allow_non_restored_state})
 
-    def jobs(self) -> list[dict[str, Any]]:
-        return self._call("GET", "/jobs")["jobs"]
+    def jobs(self, timeout: float = 150) -> list[dict[str, Any]]:
+        return self._call("GET", "/jobs", timeout=timeout)["jobs"]
 
     def job(self, job_id: str) -> dict[str, Any]:
-        return self._call("GET", f"/jobs/{job_id}")
+        return self._call("GET", f"/jobs/{urllib.parse.quote(job_id, safe='')}")
 
     def stop(self, job_id: str, savepoint_dir: str | None = None) -> str:
-        return self._call("POST", f"/jobs/{job_id}/stop", {"savepoint_dir": savepoint_dir})["savepoint"]
+        return self._call("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/stop",
+                          {"savepoint_dir": savepoint_dir})["savepoint"]
 
     def cancel(self, job_id: str) -> None:
-        self._call("POST", f"/jobs/{job_id}/cancel", {})
+        self._call("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/cancel", {})
 
 
 def _json_or_none(data: bytes) -> Any:
@@ -553,10 +872,16 @@ def format_jobs(jobs: list[dict[str, Any]], now: float | None = None) -> str:
     header = ("ID", "STATE", "UPTIME", "RECORDS IN", "RECORDS OUT", "LAST CHECKPOINT", "NAME")
     lines = [header]
     for j in jobs:
-        up = int(j["uptime_s"])
+        up = int(j.get("uptime_s") or 0)
         cp = j.get("last_checkpoint")
         last = f"#{cp['id']} ({cp['duration_ms']:.0f} ms, {max(now - cp['completed_at'], 0):.0f} s ago)" if cp else "-"
-        lines.append((j["id"], j["state"], f"{up // 3600}:{up // 60 % 60:02d}:{up % 60:02d}", str(j["records_in"]),
-                      str(j["records_out"]), last, j["name"]))
+        lines.append((_cell(j.get("id")), _cell(j.get("state")), f"{up // 3600}:{up // 60 % 60:02d}:{up % 60:02d}",
+                      _cell(j.get("records_in")), _cell(j.get("records_out")), last, _cell(j.get("name"))))
     widths = [max(len(r[i]) for r in lines) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines)
+
+
+def _cell(value: Any) -> str:
+    """One line of printable text, whatever a job's name holds (newlines, escapes, a JSON object)."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    return "".join(c if c.isprintable() else "?" for c in text)

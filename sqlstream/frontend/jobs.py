@@ -19,13 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from sqlstream.core.errors import SqlStreamError
-from sqlstream.core.home import home
+from sqlstream.core.home import home, private_dir, write_private
 
 
 def jobs_dir() -> Path:
-    d = home() / "jobs"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    return private_dir(home() / "jobs")
 
 
 class RegisteredJob:
@@ -34,7 +32,7 @@ class RegisteredJob:
     def __init__(self, script: str) -> None:
         self.id = uuid.uuid4().hex[:12]
         self.file = jobs_dir() / f"{self.id}.json"
-        self.file.write_text(json.dumps({"id": self.id, "pid": os.getpid(), "script": script, "started": time.time()}))
+        write_private(self.file, json.dumps({"id": self.id, "pid": os.getpid(), "script": script, "started": time.time()}))
 
     def install_savepoint_handler(self, take_savepoint: Callable[[Path, bool], Path]) -> None:
         def handler(signum: int, frame: Any) -> None:
@@ -45,12 +43,15 @@ class RegisteredJob:
             request.unlink()
 
             def work() -> None:
-                result = jobs_dir() / f"{self.id}.savepoint-result"
                 try:
                     path = take_savepoint(Path(spec["dir"]), bool(spec.get("stop")))
-                    result.write_text(json.dumps({"path": str(path)}))
+                    answer = {"path": str(path)}
                 except Exception as e:  # noqa: BLE001 - reported to the requesting client
-                    result.write_text(json.dumps({"error": str(e)}))
+                    answer = {"error": str(e)}
+                # whole or not at all: the requester polls for the file
+                tmp = jobs_dir() / f".{self.id}.savepoint-result.tmp"
+                write_private(tmp, json.dumps(answer))
+                os.replace(tmp, jobs_dir() / f"{self.id}.savepoint-result")
 
             threading.Thread(target=work, daemon=True).start()
 
@@ -63,30 +64,53 @@ class RegisteredJob:
 def list_jobs() -> list[dict[str, Any]]:
     out = []
     for f in sorted(jobs_dir().glob("*.json")):
-        info = json.loads(f.read_text())
-        try:
-            os.kill(info["pid"], 0)
-        except OSError:
-            f.unlink(missing_ok=True)  # the process is gone
+        info = _entry(f)
+        if info is None or not _alive(info["pid"]):
+            f.unlink(missing_ok=True)  # the process is gone (or never finished writing a readable entry)
             continue
         out.append(info)
     return out
 
 
+def _entry(path: Path) -> dict[str, Any] | None:
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and isinstance(info.get("pid"), int) and "id" in info else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def request_savepoint(job_id: str, directory: Path, stop: bool, timeout_s: float = 120) -> Path:
-    entry = jobs_dir() / f"{job_id}.json"
-    if not entry.exists():
+    """Asks the running job ``job_id`` for a savepoint under ``directory``; a job that is gone is a clear error."""
+    entry = jobs_dir() / f"{job_id}.json" if job_id.isalnum() else None
+    info = _entry(entry) if entry is not None else None
+    if info is None or not _alive(info["pid"]):
+        if entry is not None:
+            entry.unlink(missing_ok=True)
         known = ", ".join(j["id"] for j in list_jobs()) or "none"
         raise SqlStreamError(f"no running job '{job_id}' (running jobs: {known})")
-    info = json.loads(entry.read_text())
+    pid = info["pid"]
     result = jobs_dir() / f"{job_id}.savepoint-result"
     result.unlink(missing_ok=True)
-    (jobs_dir() / f"{job_id}.savepoint-request").write_text(
-        json.dumps({"dir": str(directory.resolve()), "stop": stop})
-    )
-    os.kill(info["pid"], signal.SIGUSR1)
+    write_private(jobs_dir() / f"{job_id}.savepoint-request", json.dumps({"dir": str(directory.resolve()), "stop": stop}))
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except ProcessLookupError:
+        raise SqlStreamError(f"job '{job_id}' ended before it could take a savepoint") from None
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        if not result.exists() and not _alive(pid) and not result.exists():  # (it may answer, then exit)
+            raise SqlStreamError(f"job '{job_id}' ended before it completed a savepoint")
         if result.exists():
             answer = json.loads(result.read_text())
             result.unlink(missing_ok=True)
