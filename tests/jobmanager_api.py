@@ -19,9 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class Api:
-    def __init__(self, home: Path, url: str) -> None:
+    def __init__(self, home: Path, url: str, startup: str = "") -> None:
         self.home = home
         self.url = url
+        self.startup = startup  # what the job manager printed before it listened (warnings)
 
     @property
     def token(self) -> str:
@@ -50,14 +51,16 @@ def start_jobmanager(home: Path, *options: str) -> tuple[subprocess.Popen, Api]:
     env = {**os.environ, "SQLSTREAM_HOME": str(home), "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "sqlstream.frontend.cli", "serve", "--port", "0", *options],
                             env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    startup = ""
     line = proc.stdout.readline()  # type: ignore[union-attr]
     while line.startswith("[WARN]"):
+        startup += line
         line = proc.stdout.readline()  # type: ignore[union-attr]
     found = re.search(r"(https?://127\.0\.0\.1:\d+)/", line)
     if found is None:
         proc.kill()
         raise AssertionError(f"the job manager did not start: {line}{proc.stdout.read()}")  # type: ignore[union-attr]
-    return proc, Api(home, found.group(1))
+    return proc, Api(home, found.group(1), startup)
 
 
 def stop_jobmanager(home: Path) -> None:
