@@ -122,6 +122,7 @@ def test_a_session_in_a_terminal(tmp_path: Path) -> None:
         term.close()
     history = (tmp_path / "sql_history").read_text()
     assert "SHOW TABLES;" in history and "COUNT(*) AS n FROM clicks" in history
+    assert (tmp_path / "sql_history").stat().st_mode & 0o777 == 0o600  # typed statements may hold passwords
 
 
 def test_the_live_table_view_redraws_in_place_in_a_terminal(tmp_path: Path) -> None:

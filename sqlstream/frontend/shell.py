@@ -37,7 +37,7 @@ from prompt_toolkit.styles import Style
 from sqlglot.errors import TokenError
 
 from sqlstream.core.errors import SqlStreamError
-from sqlstream.core.home import home
+from sqlstream.core.home import home, open_private
 from sqlstream.core.sql.dialect import Flink, split_statements
 from sqlstream.core.sql.script import Statement, parse_one
 from sqlstream.core.tables import TableDef, ViewDef
@@ -426,6 +426,7 @@ class SqlShell:
 
     def prompt_session(self) -> PromptSession:
         self.history.parent.mkdir(parents=True, exist_ok=True)
+        open_private(self.history, "a").close()  # typed statements can hold passwords: readable by the user only
         return PromptSession(
             message="sqlstream> ",
             multiline=True,
