@@ -22,8 +22,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,7 +79,7 @@ def jobs(api: Api) -> list[dict]:
     return listing["jobs"]
 
 
-def wait_for(what: str, check, timeout: float = 60):  # noqa: ANN001, ANN201 - a predicate and its value
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = check()
@@ -308,10 +309,12 @@ def test_listening_beyond_loopback_warns_without_tls_and_serves_https_with_a_cer
 def test_stop_cancel_and_savepoint_of_unknown_or_dead_jobs_fail_cleanly(server: Api, tmp_path: Path) -> None:
     for args in (("stop", "nope"), ("cancel", "nope"), ("stop", "../../etc")):
         done = cli(server.home, *args)
-        assert done.returncode == 1 and done.stderr.startswith("[ERROR] no job") and "Traceback" not in done.stderr
+        assert done.returncode == 1 and done.stderr.startswith(f"[ERROR] no job {args[1]}"), done.stderr
+        assert "Traceback" not in done.stderr
     # a `sqlstream run` killed with -9 leaves its registry entry behind
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
+    (server.home / "jobs").mkdir(exist_ok=True)
     (server.home / "jobs" / "deadbeef0001.json").write_text(json.dumps(
         {"id": "deadbeef0001", "pid": gone.pid, "script": "x.sql", "started": time.time()}))
     done = cli(server.home, "savepoint", "deadbeef0001", str(tmp_path))
@@ -328,7 +331,7 @@ def test_the_jobs_listing_survives_odd_job_names(server: Api, monkeypatch: pytes
     assert line.endswith("two?lines ?[2J")
     # a job.json written by an older job manager with an object for a name
     odd = server.home / "jobs" / "0dd0dd0dd0dd"
-    odd.mkdir()
+    odd.mkdir(parents=True)
     (odd / "job.json").write_text(json.dumps({"id": "0dd0dd0dd0dd", "name": {"a": 1}, "cwd": "/", "state": "FAILED",
                                               "started": 1.0, "ended": 2.0, "unknown_field": 1}))
     (server.home / "jobs" / "garbage").mkdir()

@@ -598,7 +598,7 @@ class _Handler(BaseHTTPRequestHandler):
         return data
 
     def _parts(self) -> list[str]:
-        return [p for p in urllib.parse.urlsplit(self.path).path.split("/") if p]
+        return [urllib.parse.unquote(p) for p in urllib.parse.urlsplit(self.path).path.split("/") if p]
 
     def _answer(self, route: Callable[[], None]) -> None:
         try:
