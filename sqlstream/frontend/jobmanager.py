@@ -435,6 +435,12 @@ class ServerOptions:
     ssl_cert: str | None = None  # PEM certificate chain: serve HTTPS
     ssl_key: str | None = None  # PEM private key of ssl_cert
 
+    def __post_init__(self) -> None:
+        if self.request_timeout_s <= 0:
+            raise SqlStreamError(f"the request timeout must be positive, not {self.request_timeout_s:g} s")
+        if self.max_content_length < 0:
+            raise SqlStreamError(f"the largest request body must be 0 bytes or more, not {self.max_content_length}")
+
     @property
     def loopback(self) -> bool:
         if self.bind_address == "localhost":
@@ -453,7 +459,7 @@ class ServerOptions:
         names = set(LOOPBACK_NAMES) | {self.bind_address}
         if self.address:
             names.add(self.address)
-        if not self.loopback and self.bind_address in ("0.0.0.0", ""):
+        if self.bind_address in ("0.0.0.0", ""):
             names |= {socket.gethostname(), socket.getfqdn()}
         return {n.lower() for n in names if n}
 
