@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlstream.core.home import open_private
+
 # job states, Flink's names
 CREATED, RUNNING, RESTARTING, FINISHED, FAILED, CANCELED = (
     "CREATED", "RUNNING", "RESTARTING", "FINISHED", "FAILED", "CANCELED")
@@ -198,7 +200,8 @@ def write_status(directory: Path, status: JobStatus) -> None:
     """Publish ``status.json`` atomically (temp file, then rename): a reader never sees half of it."""
     path = directory / STATUS_FILE
     tmp = directory / f".{STATUS_FILE}.{os.getpid()}.{threading.get_ident()}.tmp"
-    tmp.write_text(status.to_json())
+    with open_private(tmp, "w") as f:  # beside the job's SQL and log: the user's alone
+        f.write(status.to_json())
     os.replace(tmp, path)
 
 
