@@ -516,7 +516,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, body: Any, content_type: str = "application/json",
               headers: dict[str, str] | None = None) -> None:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        # any text a job published (errors, plans) may quote its SQL: secret option values are hidden
+        data = body if isinstance(body, bytes) else json.dumps(_redacted(body)).encode()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -528,7 +529,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _error(self, status: int, message: str, field: str | None = None) -> None:
-        self._send(status, {"error": redact(message), **({"field": field} if field else {})})
+        self._send(status, {"error": message, **({"field": field} if field else {})})
 
     # ------------------------------------------------------------ checks
     def _check_host(self) -> None:
@@ -603,6 +604,23 @@ class _Handler(BaseHTTPRequestHandler):
             raise BadRequest(400, "request body must be a JSON object")
         return data
 
+    def _discard_input(self, limit_s: float = 2.0, limit_bytes: int = 64 * 1024 * 1024) -> None:
+        """After refusing a body unread: a client still sending it would get a reset instead of the answer
+        if the socket closed with data pending, so the answer is flushed and the rest read and dropped,
+        for at most ``limit_s`` seconds and ``limit_bytes`` bytes (a lingering close)."""
+        self.wfile.flush()
+        try:
+            self.connection.shutdown(socket.SHUT_WR)
+            deadline, dropped = time.monotonic() + limit_s, 0
+            while time.monotonic() < deadline and dropped < limit_bytes:
+                self.connection.settimeout(max(deadline - time.monotonic(), 0.01))
+                chunk = self.rfile.read1(65536)
+                if not chunk:
+                    break
+                dropped += len(chunk)
+        except OSError:
+            pass  # the client has gone: nothing left to protect
+
     def _parts(self) -> list[str]:
         return [urllib.parse.unquote(p) for p in urllib.parse.urlsplit(self.path).path.split("/") if p]
 
@@ -614,6 +632,8 @@ class _Handler(BaseHTTPRequestHandler):
             if e.status in (408, 411, 413):
                 self.close_connection = True  # the rest of the body is not read
             self._error(e.status, str(e), e.field)
+            if e.status in (411, 413):
+                self._discard_input()
         except KeyError as e:
             self._error(404, f"no job {e.args[0]}")
         except SqlStreamError as e:
@@ -689,6 +709,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(202, {"id": parts[1], "state": "CANCELING"})
         else:
             raise BadRequest(404, f"no such resource: {self._path_only()}")
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` (a JSON answer) with :func:`redact` applied to every string in it."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted(v) for v in value]
+    return value
 
 
 class _Server(ThreadingHTTPServer):
