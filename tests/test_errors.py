@@ -133,3 +133,15 @@ def test_window_on_a_column_without_watermark_is_refused(tmp_path, capsys, data)
 SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE n, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY window_start, window_end;"""
     code, err = run_cli(tmp_path, sql, capsys)
     assert code == 1 and "time attribute" in err
+
+
+def test_a_sql_error_on_a_line_with_a_secret_hides_it_and_keeps_the_caret_under_the_token(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sql = ("CREATE TABLE t (a INT) WITH ('connector' = 'blackhole', 'Password' = 'it''s s3cret', "
+           "'sasl.jaas.config' = 'x') oops;")
+    code, err = run_cli(tmp_path, sql, capsys)
+    assert code == 1 and "s3cret" not in err
+    quoted, caret = err.splitlines()[-2:]
+    assert quoted == ("  CREATE TABLE t (a INT) WITH ('connector' = 'blackhole', 'Password' = '******', "
+                      "'sasl.jaas.config' = '******') oops;")
+    assert quoted[caret.index("^"):].startswith("oops")
