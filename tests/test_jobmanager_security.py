@@ -214,6 +214,7 @@ def test_the_page_is_opened_through_its_token_url_which_sets_an_http_only_strict
     port = server.url.rsplit(":", 1)[1]
     assert cookie.startswith(f"sqlstream-token-{port}={server.token};")
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert login.value.headers["Referrer-Policy"] == "no-referrer" and login.value.headers["X-Frame-Options"] == "DENY"
     name_value = cookie.split(";", 1)[0]
     assert server.call("/jobs", headers={"Authorization": None, "Cookie": name_value})[0] == 200
     with opener.open(urllib.request.Request(server.url + "/", headers={"Cookie": name_value}), timeout=30) as page:

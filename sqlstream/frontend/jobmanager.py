@@ -523,6 +523,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("X-Frame-Options", "DENY")  # no other site frames the page
+        self.send_header("Referrer-Policy", "no-referrer")  # the token URL is not passed on
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
