@@ -145,3 +145,23 @@ def test_a_sql_error_on_a_line_with_a_secret_hides_it_and_keeps_the_caret_under_
     assert quoted == ("  CREATE TABLE t (a INT) WITH ('connector' = 'blackhole', 'Password' = '******', "
                       "'sasl.jaas.config' = '******') oops;")
     assert quoted[caret.index("^"):].startswith("oops")
+
+
+@pytest.mark.parametrize("expression", ["+".join(["1"] * 1000), "(" * 2000 + "1" + ")" * 2000])
+def test_an_expression_nested_too_deeply_is_refused_naming_the_limit(
+        expression: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run_cli(tmp_path, f"SELECT {expression};", capsys)
+    assert code != 0
+    assert "nests expressions more than 200 levels deep" in err
+
+
+def test_an_expression_nested_within_the_limit_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 90 parentheses around 90 chained additions: 180 levels
+    code, err = run_cli(tmp_path, "SELECT " + "(" * 90 + "+".join(["1"] * 90) + ")" * 90 + ";", capsys)
+    assert code == 0 and "Job finished" in err
+
+
+def test_a_decimal_beyond_flinks_precision_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run_cli(tmp_path, "CREATE TABLE t (d DECIMAL(100, 2)) WITH ('connector' = 'datagen');", capsys)
+    assert code != 0
+    assert "DECIMAL(100, 2) is out of range" in err

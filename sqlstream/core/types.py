@@ -66,6 +66,9 @@ def arrow_type(dt: exp.DataType) -> pa.DataType:
     if kind == _DT.DECIMAL:
         precision = params[0] if params else 10
         scale = params[1] if len(params) > 1 else 0
+        if not 1 <= precision <= 38 or not 0 <= scale <= precision:
+            raise PlanError(f"DECIMAL({precision}, {scale}) is out of range: the precision must be between 1 and "
+                            "38 (Flink's maximum) and the scale between 0 and the precision")
         return pa.decimal128(precision, scale)
     if kind == _DT.ARRAY and dt.expressions:
         return pa.list_(arrow_type(dt.expressions[0]))

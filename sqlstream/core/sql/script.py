@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 import typing as t
 from dataclasses import dataclass
 
@@ -121,18 +122,46 @@ def _new_parser() -> Parser:
     return Flink().parser(error_level=ErrorLevel.IMMEDIATE)
 
 
+# How deeply expressions may nest (parentheses, chained operators, nested CASEs): the planner and
+# the evaluator walk expression trees recursively, so deeper ones are refused here, by name, rather
+# than failing somewhere later with a RecursionError.
+MAX_NESTING = 200
+_PARSER_RECURSION = 30 * MAX_NESTING + 1000
+
+
 def _parse_statement(chunk: list[Token], sql: str) -> Statement:
+    start, end = chunk[0].start, chunk[-1].end
+    line, col = line_col(sql, start)
+    too_deep = SqlError(f"the statement nests expressions more than {MAX_NESTING} levels deep (parentheses, "
+                        "chained operators or CASEs); split it, e.g. into views or with SUM over rows",
+                        line, col, chunk[0].text, sql)
+    # sqlglot's parser recurses some twenty calls per parenthesis: give it room for MAX_NESTING of them
+    if sys.getrecursionlimit() < _PARSER_RECURSION:
+        sys.setrecursionlimit(_PARSER_RECURSION)
     try:
         node = _new_parser().parse(chunk, sql)[0]
     except ParseError as error:
         raise _sql_error(error, sql) from None
-    start, end = chunk[0].start, chunk[-1].end
-    line, col = line_col(sql, start)
+    except RecursionError:
+        raise too_deep from None
+    if node is not None and nesting(node) > MAX_NESTING:
+        raise too_deep
     # The dialect never falls back to exp.Command; guard the contract anyway.
     command = node.find(exp.Command) if node is not None else None
     if node is None or command is not None:
         raise SqlError(f"unsupported statement '{chunk[0].text}'", line, col, chunk[0].text, sql)
     return Statement(t.cast(exp.Expression, node), sql[start : end + 1], line, col)
+
+
+def nesting(node: exp.Expression) -> int:
+    """The depth of the tree under ``node``, counted without recursion."""
+    deepest = 0
+    stack = [(node, 0)]
+    while stack:
+        n, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((child, d + 1) for child in n.iter_expressions())
+    return deepest
 
 
 def _parse_expression(chunk: list[Token], sql: str) -> exp.Expression:
