@@ -165,3 +165,26 @@ def test_a_decimal_beyond_flinks_precision_is_refused(tmp_path: Path, capsys: py
     code, err = run_cli(tmp_path, "CREATE TABLE t (d DECIMAL(100, 2)) WITH ('connector' = 'datagen');", capsys)
     assert code != 0
     assert "DECIMAL(100, 2) is out of range" in err
+
+
+def test_a_sink_path_that_takes_no_files_fails_before_the_job_reads_naming_the_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code, err = run_cli(tmp_path, f"""CREATE TABLE s (x INT) WITH ('connector' = 'datagen', 'number-of-rows' = '5');
+        CREATE TABLE o (x INT) WITH ('connector' = 'filesystem', 'path' = '{blocker / "out"}', 'format' = 'csv');
+        INSERT INTO o SELECT x FROM s;""", capsys)
+    assert code != 0
+    assert f"sink table 'o': 'path' = '{blocker / 'out'}' is not a writable directory" in err
+
+
+def test_a_checkpoint_directory_that_cannot_be_made_fails_the_job_at_start(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code, err = run_cli(tmp_path, f"""SET 'execution.checkpointing.interval' = '1s';
+        SET 'execution.checkpointing.dir' = 'file://{blocker / "ck"}';
+        CREATE TABLE s (x INT) WITH ('connector' = 'datagen', 'number-of-rows' = '5');
+        SELECT x FROM s;""", capsys)
+    assert code != 0
+    assert f"checkpoint directory '{blocker / 'ck'}' (execution.checkpointing.dir) cannot be created" in err

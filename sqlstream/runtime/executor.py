@@ -1,7 +1,7 @@
 """Runs a dataflow as parallel subtasks with checkpoints, restarts and restore.
 
 The job's settings are Flink's: ``parallelism.default``,
-``execution.checkpointing.interval``, ``state.checkpoints.dir``,
+``execution.checkpointing.interval``, ``execution.checkpointing.dir`` (or ``state.checkpoints.dir``),
 ``state.checkpoints.num-retained``, ``state.backend.type`` (hashmap |
 rocksdb), ``pipeline.max-parallelism``, ``restart-strategy.type`` (none |
 fixed-delay) with ``restart-strategy.fixed-delay.attempts`` / ``.delay``.
@@ -143,7 +143,8 @@ class JobConfig:
 
         try:
             interval = get("execution.checkpointing.interval")
-            chk_dir = get("state.checkpoints.dir")
+            # Flink 2's names first, then the older ones it still reads
+            chk_dir = get("execution.checkpointing.dir") or get("state.checkpoints.dir")
             strategy = (get("restart-strategy.type") or get("restart-strategy") or "none").lower()
             attempts = int(get("restart-strategy.fixed-delay.attempts", "3")) if strategy in ("fixed-delay", "fixeddelay") else 0
             return cls(
@@ -152,7 +153,7 @@ class JobConfig:
                                                   get("pipeline.max-parallelism", str(DEFAULT_MAX_PARALLELISM))),
                 checkpoint_interval_ms=parse_duration_ms(interval) if interval else None,
                 checkpoint_dir=Path(chk_dir.removeprefix("file://")) if chk_dir else None,
-                retained=int(get("state.checkpoints.num-retained", "1")),
+                retained=int(get("execution.checkpointing.num-retained") or get("state.checkpoints.num-retained", "1")),
                 backend=(get("state.backend.type") or get("state.backend") or "hashmap").lower(),
                 restart_attempts=attempts,
                 restart_delay_s=parse_duration_ms(get("restart-strategy.fixed-delay.delay", "1 s")) / 1000,
@@ -186,6 +187,13 @@ class JobExecutor:
         self.checkpoint_history = CheckpointHistory()
         if config.checkpoint_interval_ms and config.checkpoint_dir is None:
             config.checkpoint_dir = Path(tempfile.mkdtemp(prefix="sqlstream-checkpoints-"))
+        elif config.checkpoint_dir is not None:
+            # found before the job starts, not at its first checkpoint
+            try:
+                config.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise SqlStreamError(f"checkpoint directory '{config.checkpoint_dir}' (execution.checkpointing.dir) "
+                                     f"cannot be created: {e.strerror or e}") from None
 
     # ------------------------------------------------------------ public
     def cancel(self) -> None:

@@ -32,7 +32,16 @@ class FileSystemSink(SinkWriter):
         self._pending: list[tuple[str, str]] = []  # closed, not yet handed to a checkpoint
 
     def open(self) -> None:
-        os.makedirs(self._dir, exist_ok=True)
+        try:
+            os.makedirs(self._dir, exist_ok=True)
+            # a directory that exists but takes no files fails here, before any row is read
+            probe = os.path.join(self._dir, f".{self._uuid}.probe")
+            with open(probe, "wb"):
+                pass
+            os.remove(probe)
+        except OSError as e:
+            raise ConnectorError(f"sink table '{self._ctx.table.name}': 'path' = '{self._dir}' is not a writable "
+                                 f"directory: {e.strerror or e}") from None
 
     def _new_file(self) -> None:
         ext = self._format.extension
