@@ -347,6 +347,8 @@ class QueryBinder:
     def _bind_select(self, sel: exp.Select) -> Relation:
         group = sel.args.get("group")
         sets = _grouping_sets(group) if group is not None else None
+        if sets is None and group is not None and sel.find(exp.Grouping, exp.GroupingId) is not None:
+            sets = [list(group.expressions)]  # GROUPING(k) of a plain GROUP BY: one set, where it is 0
         if sets is not None:
             return self._bind_grouping_sets(sel, sets)
         from_ = sel.args.get("from_") or sel.args.get("from")
@@ -418,6 +420,8 @@ class QueryBinder:
             present = {k.sql(dialect=dialect.Flink) for k in s}
 
             def null_out(node: exp.Expression, present: set[str] = present) -> exp.Expression:
+                if isinstance(node, exp.Grouping | exp.GroupingId):
+                    return _grouping_id(node, present)
                 if is_aggregate(node) or isinstance(node, exp.Filter):
                     # aggregates read the input rows, where every key has its value; a copy
                     # (not the node itself) stops the transform from descending into them
@@ -429,7 +433,8 @@ class QueryBinder:
                 return node
 
             branch = sel.copy()
-            branch.set("group", exp.Group(expressions=[k.copy() for k in s]) if s else None)
+            # the empty set () is a global aggregation even with no aggregate in the list
+            branch.set("group", exp.Group(expressions=[k.copy() for k in s]))
             branch.set("expressions", [_keep_name(i, i.copy().transform(null_out)) for i in sel.expressions])
             if sel.args.get("having") is not None:
                 branch.set("having", exp.Having(this=sel.args["having"].this.copy().transform(null_out)))
@@ -550,6 +555,10 @@ class QueryBinder:
         aggs: list[AggCall] = []
         for i, n in enumerate(agg_nodes):
             aggs.append(self._agg_call(n, binder, column_of, f"$agg{i}"))
+        if not key_cols and not aggs:
+            # a global aggregation with nothing to compute still has its one row (SELECT 1 ... HAVING,
+            # the () set of GROUPING SETS): a COUNT(*) that nothing reads carries it
+            aggs.append(AggCall("COUNT", None, False, pa.int64(), "$rows"))
 
         if len(pre_exprs) > len(input_scope.columns):
             input_node = Project(input_node, pre_exprs, pre_names, input_node.rowtime)
@@ -701,6 +710,15 @@ class QueryBinder:
         else:
             out = t
         return AggCall(function, column_of(arg), distinct, out, name)
+
+
+def _grouping_id(node: exp.Grouping | exp.GroupingId, present: set[str]) -> exp.Expression:
+    """GROUPING(a, b, ...) / GROUPING_ID(...) in a branch grouping by ``present``: a BIGINT with one
+    bit per argument, the first the most significant, set where the argument is not grouped by."""
+    value = 0
+    for arg in node.expressions:
+        value = value << 1 | (arg.sql(dialect=dialect.Flink) not in present)
+    return exp.Cast(this=exp.Literal.number(value), to=exp.DataType.build("BIGINT"))
 
 
 def _grouping_sets(group: exp.Group) -> list[list[exp.Expression]] | None:

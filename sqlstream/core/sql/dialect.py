@@ -700,6 +700,17 @@ class Flink(Dialect):
                 self.raise_error("expected a statement, found an expression", token=first)
             return statement
 
+        def _parse_cube_or_rollup(self, with_prefix: bool = False) -> exp.Cube | exp.Rollup | None:
+            # Flink groups by any expression inside CUBE and ROLLUP (CUBE(bidder IS NULL, channel));
+            # sqlglot's default reads only bitwise-level ones there
+            if not self._match_set((TokenType.CUBE, TokenType.ROLLUP)):
+                return None
+            kind = exp.Cube if self._prev.token_type == TokenType.CUBE else exp.Rollup
+            return self.expression(kind(expressions=[] if with_prefix else self._parse_wrapped_csv(self._parse_disjunction)))
+
+        def _parse_grouping_set(self) -> exp.Expr | None:
+            return self._parse_grouping_sets() or self._parse_cube_or_rollup() or self._parse_disjunction()
+
         def _parse_projections(self) -> tuple[list[exp.Expr], list[exp.Expr] | None]:
             """Rejects ``SELECT FROM t``, which sqlglot accepts as an empty projection."""
             projections, exclude = super()._parse_projections()
