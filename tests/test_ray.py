@@ -181,5 +181,7 @@ def test_the_status_on_ray_counts_per_operator_and_lists_the_checkpoints(ray_clu
     assert final.state == FINISHED and ops["Source"].records_out == ops["WindowAggregate"].records_in == ROWS
     assert ops["WindowAggregate"].watermark is not None and ops["WindowAggregate"].backpressured_ms >= 0
     done = [c for c in final.checkpoints if c.state == COMPLETED]
-    assert done and all(c.size_bytes and c.duration_ms is not None for c in done)
+    # a checkpoint taken once every window has fired holds no state: its size may be 0
+    assert done and all(c.size_bytes is not None and c.duration_ms is not None for c in done)
+    assert any(c.size_bytes for c in done)
     assert IN_PROGRESS not in {c.state for c in final.checkpoints}
