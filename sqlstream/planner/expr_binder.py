@@ -102,16 +102,21 @@ class ExprBinder:
             raise plan_error(f"unsupported IS expression '{node.sql()}'", node)
         if type(node) in _BINARY:
             return self._call(_BINARY[type(node)], [self.bind(node.this), self.bind(node.expression)], node)
-        if isinstance(node, exp.Like):
-            return self._call("LIKE", [self.bind(node.this), self.bind(node.expression)], node)
+        if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like | exp.SimilarTo):
+            return self._pattern_match(node.this, node.expression)
+        if isinstance(node, exp.Like | exp.SimilarTo):
+            return self._pattern_match(node, None)
         if isinstance(node, exp.ILike):
             lowered = [self._call("LOWER", [self.bind(x)], node) for x in (node.this, node.expression)]
-            return self._call("LIKE", lowered, node)
+            match = self._call("LIKE", lowered, node)
+            return self._call("NOT", [match], node) if node.args.get("negate") else match
         if isinstance(node, exp.Between):
-            value = self.bind(node.this)
-            low = self._call(">=", [value, self.bind(node.args["low"])], node)
-            high = self._call("<=", [value, self.bind(node.args["high"])], node)
-            return self._call("AND", [low, high], node)
+            value, low, high = (self.bind(n) for n in (node.this, node.args["low"], node.args["high"]))
+            between = self._between(value, low, high, node)
+            if node.args.get("symmetric"):
+                # BETWEEN SYMMETRIC: either order of the bounds
+                return self._call("OR", [between, self._between(value, high, low, node)], node)
+            return between
         if isinstance(node, exp.Subquery | exp.Exists) or (isinstance(node, exp.In) and node.args.get("query")):
             raise plan_error("subqueries are supported in WHERE (IN, EXISTS and scalar ones, as conjuncts) and "
                              "as scalar values in a SELECT list without aggregates, not here", node)
@@ -148,6 +153,19 @@ class ExprBinder:
             name, arg_nodes = translated
             return self._call(name, [self.bind(a) for a in arg_nodes], node)
         raise plan_error(f"unsupported expression '{node.sql()}'", node)
+
+    def _between(self, value: Expr, low: Expr, high: Expr, node: exp.Expression) -> Expr:
+        return self._call(
+            "AND", [self._call(">=", [value, low], node), self._call("<=", [value, high], node)], node
+        )
+
+    def _pattern_match(self, node: exp.Like | exp.SimilarTo, escape: exp.Expression | None) -> Expr:
+        """LIKE / SIMILAR TO with its ESCAPE character; sqlglot marks NOT LIKE with ``negate``."""
+        args = [self.bind(node.this), self.bind(node.expression)]
+        if escape is not None:
+            args.append(self.bind(escape))
+        match = self._call("LIKE" if isinstance(node, exp.Like) else "SIMILAR", args, node)
+        return self._call("NOT", [match], node) if node.args.get("negate") else match
 
     def _literal(self, node: exp.Literal) -> Literal:
         text = node.this
