@@ -7,14 +7,16 @@ running the same expression over the same rows: Flink is the oracle, not our rea
 from __future__ import annotations
 
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_functions import run  # noqa: E402
+from test_functions import bind, run  # noqa: E402
 
+from sqlstream.core.types import sql_type_name  # noqa: E402
 from tests.conftest import rows, run_sql  # noqa: E402
 
 NAMES = pa.array(["García", "Gómez", "Smith", None], pa.string())
@@ -114,3 +116,146 @@ VALUES = "(VALUES ('García'), ('Gómez'), ('Smith'), (CAST(NULL AS STRING))) AS
 @pytest.mark.parametrize("predicate", ["s NOT LIKE 'G%'", "s NOT SIMILAR TO 'G.*'"])
 def test_negated_patterns_filter_in_where(predicate: str) -> None:
     assert rows(run_sql(f"SELECT s FROM {VALUES} WHERE {predicate};")) == [("Smith",)]
+
+
+DECIMALS = pa.array([Decimal("1234.56"), Decimal("9999.99"), Decimal("0.01"), Decimal("8143.23")], pa.decimal128(10, 2))
+BIGINTS = pa.array([2, 9223372036854775807, 5, -7], pa.int64())
+DOUBLES = pa.array([1.5, -2.25, 0.0, None], pa.float64())
+
+
+def numbers(sql: str) -> tuple[str, list]:
+    """(Flink's name of the result type, the values) over the rows PyFlink was given."""
+    columns = {"i": INTS, "d": DECIMALS, "b": BIGINTS, "f": DOUBLES}
+    schema = pa.schema([(n, c.type) for n, c in columns.items()])
+    return sql_type_name(bind(sql, schema).type), run(sql, **columns)
+
+
+def dec(*values: str | None) -> list:
+    return [None if v is None else Decimal(v) for v in values]
+
+
+@pytest.mark.parametrize(
+    ("sql", "type_name", "expected"),
+    [
+        # integer arithmetic keeps the type and wraps around as Java does
+        ("i + 2147483647", "INT", [-2147483648, -2147483647, -2147483646, -2]),
+        ("i * 2147483647", "INT", [2147483647, -2, 2147483645, 1]),
+        ("i - (-2147483647)", "INT", [-2147483648, -2147483647, -2147483646, -2]),
+        ("b + 1", "BIGINT", [3, -9223372036854775808, 6, -6]),
+        ("CAST(i AS SMALLINT) + CAST(32767 AS SMALLINT)", "SMALLINT", [-32768, -32767, -32766, 32766]),
+        ("CAST(i AS TINYINT) * CAST(100 AS TINYINT)", "TINYINT", [100, -56, 44, -100]),
+        ("i + b", "BIGINT", [3, -9223372036854775807, 8, 2147483640]),
+        ("i / 2", "INT", [0, 1, 1, 1073741823]),
+        ("-7 / 2", "INT", [-3] * 4),
+        ("-7 % 3", "INT", [-1] * 4),
+        ("7 % -3", "INT", [1] * 4),
+        # DECIMAL results as LogicalTypeMerging derives them
+        ("d * d", "DECIMAL(21, 4)", dec("1524138.3936", "99999800.0001", "0.0001", "66312194.8329")),
+        ("d / d", "DECIMAL(23, 13)", dec(*["1.0000000000000"] * 4)),
+        ("d + d", "DECIMAL(11, 2)", dec("2469.12", "19999.98", "0.02", "16286.46")),
+        ("d % d", "DECIMAL(10, 2)", dec(*["0.00"] * 4)),
+        ("d / 2.0", "DECIMAL(15, 6)", dec("617.280000", "4999.995000", "0.005000", "4071.615000")),
+        ("d * 2.0", "DECIMAL(13, 3)", dec("2469.120", "19999.980", "0.020", "16286.460")),
+        ("d / 3", "DECIMAL(21, 13)", dec("411.5200000000000", "3333.3300000000000", "0.0033333333333", "2714.4100000000000")),
+        ("d % 3", "DECIMAL(10, 2)", dec("1.56", "0.99", "0.01", "1.23")),
+        ("d + 1", "DECIMAL(13, 2)", dec("1235.56", "10000.99", "1.01", "8144.23")),
+        ("d * i", "DECIMAL(21, 2)", dec("1234.56", "19999.98", "0.03", "17487453258759.81")),
+        ("d / i", "DECIMAL(21, 13)", dec("1234.5600000000000", "4999.9950000000000", "0.0033333333333", "0.0000037919870")),
+        ("d % i", "DECIMAL(10, 2)", dec("0.56", "1.99", "0.01", "8143.23")),
+        ("i % d", "DECIMAL(10, 2)", dec("1.00", "2.00", "0.00", "8034.01")),
+        ("MOD(-d, 3)", "DECIMAL(10, 2)", dec("-1.56", "-0.99", "-0.01", "-1.23")),
+        ("b * d", "DECIMAL(30, 2)", dec("2469.12", "92233628134827389522241.93", "0.05", "-57002.61")),
+        ("b + 1.5", "DECIMAL(21, 1)", dec("3.5", "9223372036854775808.5", "6.5", "-5.5")),
+        ("d + f", "DOUBLE", [1236.06, 9997.74, 0.01, None]),
+        # over 38 digits the scale gives way, keeping at least 6 fraction digits
+        ("CAST(d AS DECIMAL(38,10)) * CAST(d AS DECIMAL(38,10))", "DECIMAL(38, 6)",
+         dec("1524138.393600", "99999800.000100", "0.000100", "66312194.832900")),
+        ("CAST(d AS DECIMAL(38,10)) / CAST(d AS DECIMAL(38,10))", "DECIMAL(38, 6)", dec(*["1.000000"] * 4)),
+        ("CAST(d AS DECIMAL(38,18)) + CAST(d AS DECIMAL(38,18))", "DECIMAL(38, 17)",
+         dec("2469.12", "19999.98", "0.02", "16286.46")),
+        ("CAST(d AS DECIMAL(38,0)) / 7", "DECIMAL(38, 6)", dec("176.428571", "1428.571429", "0.000000", "1163.285714")),
+        ("CAST(d AS DECIMAL(20,2)) * CAST(d AS DECIMAL(20,2))", "DECIMAL(38, 4)",
+         dec("1524138.3936", "99999800.0001", "0.0001", "66312194.8329")),
+        ("CAST(d AS DECIMAL(38,10)) % CAST(d AS DECIMAL(10,3))", "DECIMAL(17, 10)", dec(*["0"] * 4)),
+        ("CAST(d AS DECIMAL(10,2)) / CAST(3 AS DECIMAL(30,20))", "DECIMAL(38, 10)",
+         dec("411.5200000000", "3333.3300000000", "0.0033333333", "2714.4100000000")),
+        # literals: exact numerics are DECIMAL, with an exponent DOUBLE
+        ("2.50", "DECIMAL(3, 2)", dec(*["2.50"] * 4)),
+        ("123.456", "DECIMAL(6, 3)", dec(*["123.456"] * 4)),
+        ("1.5e0", "DOUBLE", [1.5] * 4),
+        # ROUND / TRUNCATE of a DECIMAL: findRoundDecimalType
+        ("ROUND(d, 1)", "DECIMAL(10, 1)", dec("1234.6", "10000.0", "0.0", "8143.2")),
+        ("TRUNCATE(d, 1)", "DECIMAL(10, 1)", dec("1234.5", "9999.9", "0.0", "8143.2")),
+        ("ROUND(d, -2)", "DECIMAL(9, 0)", dec("1200", "10000", "0", "8100")),
+        ("TRUNCATE(d, -2)", "DECIMAL(9, 0)", dec("1200", "9900", "0", "8100")),
+        ("ROUND(d)", "DECIMAL(9, 0)", dec("1235", "10000", "0", "8143")),
+        ("ROUND(d, 3)", "DECIMAL(10, 2)", dec("1234.56", "9999.99", "0.01", "8143.23")),
+        ("ROUND(2.5, 0)", "DECIMAL(2, 0)", dec(*["3"] * 4)),
+        ("ROUND(-2.5)", "DECIMAL(2, 0)", dec(*["-3"] * 4)),
+        ("ROUND(9999.99, 1)", "DECIMAL(6, 1)", dec(*["10000.0"] * 4)),
+        ("ROUND(CAST(9999.99 AS DECIMAL(6,2)), -4)", "DECIMAL(5, 0)", dec(*["10000"] * 4)),
+        ("ROUND(i, -1)", "INT", [0, 0, 0, -2147483646]),
+        ("ROUND(f, 1)", "DOUBLE", [1.5, -2.3, 0.0, None]),
+        # casts: to an integer truncates (narrowing wraps), to a DECIMAL rounds HALF_UP, NULL on overflow
+        ("CAST(d AS INT)", "INT", [1234, 9999, 0, 8143]),
+        ("CAST(-2.7 AS INT)", "INT", [-2] * 4),
+        ("CAST(f AS INT)", "INT", [1, -2, 0, None]),
+        ("CAST(i AS TINYINT)", "TINYINT", [1, 2, 3, -1]),
+        ("CAST(d AS DECIMAL(5,1))", "DECIMAL(5, 1)", dec("1234.6", None, "0.0", "8143.2")),
+        ("CAST(d AS DECIMAL(3,0))", "DECIMAL(3, 0)", dec(None, None, "0", None)),
+        ("CAST(f AS DECIMAL(5,2))", "DECIMAL(5, 2)", dec("1.50", "-2.25", "0.00", None)),
+        ("CAST(i AS DECIMAL(3,0))", "DECIMAL(3, 0)", dec("1", "2", "3", None)),
+    ],
+)
+def test_arithmetic_types_and_values_as_flink(sql: str, type_name: str, expected: list) -> None:
+    assert numbers(sql) == (type_name, expected)
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("CAST(TRUE AS STRING)", "TRUE"),
+        ("CAST(FALSE AS STRING)", "FALSE"),
+        ("CAST(1.0 AS STRING)", "1.0"),
+        ("CAST(CAST(12345678.0 AS DOUBLE) AS STRING)", "1.2345678E7"),
+        ("CAST(CAST(0.1 AS FLOAT) AS STRING)", "0.1"),
+        ("CAST(CAST(1e20 AS DOUBLE) AS STRING)", "1.0E20"),
+        ("CAST(CAST(1e-5 AS DOUBLE) AS STRING)", "1.0E-5"),
+        ("CAST(CAST(100 AS DOUBLE) AS STRING)", "100.0"),
+        ("CAST(CAST(0.001 AS DOUBLE) AS STRING)", "0.001"),
+        ("CAST(CAST(1234567.0 AS DOUBLE) AS STRING)", "1234567.0"),
+        ("CAST(1e300 * 1e300 AS STRING)", "Infinity"),
+        ("CAST(CAST(1e-10 AS DOUBLE) AS STRING)", "1.0E-10"),
+        ("CAST(CAST(1e7 AS DOUBLE) AS STRING)", "1.0E7"),
+        ("CAST(CAST(9999999 AS DOUBLE) AS STRING)", "9999999.0"),
+        ("CAST(CAST(1e7 AS FLOAT) AS STRING)", "1.0E7"),
+        ("CAST(CAST(0.1 AS DOUBLE) + CAST(0.2 AS DOUBLE) AS STRING)", "0.30000000000000004"),
+        ("CAST(CAST(1 AS DOUBLE)/3 AS STRING)", "0.3333333333333333"),
+        ("CAST(CAST(1 AS FLOAT)/3 AS STRING)", "0.33333334"),
+        ("CAST(CAST(0.5 AS DECIMAL(10,4)) AS STRING)", "0.5000"),
+        ("CAST(CAST(-0.5 AS DECIMAL(10,0)) AS STRING)", "-1"),
+        ("CAST(CAST('2024-01-01 10:00:00.5' AS TIMESTAMP(3)) AS STRING)", "2024-01-01 10:00:00.500"),
+        ("CAST(CAST('2024-01-01 10:00:00' AS TIMESTAMP(3)) AS STRING)", "2024-01-01 10:00:00.000"),
+        ("CAST(CAST('2024-01-01 10:00:00.123456' AS TIMESTAMP(6)) AS STRING)", "2024-01-01 10:00:00.123456"),
+        ("CAST(CAST('2024-01-01 10:00:00.12' AS TIMESTAMP(6)) AS STRING)", "2024-01-01 10:00:00.120000"),
+        ("CAST(DATE '2024-01-02' AS STRING)", "2024-01-02"),
+        ("CAST(TIME '10:00:00' AS STRING)", "10:00:00"),
+        ("CAST(CAST('10:00:01.5' AS TIME(3)) AS STRING)", "10:00:01.5"),
+    ],
+)
+def test_cast_to_string_prints_as_flink(sql: str, expected: str) -> None:
+    assert run(sql)[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("CAST(d AS STRING)", ["1234.56", "9999.99", "0.01", "8143.23"]),
+        ("CAST(f AS STRING)", ["1.5", "-2.25", "0.0", None]),
+        ("CAST(b AS STRING)", ["2", "9223372036854775807", "5", "-7"]),
+        # a DECIMAL operand of DOUBLE arithmetic is read exactly (BigDecimal.doubleValue)
+        ("d * 1.5e0", [1851.84, 14999.985, 0.015, 12214.845]),
+    ],
+)
+def test_cast_columns_as_flink(sql: str, expected: list) -> None:
+    assert numbers(sql)[1] == expected

@@ -11,9 +11,11 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sqlstream.core.casts import cast_number, cast_to_float, string_to_time, to_string
 from sqlstream.core.errors import DataError
 from sqlstream.core.expressions import Call, Case, Cast, ColumnRef, Expr, Literal
 from sqlstream.core.functions import lookup
+from sqlstream.core.types import is_numeric, is_string
 
 Value = pa.Array | pa.Scalar
 Compiled = Callable[[pa.RecordBatch], Value]
@@ -25,6 +27,16 @@ def _cast(value: Value, target: pa.DataType, safe: bool) -> Value:
     try:
         if pa.types.is_string(value.type) and pa.types.is_boolean(target):
             return _string_to_bool(value)
+        if is_numeric(value.type) and (pa.types.is_integer(target) or pa.types.is_decimal(target)):
+            return cast_number(value, target)
+        if pa.types.is_decimal(value.type) and pa.types.is_floating(target):
+            return cast_to_float(value, target)
+        if is_string(value.type) and pa.types.is_time(target):
+            return pc.cast(string_to_time(value), target)
+        if is_string(target):
+            text = to_string(value)
+            if text is not None:
+                return text
         return pc.cast(value, target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         if safe:

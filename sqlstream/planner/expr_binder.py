@@ -7,6 +7,7 @@ plan-time error at the expression's line and column.
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 
 import pyarrow as pa
 from sqlglot import exp
@@ -87,7 +88,11 @@ class ExprBinder:
                 node,
             )
         if isinstance(node, exp.Neg):
-            return self._call("NEGATE", [self.bind(node.this)], node)
+            inner = self.bind(node.this)
+            if isinstance(inner, Literal) and isinstance(inner.value, int | float | Decimal) and not isinstance(inner.value, bool):
+                # -2 is a numeric literal, as in Flink's parser (ROUND(d, -2) types by its value)
+                return Literal(-inner.value, inner.type)
+            return self._call("NEGATE", [inner], node)
         if isinstance(node, exp.Not):
             inner = node.this
             return self._call("NOT", [self.bind(inner)], node)
@@ -175,7 +180,18 @@ class ExprBinder:
             value = int(text)
             return Literal(value, pa.int32() if -(2**31) <= value < 2**31 else pa.int64())
         except ValueError:
+            pass
+        if "e" in text.lower():  # 1.5e0 is an approximate numeric literal: DOUBLE
             return Literal(float(text), pa.float64())
+        # an exact numeric literal is a DECIMAL of its digits: 2.50 is DECIMAL(3, 2)
+        number = Decimal(text)
+        sign, digits, exponent = number.as_tuple()
+        assert isinstance(exponent, int)
+        scale = max(-exponent, 0)
+        precision = max(len(digits), scale, 1)
+        if precision > 38:
+            raise plan_error(f"numeric literal {text} has more than 38 digits", node)
+        return Literal(number, pa.decimal128(precision, scale))
 
     def _call(self, name: str, args: list[Expr], node: exp.Expression) -> Expr:
         fn = lookup(name)
@@ -190,7 +206,11 @@ class ExprBinder:
             raise plan_error(f"{name} takes {expected} arguments, got {len(args)}", node)
         types = [a.type for a in args]
         try:
-            result = fn.infer(types)
+            if fn.sees_constants:
+                constants = [a.value if isinstance(a, Literal) else None for a in args]
+                result = fn.infer(types, constants)  # type: ignore[call-arg]
+            else:
+                result = fn.infer(types)
         except ArgumentTypeError as e:
             raise plan_error(f"type mismatch in '{node.sql()}': {e}", node) from None
         if fn.coerce_args:

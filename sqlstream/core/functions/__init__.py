@@ -35,6 +35,9 @@ class ScalarFunction:
     max_args: int | None  # None: variadic
     # cast every argument to the inferred common type before calling the kernel
     coerce_args: bool = False
+    # the typing rule also takes the arguments' constant values (None where not constant):
+    # ROUND(d, 2)'s DECIMAL scale depends on the 2
+    sees_constants: bool = False
 
 
 REGISTRY: dict[str, ScalarFunction] = {}
@@ -48,9 +51,10 @@ def register(
     max_args: int | None = -1,
     coerce_args: bool = False,
     aliases: tuple[str, ...] = (),
+    sees_constants: bool = False,
 ) -> None:
     fn = ScalarFunction(
-        name, infer, kernel, min_args, min_args if max_args == -1 else max_args, coerce_args
+        name, infer, kernel, min_args, min_args if max_args == -1 else max_args, coerce_args, sees_constants
     )
     for n in (name, *aliases):
         REGISTRY[n.upper()] = fn
@@ -123,11 +127,7 @@ def _numeric_result(op: str) -> Infer:
             return b
         if op in ("+", "-") and pa.types.is_date(a) and pa.types.is_duration(b):
             return pa.timestamp("ms")
-        if not (is_numeric(a) or pa.types.is_null(a)) or not (is_numeric(b) or pa.types.is_null(b)):
-            raise ArgumentTypeError(f"operator '{op}' needs numeric operands, got {_names(types)}")
-        c = common_type(a, b)
-        assert c is not None
-        return pa.int64() if pa.types.is_null(c) else c
+        return arithmetic.result_type(op, a, b)
 
     return infer
 
@@ -163,29 +163,31 @@ def _common(types: list[pa.DataType]) -> pa.DataType:
     return _common_of(types, "arguments")
 
 
+def _temporal(a: Value, b: Value) -> bool:
+    return pa.types.is_duration(a.type) or pa.types.is_duration(b.type)
+
+
 def _add(a: Value, b: Value) -> Value:
-    if pa.types.is_date(a.type) and pa.types.is_duration(b.type):
+    if not _temporal(a, b):
+        return arithmetic.evaluate("+", a, b)
+    if pa.types.is_date(a.type):
         a = pc.cast(a, pa.timestamp("ms"))
     return pc.add_checked(a, b)
 
 
 def _subtract(a: Value, b: Value) -> Value:
-    if pa.types.is_date(a.type) and pa.types.is_duration(b.type):
+    if not _temporal(a, b):
+        return arithmetic.evaluate("-", a, b)
+    if pa.types.is_date(a.type):
         a = pc.cast(a, pa.timestamp("ms"))
     return pc.subtract_checked(a, b)
 
 
-def _divide(a: Value, b: Value) -> Value:
-    # SQL: division by zero yields an error in Flink; Arrow's checked divide does too.
-    return pc.divide_checked(a, b)
+def _arithmetic(op: str) -> Kernel:
+    def kernel(a: Value, b: Value) -> Value:
+        return arithmetic.evaluate(op, a, b)
 
-
-def _modulo(a: Value, b: Value) -> Value:
-    # Java/Flink semantics: the result takes the sign of the dividend
-    q = pc.divide_checked(a, b)
-    if pa.types.is_floating(q.type):
-        q = pc.trunc(q)
-    return pc.subtract(a, pc.multiply(q, b))
+    return kernel
 
 
 def _concat(*args: Value) -> Value:
@@ -328,10 +330,10 @@ def _is_in(value: Value, *options: Value) -> Value:
 
 register("+", _numeric_result("+"), _add, 2, coerce_args=False)
 register("-", _numeric_result("-"), _subtract, 2)
-register("*", _numeric_result("*"), pc.multiply_checked, 2, coerce_args=True)
-register("/", _numeric_result("/"), _divide, 2, coerce_args=True)
-register("%", _numeric_result("%"), _modulo, 2, coerce_args=True, aliases=("MOD",))
-register("NEGATE", _same_as_first, pc.negate_checked, 1)
+register("*", _numeric_result("*"), _arithmetic("*"), 2)
+register("/", _numeric_result("/"), _arithmetic("/"), 2)
+register("%", _numeric_result("%"), _arithmetic("%"), 2, aliases=("MOD",))
+register("NEGATE", _same_as_first, pc.negate, 1)  # wraps as Java: -MIN_VALUE is MIN_VALUE
 register("=", _comparison, pc.equal, 2, coerce_args=True)
 register("<>", _comparison, pc.not_equal, 2, coerce_args=True)
 register("<", _comparison, pc.less, 2, coerce_args=True)
@@ -355,4 +357,4 @@ register("COALESCE", _common, _coalesce, 1, None, coerce_args=True)
 
 # The Flink built-in function library registers itself into REGISTRY; imported
 # last because those modules import the helpers above.
-from sqlstream.core.functions import encodings, numeric, strings, temporal, text  # noqa: E402, F401
+from sqlstream.core.functions import arithmetic, encodings, numeric, strings, temporal, text  # noqa: E402, F401
