@@ -149,6 +149,12 @@ def dec(*values: str | None) -> list:
         ("-7 / 2", "INT", [-3] * 4),
         ("-7 % 3", "INT", [-1] * 4),
         ("7 % -3", "INT", [1] * 4),
+        ("-CAST(-2147483648 AS INT)", "INT", [-2147483648] * 4),
+        ("ABS(CAST(-2147483648 AS INT))", "INT", [-2147483648] * 4),
+        ("CAST(-2147483648 AS INT) / -1", "INT", [-2147483648] * 4),
+        ("CAST(1e10 AS SMALLINT)", "SMALLINT", [-1] * 4),
+        ("CAST(300 AS TINYINT)", "TINYINT", [44] * 4),
+        ("CAST(CAST(1e20 AS DECIMAL(38,0)) AS INT)", "INT", [1661992960] * 4),
         # DECIMAL results as LogicalTypeMerging derives them
         ("d * d", "DECIMAL(21, 4)", dec("1524138.3936", "99999800.0001", "0.0001", "66312194.8329")),
         ("d / d", "DECIMAL(23, 13)", dec(*["1.0000000000000"] * 4)),
@@ -167,6 +173,9 @@ def dec(*values: str | None) -> list:
         ("b * d", "DECIMAL(30, 2)", dec("2469.12", "92233628134827389522241.93", "0.05", "-57002.61")),
         ("b + 1.5", "DECIMAL(21, 1)", dec("3.5", "9223372036854775808.5", "6.5", "-5.5")),
         ("d + f", "DOUBLE", [1236.06, 9997.74, 0.01, None]),
+        ("CAST(f AS FLOAT) + d", "DOUBLE", [1236.06, 9997.74, 0.01, None]),
+        ("CAST(f AS FLOAT) + f", "FLOAT", [3.0, -4.5, 0.0, None]),
+        ("CAST(f AS FLOAT) + CAST(i AS BIGINT)", "FLOAT", [2.5, -0.25, 3.0, None]),
         # over 38 digits the scale gives way, keeping at least 6 fraction digits
         ("CAST(d AS DECIMAL(38,10)) * CAST(d AS DECIMAL(38,10))", "DECIMAL(38, 6)",
          dec("1524138.393600", "99999800.000100", "0.000100", "66312194.832900")),
@@ -259,3 +268,38 @@ def test_cast_to_string_prints_as_flink(sql: str, expected: str) -> None:
 )
 def test_cast_columns_as_flink(sql: str, expected: list) -> None:
     assert numbers(sql)[1] == expected
+
+
+AGG_ROWS = """(VALUES
+ (1, CAST(1234.56 AS DECIMAL(10,2)), CAST(2 AS BIGINT), CAST(1.5 AS DOUBLE)),
+ (2, CAST(9999.99 AS DECIMAL(10,2)), CAST(9223372036854775807 AS BIGINT), CAST(-2.25 AS DOUBLE)),
+ (3, CAST(0.01 AS DECIMAL(10,2)), CAST(5 AS BIGINT), CAST(0.0 AS DOUBLE)),
+ (2147483647, CAST(8143.23 AS DECIMAL(10,2)), CAST(-7 AS BIGINT), CAST(NULL AS DOUBLE))
+) AS v(i, d, b, f)"""
+
+
+def _final_row(query: str) -> tuple[list[str], tuple]:
+    table = run_sql(query.replace("$T", AGG_ROWS) + ";")
+    return [sql_type_name(f.type) for f in table.schema], tuple(c[-1].as_py() for c in table.columns)
+
+
+@pytest.mark.parametrize(
+    ("query", "types", "values"),
+    [
+        ("SELECT AVG(d), SUM(d), MIN(d), MAX(d), COUNT(d), AVG(i), SUM(i), AVG(b), SUM(b), AVG(f), SUM(f) FROM $T",
+         ["DECIMAL(38, 6)", "DECIMAL(38, 2)", "DECIMAL(10, 2)", "DECIMAL(10, 2)", "BIGINT", "INT", "INT", "BIGINT",
+          "BIGINT", "DOUBLE", "DOUBLE"],
+         # SUM(i) wraps around in INT, AVG(i) divides the wrapped sum; the BIGINT sum wraps and comes back
+         (Decimal("4844.447500"), Decimal("19377.79"), Decimal("0.01"), Decimal("9999.99"), 4, -536870910,
+          -2147483643, 2305843009213693951, 9223372036854775807, -0.25, -0.75)),
+        ("SELECT k, AVG(i), SUM(i), AVG(b), SUM(b) FROM (SELECT 1 AS k, * FROM $T) GROUP BY k",
+         ["INT", "INT", "INT", "BIGINT", "BIGINT"], (1, -536870910, -2147483643, 2305843009213693951, 9223372036854775807)),
+        ("SELECT AVG(CAST(i AS TINYINT)), SUM(CAST(i AS SMALLINT)), AVG(CAST(f AS FLOAT)), AVG(CAST(d AS DECIMAL(5,0))), "
+         "SUM(CAST(d AS DECIMAL(20,10))), AVG(CAST(d AS DECIMAL(20,10))) FROM $T WHERE i < 100",
+         ["TINYINT", "SMALLINT", "FLOAT", "DECIMAL(38, 6)", "DECIMAL(38, 10)", "DECIMAL(38, 10)"],
+         (2, 6, -0.25, Decimal("3745.000000"), Decimal("11234.5600000000"), Decimal("3744.8533333333"))),
+    ],
+)
+def test_aggregate_result_types_and_overflow_as_flink(query: str, types: list[str], values: tuple) -> None:
+    assert _final_row(query) == (types, values)
+

@@ -76,8 +76,10 @@ def result_type(op: str, a: pa.DataType, b: pa.DataType) -> pa.DataType:
     if not (is_numeric(a) and is_numeric(b)):
         raise ArgumentTypeError(f"operator '{op}' needs numeric operands, got {sql_type_name(a)}, {sql_type_name(b)}")
     if pa.types.is_floating(a) or pa.types.is_floating(b):
-        # FLOAT with an exact number stays FLOAT; with a DOUBLE it is DOUBLE
-        return pa.float64() if pa.float64() in (a, b) else pa.float32()
+        # PyFlink 2.3: FLOAT with an integer or even a DOUBLE stays FLOAT, with a DECIMAL it is DOUBLE
+        if pa.float32() in (a, b) and not (pa.types.is_decimal(a) or pa.types.is_decimal(b)):
+            return pa.float32()
+        return pa.float64()
     if pa.types.is_decimal(a) or pa.types.is_decimal(b):
         return decimal_result(op, as_decimal(a), as_decimal(b))
     out = common_type(a, b)
@@ -185,10 +187,13 @@ def _integer_op(op: str, a: Value, b: Value) -> Value:
         return pc.multiply(a, b)
     if _zero_divisor(b):
         raise DataError("/ by zero")
+    # Arrow's divide truncates toward zero, as Java's; MIN_VALUE / -1 is MIN_VALUE in Java (Arrow
+    # gives 0), and x / -1 is -x wrapped
+    quotient = pc.if_else(pc.equal(b, pa.scalar(-1, b.type)), pc.negate(a), pc.divide(a, b))
     if op == "/":
-        return pc.divide(a, b)  # truncates toward zero, as Java
+        return quotient
     # Java's remainder takes the dividend's sign
-    return pc.subtract(a, pc.multiply(pc.divide(a, b), b))
+    return pc.subtract(a, pc.multiply(quotient, b))
 
 
 def _float_op(op: str, a: Value, b: Value) -> Value:
@@ -213,7 +218,7 @@ def evaluate(op: str, a: Value, b: Value) -> Value:
         return _decimal_op(op, a, b, target)
     if pa.types.is_floating(target):
         # a DECIMAL operand is read as BigDecimal.doubleValue() does, correctly rounded
-        a, b = (pc.cast(pc.cast(v, pa.string()), target) if pa.types.is_decimal(v.type) else pc.cast(v, target) for v in (a, b))
+        a, b = (pc.cast(pc.cast(v, pa.string()), target) if pa.types.is_decimal(v.type) else pc.cast(v, target, safe=False) for v in (a, b))
         return _float_op(op, a, b)
     a, b = pc.cast(a, target), pc.cast(b, target)
     return _integer_op(op, a, b)

@@ -2,9 +2,9 @@
 
 Rounding follows Java's BigDecimal as Flink does: ROUND is HALF_UP (away from
 zero, not banker's), and DOUBLE arguments are rounded as the shortest decimal
-that reads back as the double, so ROUND(2.675, 2) is 2.68 although the binary
-value of 2.675 is slightly below it.  Integer arithmetic that overflows raises
-(checked kernels) instead of wrapping around as Java would.
+that reads back as the double, so ROUND(2.675e0, 2) is 2.68 although the binary
+value of 2.675 is slightly below it.  ROUND/TRUNCATE of a DECIMAL take Flink's
+findRoundDecimalType, and of an integer wrap around as Java does.
 """
 
 from __future__ import annotations
@@ -307,7 +307,7 @@ def _distinct(a: Value, b: Value) -> Value:
 
 # ---------------------------------------------------------------- registration
 
-register("ABS", _same_numeric("ABS"), strict(pa.null())(pc.abs_checked), 1)
+register("ABS", _same_numeric("ABS"), strict(pa.null())(pc.abs), 1)  # ABS(MIN_VALUE) wraps, as Java
 register("SIGN", _same_numeric("SIGN"), _sign, 1, aliases=("SIGNUM",))
 register("ROUND", _round_infer("ROUND"), _round_kernel("ROUND", True), 1, 2, sees_constants=True)
 register("TRUNCATE", _round_infer("TRUNCATE"), _round_kernel("TRUNCATE", False), 1, 2, sees_constants=True)
