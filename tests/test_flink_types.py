@@ -16,7 +16,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from test_functions import bind, run  # noqa: E402
 
+from sqlstream.core.errors import DataError, PlanError  # noqa: E402
 from sqlstream.core.types import sql_type_name  # noqa: E402
+from sqlstream.frontend.session import Session  # noqa: E402
 from tests.conftest import rows, run_sql  # noqa: E402
 
 NAMES = pa.array(["García", "Gómez", "Smith", None], pa.string())
@@ -302,4 +304,37 @@ def _final_row(query: str) -> tuple[list[str], tuple]:
 )
 def test_aggregate_result_types_and_overflow_as_flink(query: str, types: list[str], values: tuple) -> None:
     assert _final_row(query) == (types, values)
+
+
+def _insert_with_a_null(tmp_path: Path, setting: str = "") -> str:
+    return (
+        f"CREATE TABLE snk (a INT, b STRING NOT NULL) WITH ('connector' = 'filesystem', 'path' = '{tmp_path / 'out'}', "
+        f"'format' = 'csv');\n{setting}\n"
+        "INSERT INTO snk SELECT * FROM (VALUES (1, 'x'), (2, CAST(NULL AS STRING)), (3, 'z')) AS t(a, b);"
+    )
+
+
+def test_a_null_into_a_not_null_sink_column_fails_the_job_with_flinks_message(tmp_path: Path) -> None:
+    # the message PyFlink 2.3 raised (EnforcerException) for the same write
+    with pytest.raises(DataError) as error:
+        Session().execute_script(_insert_with_a_null(tmp_path))
+    assert str(error.value) == (
+        "Column 'b' is NOT NULL, however, a null value is being written into it. You can set job configuration "
+        "'table.exec.sink.not-null-enforcer'='DROP' to suppress this exception and drop such records silently.")
+
+
+def test_not_null_enforcer_drop_drops_the_row_and_shows_in_explain(tmp_path: Path) -> None:
+    setting = "SET 'table.exec.sink.not-null-enforcer' = 'DROP';"
+    session = Session()
+    session.execute_script(_insert_with_a_null(tmp_path, setting))
+    written = "".join(f.read_text() for f in sorted((tmp_path / "out").rglob("*.csv")))
+    assert sorted(written.splitlines()) == ["1,x", "3,z"]
+    plan = session.execute_script(
+        "EXPLAIN INSERT INTO snk SELECT * FROM (VALUES (1, 'x')) AS t(a, b);")[-1].message
+    assert "ConstraintEnforcer: NotNullEnforcer(fields=[b]), not-null-enforcer=DROP" in plan
+
+
+def test_not_null_enforcer_takes_only_error_or_drop(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="not-null-enforcer: 'IGNORE' is not one of ERROR, DROP"):
+        Session().execute_script(_insert_with_a_null(tmp_path, "SET 'table.exec.sink.not-null-enforcer' = 'IGNORE';"))
 
