@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from test_functions import bind, run  # noqa: E402
 
-from sqlstream.core.errors import DataError, PlanError  # noqa: E402
+from sqlstream.core.errors import DataError, ExpressionError, PlanError  # noqa: E402
 from sqlstream.core.types import sql_type_name  # noqa: E402
 from sqlstream.frontend.session import Session  # noqa: E402
 from tests.conftest import rows, run_sql  # noqa: E402
@@ -338,3 +338,30 @@ def test_not_null_enforcer_takes_only_error_or_drop(tmp_path: Path) -> None:
     with pytest.raises(PlanError, match="not-null-enforcer: 'IGNORE' is not one of ERROR, DROP"):
         Session().execute_script(_insert_with_a_null(tmp_path, "SET 'table.exec.sink.not-null-enforcer' = 'IGNORE';"))
 
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        # Flink: java.lang.ArithmeticException: / by zero (INT), Division by zero (DECIMAL)
+        ("10 / i", "/ by zero: evaluating (10 / i) on the row with i=0"),
+        ("10 % i", "/ by zero: evaluating (10 % i) on the row with i=0"),
+        ("1 + 10 / i", "/ by zero: evaluating (10 / i) on the row with i=0"),
+        ("d / d", "Division by zero: evaluating (d / d) on the row with d=0.00"),
+        ("CAST(s AS INT)", "evaluating CAST(s AS INT) on the row with s='García'"),
+    ],
+)
+def test_runtime_errors_name_the_expression_and_the_row(sql: str, message: str) -> None:
+    columns = {
+        "i": pa.array([1, 0, 3], pa.int32()),
+        "s": pa.array(["1", "García", None]),
+        "d": pa.array([Decimal("1.5"), Decimal("0"), None], pa.decimal128(10, 2)),
+    }
+    with pytest.raises(ExpressionError) as error:
+        run(sql, **columns)
+    assert str(error.value).endswith(message)
+
+
+def test_double_division_by_zero_is_infinity_or_nan() -> None:
+    # PyFlink 2.3: CAST(1 AS DOUBLE) / 0 is Infinity, 0.0 / 0 is NaN (no error, unlike INT and DECIMAL)
+    values = run("f / 0", f=pa.array([1.5, -2.25, 0.0, None]))
+    assert values[:2] == [float("inf"), float("-inf")] and values[2] != values[2] and values[3] is None
