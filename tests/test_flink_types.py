@@ -365,3 +365,21 @@ def test_double_division_by_zero_is_infinity_or_nan() -> None:
     # PyFlink 2.3: CAST(1 AS DOUBLE) / 0 is Infinity, 0.0 / 0 is NaN (no error, unlike INT and DECIMAL)
     values = run("f / 0", f=pa.array([1.5, -2.25, 0.0, None]))
     assert values[:2] == [float("inf"), float("-inf")] and values[2] != values[2] and values[3] is None
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        # PyFlink 2.3 evaluates only the branch a row takes: no '/ by zero' from the guarded rows
+        ("CASE WHEN i <> 2 THEN 10 / (i - 2) ELSE -1 END", [-10, -1, 10, 0]),
+        ("CASE WHEN i = 2 THEN 0 ELSE 10 / (i - 2) END", [-10, 0, 10, 0]),
+        ("IF(i <> 2, 10 / (i - 2), 0)", [-10, 0, 10, 0]),
+    ],
+)
+def test_case_and_if_evaluate_only_the_branch_taken(sql: str, expected: list) -> None:
+    assert run(sql, i=pa.array([1, 2, 3, 2147483647], pa.int32())) == expected
+
+
+def test_a_branch_taken_still_fails_with_its_row() -> None:
+    with pytest.raises(ExpressionError, match=r"/ by zero: evaluating \(10 / \(i - 2\)\) on the row with i=2"):
+        run("CASE WHEN i = 2 THEN 10 / (i - 2) ELSE 0 END", i=pa.array([1, 2, 3], pa.int32()))

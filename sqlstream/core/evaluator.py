@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -94,9 +95,27 @@ def _guarded(expr: Expr, run: Compiled) -> Compiled:
         except (ExpressionError, ArgumentTypeError):
             raise  # described already, or a misused argument the planner reports at its position
         except Exception as e:  # noqa: BLE001  (a kernel's or a UDF's error, reported with its row)
-            raise ExpressionError(_failure(expr, run, batch, e)) from e
+            raise ExpressionFailure(expr, run, batch, e) from e
 
     return guarded
+
+
+class ExpressionFailure(ExpressionError):
+    """An ExpressionError whose message (which looks for the offending row) is only worked out
+    when shown: a CASE that catches it to evaluate its branches lazily never pays for it."""
+
+    def __init__(self, expr: Expr, run: Compiled, batch: pa.RecordBatch, error: Exception) -> None:
+        super().__init__()
+        self.failed = (expr, run, batch, error)
+        self.message: str | None = None
+
+    def __str__(self) -> str:
+        if self.message is None:
+            self.message = _failure(*self.failed)
+        return self.message
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return ExpressionError, (str(self),)
 
 
 def _failure(expr: Expr, run: Compiled, batch: pa.RecordBatch, error: Exception) -> str:
@@ -110,6 +129,10 @@ def _failure(expr: Expr, run: Compiled, batch: pa.RecordBatch, error: Exception)
             values = ", ".join(f"{batch.schema.field(c).name}={_shown(batch.column(c)[i].as_py())}" for c in columns)
             return f"{reason}: evaluating {text} on the row with {values}" if values else f"{reason}: evaluating {text}"
     return f"{reason}: evaluating {text}"
+
+
+def _typed(e: Expr, t: pa.DataType) -> Expr:
+    return e if e.type == t else Cast(e, t)
 
 
 def _shown(value: object) -> str:
@@ -127,6 +150,10 @@ def compile_expr(expr: Expr) -> Compiled:
         inner = compile_expr(expr.arg)
         target, safe = expr.type, expr.safe
         return _guarded(expr, lambda batch: _cast(inner(batch), target, safe))
+    if isinstance(expr, Call) and expr.name == "IF":
+        # IF(c, a, b) evaluates only the branch each row takes, as CASE WHEN c THEN a ELSE b END
+        cond, yes, no = expr.args
+        return compile_expr(Case(((_typed(cond, pa.bool_()), _typed(yes, expr.type)),), _typed(no, expr.type), expr.type))
     if isinstance(expr, Call):
         fn = lookup(expr.name)
         assert fn is not None, expr.name
@@ -138,13 +165,36 @@ def compile_expr(expr: Expr) -> Compiled:
         default = compile_expr(expr.default) if expr.default is not None else None
         out_type = expr.type
 
-        def case(batch: pa.RecordBatch) -> Value:
+        def eager(batch: pa.RecordBatch) -> Value:
             result: Value = default(batch) if default is not None else pa.scalar(None, out_type)
             # fold from the last arm so the first matching arm wins
             for cond, val in reversed(whens):
                 c = pc.fill_null(cond(batch), False)
                 result = pc.if_else(c, val(batch), result)
             return result
+
+        def lazy(batch: pa.RecordBatch) -> Value:
+            """Each branch over only the rows that take it, as Flink's generated if/else does:
+            CASE WHEN i <> 0 THEN 10 / i END must not divide by the zero it guards against."""
+            result = pa.nulls(batch.num_rows, out_type)
+            pending = pa.array(np.ones(batch.num_rows, dtype=bool))
+            arms = [(cond, val) for cond, val in whens] + ([(None, default)] if default is not None else [])
+            for cond, val in arms:
+                if cond is None:
+                    taken = pending
+                else:
+                    taken = pc.and_(pending, pc.fill_null(as_array(cond(batch), batch.num_rows, pa.bool_()), False))
+                    pending = pc.and_(pending, pc.invert(taken))
+                if pc.any(taken).as_py():
+                    values = as_array(val(batch.filter(taken)), pc.sum(taken).as_py(), out_type)
+                    result = pc.replace_with_mask(result, taken, values)
+            return result
+
+        def case(batch: pa.RecordBatch) -> Value:
+            try:
+                return eager(batch)
+            except ExpressionError:
+                return lazy(batch)  # a branch failed, maybe on rows it does not take
 
         return case
     raise TypeError(f"cannot compile {expr!r}")
