@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_functions import bind, run  # noqa: E402
 
 from sqlstream.core.errors import DataError, ExpressionError, PlanError  # noqa: E402
+from sqlstream.core.functions import udfs  # noqa: E402
 from sqlstream.core.types import sql_type_name  # noqa: E402
 from sqlstream.frontend.session import Session  # noqa: E402
 from tests.conftest import rows, run_sql  # noqa: E402
@@ -383,3 +384,15 @@ def test_case_and_if_evaluate_only_the_branch_taken(sql: str, expected: list) ->
 def test_a_branch_taken_still_fails_with_its_row() -> None:
     with pytest.raises(ExpressionError, match=r"/ by zero: evaluating \(10 / \(i - 2\)\) on the row with i=2"):
         run("CASE WHEN i = 2 THEN 10 / (i - 2) ELSE 0 END", i=pa.array([1, 2, 3], pa.int32()))
+
+
+def test_a_udf_exception_names_the_call_and_the_row() -> None:
+    def tenth_of(x: int) -> int:
+        return 10 // x
+
+    udfs.register("TENTH_OF", tenth_of, "INT")
+    try:
+        with pytest.raises(ExpressionError, match=r"ZeroDivisionError: .* evaluating TENTH_OF\(i\) on the row with i=0"):
+            run("TENTH_OF(i)", i=pa.array([1, 0], pa.int32()))
+    finally:
+        udfs.unregister("TENTH_OF")
