@@ -298,16 +298,16 @@ def _substring_rows(s: Value, start: Value, length: Value | None) -> Value:
     else:
         lengths = [length.as_py()] * rows if isinstance(length, pa.Scalar) else length.to_pylist()
     out: list[str | None] = []
-    for text, pos, n in zip(texts, starts, lengths, strict=True):
-        if text is None or pos is None or n is None or (length is not None and n < 0):
+    for value, pos, n in zip(texts, starts, lengths, strict=True):
+        if value is None or pos is None or n is None or (length is not None and n < 0):
             out.append(None)
             continue
-        chars = len(text)
+        chars = len(value)
         begin = pos - 1 if pos > 0 else chars + pos if pos < 0 else 0
         if begin < 0 or begin >= chars:
             out.append("")
             continue
-        out.append(text[begin:] if length is None else text[begin : begin + n])
+        out.append(value[begin:] if length is None else value[begin : begin + n])
     return pa.array(out, pa.string())
 
 
