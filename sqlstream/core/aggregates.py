@@ -24,6 +24,14 @@ class AggCall:
         return f"{self.function}({inner})"
 
 
+def wrap_integer(total: int, t: pa.DataType) -> int:
+    """An exact integer sum as Java's int/long arithmetic leaves it: wrapped into ``t``'s width
+    (Flink's SUM(INT) is INT and overflows silently)."""
+    bits = t.bit_width
+    wrapped = total & ((1 << bits) - 1)
+    return wrapped - (1 << bits) if wrapped >= 1 << (bits - 1) else wrapped
+
+
 def retractable(call: AggCall) -> bool:
     """Whether the function can consume -U/-D rows (MIN/MAX/DISTINCT would need all values)."""
     return call.function in ("COUNT", "SUM", "AVG") and not call.distinct

@@ -72,5 +72,10 @@ class DataError(SqlStreamError):
     """A record could not be read: names the file (or partition) and line (or offset)."""
 
 
+class ExpressionError(DataError):
+    """Evaluating an expression failed on a row: names the expression, the row's column values and
+    the reason in Flink's words ('/ by zero'), instead of an Arrow kernel message."""
+
+
 class JobError(SqlStreamError):
     """A running job failed; wraps the operator and cause."""

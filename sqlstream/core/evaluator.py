@@ -6,14 +6,26 @@ node types), and each closure evaluates a whole column with pyarrow.compute.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.errors import DataError
-from sqlstream.core.expressions import Call, Case, Cast, ColumnRef, Expr, Literal
-from sqlstream.core.functions import lookup
+from sqlstream.core.casts import cast_number, cast_to_float, string_to_time, to_string
+from sqlstream.core.errors import DataError, ExpressionError
+from sqlstream.core.expressions import (
+    Call,
+    Case,
+    Cast,
+    ColumnRef,
+    Expr,
+    Literal,
+    referenced_columns,
+)
+from sqlstream.core.functions import ArgumentTypeError, lookup
+from sqlstream.core.types import is_numeric, is_string, sql_type_name
 
 Value = pa.Array | pa.Scalar
 Compiled = Callable[[pa.RecordBatch], Value]
@@ -25,11 +37,23 @@ def _cast(value: Value, target: pa.DataType, safe: bool) -> Value:
     try:
         if pa.types.is_string(value.type) and pa.types.is_boolean(target):
             return _string_to_bool(value)
+        if is_numeric(value.type) and (pa.types.is_integer(target) or pa.types.is_decimal(target)):
+            return cast_number(value, target)
+        if pa.types.is_decimal(value.type) and pa.types.is_floating(target):
+            return cast_to_float(value, target)
+        if is_numeric(value.type) and pa.types.is_floating(target):
+            return pc.cast(value, target, safe=False)  # to the nearest FLOAT/DOUBLE, as Java
+        if is_string(value.type) and pa.types.is_time(target):
+            return pc.cast(string_to_time(value), target)
+        if is_string(target):
+            text = to_string(value)
+            if text is not None:
+                return text
         return pc.cast(value, target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         if safe:
             return _try_cast_each(value, target)
-        raise DataError(f"CAST to {target} failed: {e}") from None
+        raise DataError(f"CAST to {sql_type_name(target)} failed: {e}") from None
 
 
 def _string_to_bool(value: Value) -> Value:
@@ -55,6 +79,66 @@ def _try_cast_each(value: Value, target: pa.DataType) -> Value:
     return pa.array(out, target)
 
 
+_ROWS_SEARCHED = 100_000  # past this a failing batch is reported without its row
+
+
+def _guarded(expr: Expr, run: Compiled) -> Compiled:
+    """``run`` whose failure names the expression and the offending row's column values.
+
+    The innermost failing call reports (an ExpressionError passes through the calls around it);
+    only on failure are the batch's rows evaluated one by one to find the offending one.
+    """
+
+    def guarded(batch: pa.RecordBatch) -> Value:
+        try:
+            return run(batch)
+        except (ExpressionError, ArgumentTypeError):
+            raise  # described already, or a misused argument the planner reports at its position
+        except Exception as e:  # noqa: BLE001  (a kernel's or a UDF's error, reported with its row)
+            raise ExpressionFailure(expr, run, batch, e) from e
+
+    return guarded
+
+
+class ExpressionFailure(ExpressionError):
+    """An ExpressionError whose message (which looks for the offending row) is only worked out
+    when shown: a CASE that catches it to evaluate its branches lazily never pays for it."""
+
+    def __init__(self, expr: Expr, run: Compiled, batch: pa.RecordBatch, error: Exception) -> None:
+        super().__init__()
+        self.failed = (expr, run, batch, error)
+        self.message: str | None = None
+
+    def __str__(self) -> str:
+        if self.message is None:
+            self.message = _failure(*self.failed)
+        return self.message
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return ExpressionError, (str(self),)
+
+
+def _failure(expr: Expr, run: Compiled, batch: pa.RecordBatch, error: Exception) -> str:
+    reason = str(error) if isinstance(error, DataError) else f"{type(error).__name__}: {error}"
+    text = re.sub(r"\$\d+:", "", str(expr))
+    columns = sorted(referenced_columns(expr))
+    for i in range(min(batch.num_rows, _ROWS_SEARCHED)):
+        try:
+            run(batch.slice(i, 1))
+        except Exception:  # noqa: BLE001, S112  (this is the row that fails)
+            values = ", ".join(f"{batch.schema.field(c).name}={_shown(batch.column(c)[i].as_py())}" for c in columns)
+            return f"{reason}: evaluating {text} on the row with {values}" if values else f"{reason}: evaluating {text}"
+    return f"{reason}: evaluating {text}"
+
+
+def _typed(e: Expr, t: pa.DataType) -> Expr:
+    return e if e.type == t else Cast(e, t)
+
+
+def _shown(value: object) -> str:
+    return repr(value) if isinstance(value, str) else "NULL" if value is None else str(value)
+
+
 def compile_expr(expr: Expr) -> Compiled:
     if isinstance(expr, ColumnRef):
         index = expr.index
@@ -65,25 +149,52 @@ def compile_expr(expr: Expr) -> Compiled:
     if isinstance(expr, Cast):
         inner = compile_expr(expr.arg)
         target, safe = expr.type, expr.safe
-        return lambda batch: _cast(inner(batch), target, safe)
+        return _guarded(expr, lambda batch: _cast(inner(batch), target, safe))
+    if isinstance(expr, Call) and expr.name == "IF":
+        # IF(c, a, b) evaluates only the branch each row takes, as CASE WHEN c THEN a ELSE b END
+        cond, yes, no = expr.args
+        return compile_expr(Case(((_typed(cond, pa.bool_()), _typed(yes, expr.type)),), _typed(no, expr.type), expr.type))
     if isinstance(expr, Call):
         fn = lookup(expr.name)
         assert fn is not None, expr.name
         args = [compile_expr(a) for a in expr.args]
         kernel = fn.kernel
-        return lambda batch: kernel(*[a(batch) for a in args])
+        return _guarded(expr, lambda batch: kernel(*[a(batch) for a in args]))
     if isinstance(expr, Case):
         whens = [(compile_expr(c), compile_expr(v)) for c, v in expr.whens]
         default = compile_expr(expr.default) if expr.default is not None else None
         out_type = expr.type
 
-        def case(batch: pa.RecordBatch) -> Value:
+        def eager(batch: pa.RecordBatch) -> Value:
             result: Value = default(batch) if default is not None else pa.scalar(None, out_type)
             # fold from the last arm so the first matching arm wins
             for cond, val in reversed(whens):
                 c = pc.fill_null(cond(batch), False)
                 result = pc.if_else(c, val(batch), result)
             return result
+
+        def lazy(batch: pa.RecordBatch) -> Value:
+            """Each branch over only the rows that take it, as Flink's generated if/else does:
+            CASE WHEN i <> 0 THEN 10 / i END must not divide by the zero it guards against."""
+            result = pa.nulls(batch.num_rows, out_type)
+            pending = pa.array(np.ones(batch.num_rows, dtype=bool))
+            arms = [(cond, val) for cond, val in whens] + ([(None, default)] if default is not None else [])
+            for cond, val in arms:
+                if cond is None:
+                    taken = pending
+                else:
+                    taken = pc.and_(pending, pc.fill_null(as_array(cond(batch), batch.num_rows, pa.bool_()), False))
+                    pending = pc.and_(pending, pc.invert(taken))
+                if pc.any(taken).as_py():
+                    values = as_array(val(batch.filter(taken)), pc.sum(taken).as_py(), out_type)
+                    result = pc.replace_with_mask(result, taken, values)
+            return result
+
+        def case(batch: pa.RecordBatch) -> Value:
+            try:
+                return eager(batch)
+            except ExpressionError:
+                return lazy(batch)  # a branch failed, maybe on rows it does not take
 
         return case
     raise TypeError(f"cannot compile {expr!r}")

@@ -7,9 +7,12 @@ and the runtime evaluator only dispatches kernels.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+
+from sqlstream.core.types import sql_type_name
 
 _INFIX = {"+", "-", "*", "/", "%", "=", "<>", "<", "<=", ">", ">=", "AND", "OR"}
 
@@ -30,7 +33,9 @@ class Literal:
     type: pa.DataType
 
     def __str__(self) -> str:
-        return "NULL" if self.value is None else repr(self.value)
+        if self.value is None:
+            return "NULL"
+        return str(self.value) if isinstance(self.value, Decimal) else repr(self.value)
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,7 @@ class Cast:
     safe: bool = False  # TRY_CAST: NULL instead of an error
 
     def __str__(self) -> str:
-        return f"{'TRY_CAST' if self.safe else 'CAST'}({self.arg} AS {self.type})"
+        return f"{'TRY_CAST' if self.safe else 'CAST'}({self.arg} AS {sql_type_name(self.type)})"
 
 
 @dataclass(frozen=True)

@@ -188,6 +188,17 @@ class ReplicateRowsConfig(OperatorConfig):
 
 
 @dataclass(frozen=True)
+class NotNullEnforcerConfig(OperatorConfig):
+    """Flink's ConstraintEnforcer before a sink: the input positions and names of the sink table's
+    NOT NULL columns, and what a NULL in one of them does ('table.exec.sink.not-null-enforcer':
+    ERROR fails the job, DROP drops the row)."""
+
+    columns: tuple[int, ...]
+    names: tuple[str, ...]
+    not_null_enforcer: str = _choice("ERROR")
+
+
+@dataclass(frozen=True)
 class OverAggConfig(OperatorConfig):
     partition_keys: list[int]
     time_index: int

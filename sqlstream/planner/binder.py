@@ -19,6 +19,7 @@ from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import PlanError
 from sqlstream.core.expressions import ColumnRef, Expr, Literal, referenced_columns
 from sqlstream.core.functions import common_type
+from sqlstream.core.functions.arithmetic import avg_type, sum_type
 from sqlstream.core.functions.udfs import USER_AGGREGATES
 from sqlstream.core.sql import dialect, script
 from sqlstream.core.tables import TableDef, ViewDef
@@ -705,8 +706,9 @@ class QueryBinder:
         elif function in ("SUM", "AVG"):
             if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
                 raise plan_error(f"{function} needs a numeric argument, got {sql_type_name(t)}", node)
-            # Flink: SUM of integers is BIGINT here (safe from overflow); AVG keeps the input type
-            out = pa.int64() if (function == "SUM" and pa.types.is_integer(t)) else t
+            # Flink's LogicalTypeMerging: SUM(INT) is INT (wrapping around), AVG(INT) is INT,
+            # SUM(DECIMAL(p, s)) is DECIMAL(38, s), AVG(DECIMAL(p, s)) is DECIMAL(38, max(6, s))
+            out = sum_type(t) if function == "SUM" else avg_type(t)
         else:
             out = t
         return AggCall(function, column_of(arg), distinct, out, name)

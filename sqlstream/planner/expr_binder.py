@@ -7,6 +7,7 @@ plan-time error at the expression's line and column.
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 
 import pyarrow as pa
 from sqlglot import exp
@@ -87,7 +88,11 @@ class ExprBinder:
                 node,
             )
         if isinstance(node, exp.Neg):
-            return self._call("NEGATE", [self.bind(node.this)], node)
+            inner = self.bind(node.this)
+            if isinstance(inner, Literal) and isinstance(inner.value, int | float | Decimal) and not isinstance(inner.value, bool):
+                # -2 is a numeric literal, as in Flink's parser (ROUND(d, -2) types by its value)
+                return Literal(-inner.value, inner.type)
+            return self._call("NEGATE", [inner], node)
         if isinstance(node, exp.Not):
             inner = node.this
             return self._call("NOT", [self.bind(inner)], node)
@@ -102,16 +107,21 @@ class ExprBinder:
             raise plan_error(f"unsupported IS expression '{node.sql()}'", node)
         if type(node) in _BINARY:
             return self._call(_BINARY[type(node)], [self.bind(node.this), self.bind(node.expression)], node)
-        if isinstance(node, exp.Like):
-            return self._call("LIKE", [self.bind(node.this), self.bind(node.expression)], node)
+        if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like | exp.SimilarTo):
+            return self._pattern_match(node.this, node.expression)
+        if isinstance(node, exp.Like | exp.SimilarTo):
+            return self._pattern_match(node, None)
         if isinstance(node, exp.ILike):
             lowered = [self._call("LOWER", [self.bind(x)], node) for x in (node.this, node.expression)]
-            return self._call("LIKE", lowered, node)
+            match = self._call("LIKE", lowered, node)
+            return self._call("NOT", [match], node) if node.args.get("negate") else match
         if isinstance(node, exp.Between):
-            value = self.bind(node.this)
-            low = self._call(">=", [value, self.bind(node.args["low"])], node)
-            high = self._call("<=", [value, self.bind(node.args["high"])], node)
-            return self._call("AND", [low, high], node)
+            value, low, high = (self.bind(n) for n in (node.this, node.args["low"], node.args["high"]))
+            between = self._between(value, low, high, node)
+            if node.args.get("symmetric"):
+                # BETWEEN SYMMETRIC: either order of the bounds
+                return self._call("OR", [between, self._between(value, high, low, node)], node)
+            return between
         if isinstance(node, exp.Subquery | exp.Exists) or (isinstance(node, exp.In) and node.args.get("query")):
             raise plan_error("subqueries are supported in WHERE (IN, EXISTS and scalar ones, as conjuncts) and "
                              "as scalar values in a SELECT list without aggregates, not here", node)
@@ -149,6 +159,19 @@ class ExprBinder:
             return self._call(name, [self.bind(a) for a in arg_nodes], node)
         raise plan_error(f"unsupported expression '{node.sql()}'", node)
 
+    def _between(self, value: Expr, low: Expr, high: Expr, node: exp.Expression) -> Expr:
+        return self._call(
+            "AND", [self._call(">=", [value, low], node), self._call("<=", [value, high], node)], node
+        )
+
+    def _pattern_match(self, node: exp.Like | exp.SimilarTo, escape: exp.Expression | None) -> Expr:
+        """LIKE / SIMILAR TO with its ESCAPE character; sqlglot marks NOT LIKE with ``negate``."""
+        args = [self.bind(node.this), self.bind(node.expression)]
+        if escape is not None:
+            args.append(self.bind(escape))
+        match = self._call("LIKE" if isinstance(node, exp.Like) else "SIMILAR", args, node)
+        return self._call("NOT", [match], node) if node.args.get("negate") else match
+
     def _literal(self, node: exp.Literal) -> Literal:
         text = node.this
         if node.is_string:
@@ -157,7 +180,18 @@ class ExprBinder:
             value = int(text)
             return Literal(value, pa.int32() if -(2**31) <= value < 2**31 else pa.int64())
         except ValueError:
+            pass
+        if "e" in text.lower():  # 1.5e0 is an approximate numeric literal: DOUBLE
             return Literal(float(text), pa.float64())
+        # an exact numeric literal is a DECIMAL of its digits: 2.50 is DECIMAL(3, 2)
+        number = Decimal(text)
+        sign, digits, exponent = number.as_tuple()
+        assert isinstance(exponent, int)
+        scale = max(-exponent, 0)
+        precision = max(len(digits), scale, 1)
+        if precision > 38:
+            raise plan_error(f"numeric literal {text} has more than 38 digits", node)
+        return Literal(number, pa.decimal128(precision, scale))
 
     def _call(self, name: str, args: list[Expr], node: exp.Expression) -> Expr:
         fn = lookup(name)
@@ -172,7 +206,11 @@ class ExprBinder:
             raise plan_error(f"{name} takes {expected} arguments, got {len(args)}", node)
         types = [a.type for a in args]
         try:
-            result = fn.infer(types)
+            if fn.sees_constants:
+                constants = [a.value if isinstance(a, Literal) else None for a in args]
+                result = fn.infer(types, constants)  # type: ignore[call-arg]
+            else:
+                result = fn.infer(types)
         except ArgumentTypeError as e:
             raise plan_error(f"type mismatch in '{node.sql()}': {e}", node) from None
         if fn.coerce_args:

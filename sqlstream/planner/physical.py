@@ -25,6 +25,7 @@ from sqlstream.core.physical import (
     IntervalJoinConfig,
     LimitConfig,
     LookupJoinConfig,
+    NotNullEnforcerConfig,
     OperatorConfig,
     OverAggConfig,
     PhysicalNode,
@@ -44,6 +45,7 @@ from sqlstream.core.physical import (
     WindowTVFConfig,
 )
 from sqlstream.core.state_backends import capabilities
+from sqlstream.core.tables import TableDef
 from sqlstream.core.windows import partition_columns
 from sqlstream.planner.horizons import join_horizons
 from sqlstream.planner.joins import analyze
@@ -90,6 +92,14 @@ class Lowering:
         # Flink: a source split without data for this long stops holding the watermark back
         # (0, the default, never); a table's 'scan.watermark.idle-timeout' takes precedence
         self.source_idle_timeout_ms = idle_ms if idle_ms > 0 else None
+        # Flink: a NULL written into a NOT NULL sink column fails the job, or is dropped with DROP
+        enforcer = settings.get("table.exec.sink.not-null-enforcer", "ERROR").strip().upper()
+        if enforcer not in ("ERROR", "DROP"):
+            raise PlanError(
+                f"table.exec.sink.not-null-enforcer: '{settings['table.exec.sink.not-null-enforcer']}' "
+                "is not one of ERROR, DROP"
+            )
+        self.not_null_enforcer = enforcer
 
     def add(self, name: str, detail: str, schema: pa.Schema, inputs: list[Exchange],
             config: OperatorConfig | None = None, **kw: Any) -> int:
@@ -200,6 +210,8 @@ class Lowering:
             return self.add("Union", f"inputs={len(ups)}", schema, [Exchange(u) for u in ups], config=UnionConfig())
         if isinstance(node, Sink):
             up = self.lower(node.input)
+            if node.table is not None:
+                up = self._enforce_not_null(up, node.table, node.input.schema)
             options: dict[str, Any] = {}
             if node.table is not None:
                 options = connector_spec(node.table.connector).validate(node.table)
@@ -208,6 +220,16 @@ class Lowering:
             conn = f" [{node.table.connector}]" if node.table else ""
             return self.add("Sink", f"{name}{conn}", schema, [Exchange(up)], sink=spec)
         raise TypeError(node)
+
+    def _enforce_not_null(self, up: int, table: TableDef, schema: pa.Schema) -> int:
+        """A ConstraintEnforcer before a sink with NOT NULL columns, as Flink plans one."""
+        required = [(i, c.name) for i, c in enumerate(table.physical_columns) if not c.nullable]
+        if not required:
+            return up
+        columns, names = (tuple(x) for x in zip(*required, strict=True))
+        detail = f"NotNullEnforcer(fields=[{', '.join(names)}])"
+        return self.add("ConstraintEnforcer", detail, schema, [Exchange(up)],
+                        config=NotNullEnforcerConfig(columns, names, self.not_null_enforcer))
 
     def _lower_rank(self, node: Rank) -> int:
         up = self.lower(node.input)

@@ -10,13 +10,13 @@ cheaply.
 from __future__ import annotations
 
 import copy
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.aggregates import AggCall
+from sqlstream.core.aggregates import AggCall, wrap_integer
 from sqlstream.core.functions.udfs import USER_AGGREGATES
 
 Partial = tuple[pa.Array, str, pc.FunctionOptions | None]
@@ -108,13 +108,20 @@ class Sum(AggFunction):
     def merge(self, acc: list[Any], values: list[Any]) -> None:
         acc[0] = _add(acc[0], values[0])
         acc[1] += values[1] or 0
+        if isinstance(acc[0], int) and pa.types.is_integer(self.call.type):
+            acc[0] = wrap_integer(acc[0], pa.int64())  # kept in a BIGINT column of the state
 
     def result(self, acc: list[Any]) -> Any:
-        return acc[0] if acc[1] else None
+        if not acc[1]:
+            return None
+        if pa.types.is_integer(self.call.type):
+            return wrap_integer(acc[0], self.call.type)
+        return acc[0]
 
 
 class Avg(Sum):
-    """AVG = SUM / COUNT in the argument's type (integer AVG truncates, as in Flink)."""
+    """AVG = SUM / COUNT: integers in the argument's type (the sum wrapped, the quotient truncated
+    toward zero), a DECIMAL rounded HALF_UP at DECIMAL(38, max(6, s)), as Flink."""
 
     def result(self, acc: list[Any]) -> Any:
         total, count = acc
@@ -122,10 +129,13 @@ class Avg(Sum):
             return None
         t = self.call.type
         if pa.types.is_integer(t):
+            total = wrap_integer(total, t)
             q = abs(total) // count
             return q if total >= 0 else -q
         if pa.types.is_decimal(t):
-            return (Decimal(total) / count).quantize(Decimal(1).scaleb(-t.scale))
+            with localcontext() as ctx:
+                ctx.prec = 80
+                return (Decimal(total) / count).quantize(Decimal(1).scaleb(-t.scale), rounding=ROUND_HALF_UP)
         return total / count
 
 

@@ -8,6 +8,7 @@ the kernel.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,6 +35,9 @@ class ScalarFunction:
     max_args: int | None  # None: variadic
     # cast every argument to the inferred common type before calling the kernel
     coerce_args: bool = False
+    # the typing rule also takes the arguments' constant values (None where not constant):
+    # ROUND(d, 2)'s DECIMAL scale depends on the 2
+    sees_constants: bool = False
 
 
 REGISTRY: dict[str, ScalarFunction] = {}
@@ -47,9 +51,10 @@ def register(
     max_args: int | None = -1,
     coerce_args: bool = False,
     aliases: tuple[str, ...] = (),
+    sees_constants: bool = False,
 ) -> None:
     fn = ScalarFunction(
-        name, infer, kernel, min_args, min_args if max_args == -1 else max_args, coerce_args
+        name, infer, kernel, min_args, min_args if max_args == -1 else max_args, coerce_args, sees_constants
     )
     for n in (name, *aliases):
         REGISTRY[n.upper()] = fn
@@ -122,11 +127,7 @@ def _numeric_result(op: str) -> Infer:
             return b
         if op in ("+", "-") and pa.types.is_date(a) and pa.types.is_duration(b):
             return pa.timestamp("ms")
-        if not (is_numeric(a) or pa.types.is_null(a)) or not (is_numeric(b) or pa.types.is_null(b)):
-            raise ArgumentTypeError(f"operator '{op}' needs numeric operands, got {_names(types)}")
-        c = common_type(a, b)
-        assert c is not None
-        return pa.int64() if pa.types.is_null(c) else c
+        return arithmetic.result_type(op, a, b)
 
     return infer
 
@@ -162,51 +163,152 @@ def _common(types: list[pa.DataType]) -> pa.DataType:
     return _common_of(types, "arguments")
 
 
+def _temporal(a: Value, b: Value) -> bool:
+    return pa.types.is_duration(a.type) or pa.types.is_duration(b.type)
+
+
 def _add(a: Value, b: Value) -> Value:
-    if pa.types.is_date(a.type) and pa.types.is_duration(b.type):
+    if not _temporal(a, b):
+        return arithmetic.evaluate("+", a, b)
+    if pa.types.is_date(a.type):
         a = pc.cast(a, pa.timestamp("ms"))
     return pc.add_checked(a, b)
 
 
 def _subtract(a: Value, b: Value) -> Value:
-    if pa.types.is_date(a.type) and pa.types.is_duration(b.type):
+    if not _temporal(a, b):
+        return arithmetic.evaluate("-", a, b)
+    if pa.types.is_date(a.type):
         a = pc.cast(a, pa.timestamp("ms"))
     return pc.subtract_checked(a, b)
 
 
-def _divide(a: Value, b: Value) -> Value:
-    # SQL: division by zero yields an error in Flink; Arrow's checked divide does too.
-    return pc.divide_checked(a, b)
+def _arithmetic(op: str) -> Kernel:
+    def kernel(a: Value, b: Value) -> Value:
+        return arithmetic.evaluate(op, a, b)
 
-
-def _modulo(a: Value, b: Value) -> Value:
-    # Java/Flink semantics: the result takes the sign of the dividend
-    q = pc.divide_checked(a, b)
-    if pa.types.is_floating(q.type):
-        q = pc.trunc(q)
-    return pc.subtract(a, pc.multiply(q, b))
+    return kernel
 
 
 def _concat(*args: Value) -> Value:
     return pc.binary_join_element_wise(*[pc.cast(a, pa.string()) for a in args], "")
 
 
-def _like(s: Value, pattern: Value) -> Value:
+def _escape_char(escape: Value | None, what: str) -> str | None:
+    if escape is None:
+        return None
+    if not isinstance(escape, pa.Scalar):
+        raise ArgumentTypeError(f"{what} ESCAPE must be a constant")
+    char = escape.as_py()
+    if char is None or len(char) != 1:
+        raise ArgumentTypeError(f"{what} ESCAPE must be one character, got {char!r}")
+    return char
+
+
+def _like_pattern(pattern: str, escape: str | None) -> str:
+    """A Flink LIKE pattern in Arrow's spelling, where backslash escapes: Flink has no escape
+    character unless ESCAPE names one, so a backslash of the pattern is a literal character."""
+    out: list[str] = []
+    chars = iter(pattern)
+    for c in chars:
+        if escape is not None and c == escape:
+            nxt = next(chars, None)
+            if nxt is None:
+                raise ArgumentTypeError(f"LIKE pattern '{pattern}' ends with its escape character")
+            out.append("\\" + nxt)
+        elif c == "\\":
+            out.append("\\\\")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def _like(s: Value, pattern: Value, escape: Value | None = None) -> Value:
     if not isinstance(pattern, pa.Scalar):
         raise ArgumentTypeError("LIKE pattern must be a constant")
-    return pc.match_like(s, pattern.as_py())
+    if not pattern.is_valid:
+        return pa.scalar(None, pa.bool_())
+    return pc.match_like(s, _like_pattern(pattern.as_py(), _escape_char(escape, "LIKE")))
+
+
+def _similar_regex(pattern: str, escape: str | None) -> str:
+    """SIMILAR TO's pattern as a regular expression, as Calcite translates it for Flink: '%' and
+    '_' are '.*' and '.', the escape character quotes the next one, the rest is regex syntax."""
+    out: list[str] = []
+    chars = iter(pattern)
+    for c in chars:
+        if escape is not None and c == escape:
+            nxt = next(chars, None)
+            if nxt is None:
+                raise ArgumentTypeError(f"SIMILAR TO pattern '{pattern}' ends with its escape character")
+            out.append(re.escape(nxt))
+        elif c == "%":
+            out.append(".*")
+        elif c == "_":
+            out.append(".")
+        else:
+            out.append(c)
+    return "^(?:" + "".join(out) + ")$"
+
+
+def _similar(s: Value, pattern: Value, escape: Value | None = None) -> Value:
+    if not isinstance(pattern, pa.Scalar):
+        raise ArgumentTypeError("SIMILAR TO pattern must be a constant")
+    if not pattern.is_valid:
+        return pa.scalar(None, pa.bool_())
+    regex = _similar_regex(pattern.as_py(), _escape_char(escape, "SIMILAR TO"))
+    return pc.match_substring_regex(s, regex)
 
 
 def _substring(s: Value, start: Value, length: Value | None = None) -> Value:
-    # SQL is 1-based; start <= 0 behaves like 1 (Flink)
-    begin = max(start.as_py(), 1) - 1 if isinstance(start, pa.Scalar) else None
-    if begin is None:
-        raise ArgumentTypeError("SUBSTRING start must be a constant")
+    """SUBSTRING as Flink's BinaryStringDataUtil.substringSQL: a start > 0 counts from 1, a start
+    < 0 from the end (-3 is the third last character), 0 is the first character; a start before
+    the beginning or past the end gives '', a negative length gives NULL."""
+    if any(isinstance(a, pa.Scalar) and not a.is_valid for a in (s, start, length) if a is not None):
+        return pa.scalar(None, pa.string())
+    if isinstance(start, pa.Scalar) and (length is None or isinstance(length, pa.Scalar)):
+        return _substring_constant(s, start.as_py(), None if length is None else length.as_py())
+    return _substring_rows(s, start, length)
+
+
+def _substring_constant(s: Value, pos: int, length: int | None) -> Value:
+    if length is not None and length < 0:
+        return pa.scalar(None, pa.string()) if isinstance(s, pa.Scalar) else pa.nulls(len(s), pa.string())
+    if pos >= 0:
+        begin = max(pos - 1, 0)
+        return pc.utf8_slice_codeunits(s, begin, _NO_END if length is None else begin + length)
+    # from the end: Arrow clamps a start before the beginning to 0, where Flink returns ''
+    stop = _NO_END if length is None or pos + length >= 0 else pos + length
+    sliced = pc.utf8_slice_codeunits(s, pos, stop)
+    before_start = pc.less(pc.add(pc.utf8_length(s), pos), 0)
+    return pc.if_else(before_start, "", sliced)
+
+
+_NO_END = 2**62  # Arrow's slice needs a stop; past every string's end
+
+
+def _substring_rows(s: Value, start: Value, length: Value | None) -> Value:
+    """SUBSTRING whose start or length varies per row: Arrow's slice takes constants only, so
+    each row is sliced in Python (the constant case above stays vectorized)."""
+    rows = len(start) if not isinstance(start, pa.Scalar) else len(length)  # type: ignore[arg-type]
+    texts = [s.as_py()] * rows if isinstance(s, pa.Scalar) else s.to_pylist()
+    starts = [start.as_py()] * rows if isinstance(start, pa.Scalar) else start.to_pylist()
     if length is None:
-        return pc.utf8_slice_codeunits(s, begin)
-    if not isinstance(length, pa.Scalar):
-        raise ArgumentTypeError("SUBSTRING length must be a constant")
-    return pc.utf8_slice_codeunits(s, begin, begin + length.as_py())
+        lengths: list[int | None] = [-1] * rows
+    else:
+        lengths = [length.as_py()] * rows if isinstance(length, pa.Scalar) else length.to_pylist()
+    out: list[str | None] = []
+    for value, pos, n in zip(texts, starts, lengths, strict=True):
+        if value is None or pos is None or n is None or (length is not None and n < 0):
+            out.append(None)
+            continue
+        chars = len(value)
+        begin = pos - 1 if pos > 0 else chars + pos if pos < 0 else 0
+        if begin < 0 or begin >= chars:
+            out.append("")
+            continue
+        out.append(value[begin:] if length is None else value[begin : begin + n])
+    return pa.array(out, pa.string())
 
 
 def _coalesce(*args: Value) -> Value:
@@ -228,10 +330,10 @@ def _is_in(value: Value, *options: Value) -> Value:
 
 register("+", _numeric_result("+"), _add, 2, coerce_args=False)
 register("-", _numeric_result("-"), _subtract, 2)
-register("*", _numeric_result("*"), pc.multiply_checked, 2, coerce_args=True)
-register("/", _numeric_result("/"), _divide, 2, coerce_args=True)
-register("%", _numeric_result("%"), _modulo, 2, coerce_args=True, aliases=("MOD",))
-register("NEGATE", _same_as_first, pc.negate_checked, 1)
+register("*", _numeric_result("*"), _arithmetic("*"), 2)
+register("/", _numeric_result("/"), _arithmetic("/"), 2)
+register("%", _numeric_result("%"), _arithmetic("%"), 2, aliases=("MOD",))
+register("NEGATE", _same_as_first, pc.negate, 1)  # wraps as Java: -MIN_VALUE is MIN_VALUE
 register("=", _comparison, pc.equal, 2, coerce_args=True)
 register("<>", _comparison, pc.not_equal, 2, coerce_args=True)
 register("<", _comparison, pc.less, 2, coerce_args=True)
@@ -244,7 +346,8 @@ register("NOT", _boolean, pc.invert, 1)
 register("IS_NULL", _returns(pa.bool_()), pc.is_null, 1)
 register("IS_NOT_NULL", _returns(pa.bool_()), pc.is_valid, 1)
 register("IN", _comparison, _is_in, 2, None, coerce_args=True)
-register("LIKE", _returns(pa.bool_(), is_string, "STRING"), _like, 2)
+register("LIKE", _returns(pa.bool_(), is_string, "STRING"), _like, 2, 3)
+register("SIMILAR", _returns(pa.bool_(), is_string, "STRING"), _similar, 2, 3)
 register("CONCAT", _returns(pa.string()), _concat, 1, None, aliases=("||",))
 register("UPPER", _returns(pa.string(), is_string, "STRING"), pc.utf8_upper, 1)
 register("LOWER", _returns(pa.string(), is_string, "STRING"), pc.utf8_lower, 1)
@@ -254,4 +357,4 @@ register("COALESCE", _common, _coalesce, 1, None, coerce_args=True)
 
 # The Flink built-in function library registers itself into REGISTRY; imported
 # last because those modules import the helpers above.
-from sqlstream.core.functions import encodings, numeric, strings, temporal, text  # noqa: E402, F401
+from sqlstream.core.functions import arithmetic, encodings, numeric, strings, temporal, text  # noqa: E402, F401

@@ -2,15 +2,16 @@
 
 Rounding follows Java's BigDecimal as Flink does: ROUND is HALF_UP (away from
 zero, not banker's), and DOUBLE arguments are rounded as the shortest decimal
-that reads back as the double, so ROUND(2.675, 2) is 2.68 although the binary
-value of 2.675 is slightly below it.  Integer arithmetic that overflows raises
-(checked kernels) instead of wrapping around as Java would.
+that reads back as the double, so ROUND(2.675e0, 2) is 2.68 although the binary
+value of 2.675 is slightly below it.  ROUND/TRUNCATE of a DECIMAL take Flink's
+findRoundDecimalType, and of an integer wrap around as Java does.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,6 +24,7 @@ from sqlstream.core.functions import (
     common_type,
     register,
 )
+from sqlstream.core.functions.arithmetic import fit_decimal
 from sqlstream.core.functions.strings import (
     BOOLEAN,
     INTEGER,
@@ -66,15 +68,30 @@ def _integral_decimal(t: pa.Decimal128Type) -> pa.DataType:
     return pa.decimal128(min(max(digits, 1), _MAX_PRECISION), 0)
 
 
-def _round_infer(types: list[pa.DataType]) -> pa.DataType:
-    check_args("ROUND", types, (NUMERIC, INTEGER))
-    t = types[0]
-    if not pa.types.is_decimal(t) or t.scale == 0:
+def _round_infer(name: str) -> Callable[[list[pa.DataType], list[Any]], pa.DataType]:
+    """ROUND/TRUNCATE keep a number's type; a DECIMAL's follows the constant number of places."""
+
+    def infer(types: list[pa.DataType], constants: list[Any] | None = None) -> pa.DataType:
+        check_args(name, types, (NUMERIC, INTEGER))
+        t = types[0]
+        if not pa.types.is_decimal(t):
+            return t
+        places = 0 if len(types) == 1 else None if constants is None else constants[1]
+        if places is None:
+            raise ArgumentTypeError(f"{name} of a DECIMAL needs a constant number of decimal places")
+        return round_decimal_type(t, places)
+
+    return infer
+
+
+def round_decimal_type(t: pa.Decimal128Type, places: int) -> pa.Decimal128Type:
+    """LogicalTypeMerging.findRoundDecimalType: rounding can carry into one more integral digit."""
+    p, s = t.precision, t.scale
+    if places >= s:
         return t
-    if len(types) == 1:
-        return _integral_decimal(t)
-    # the number of places is only known at run time: keep the scale, allow a carry
-    return pa.decimal128(min(t.precision + 1, _MAX_PRECISION), t.scale)
+    if places < 0:
+        return pa.decimal128(min(_MAX_PRECISION, 1 + p - s), 0)
+    return pa.decimal128(1 + p - s + places, places)
 
 
 def _floor_ceil_infer(name: str) -> Infer:
@@ -153,28 +170,27 @@ def _round_double(x: Value, places: int, half_up: bool) -> Value:
     return _cast(pc.if_else(keep, wide, signed), x.type)
 
 
-@strict(pa.null())
-def _round(x: Value, digits: Value | None = None) -> Value:
-    places = 0 if digits is None else constant(digits, "ROUND", "the number of decimal places")
-    t = x.type
-    if pa.types.is_integer(t):
-        return x if places >= 0 else pc.round(x, places, round_mode=_HALF_UP)
-    if pa.types.is_decimal(t):
-        result = _round_infer([t] if digits is None else [t, pa.int32()])
-        widened = pa.decimal128(min(t.precision + 1, _MAX_PRECISION), t.scale)
-        return _cast(pc.round(_cast(x, widened), places, round_mode=_HALF_UP), result)
-    return _round_double(x, places, half_up=True)
+def _round_kernel(name: str, half_up: bool) -> Kernel:
+    mode = _HALF_UP if half_up else _DOWN
 
+    @strict(pa.null())
+    def kernel(x: Value, digits: Value | None = None) -> Value:
+        places = 0 if digits is None else constant(digits, name, "the number of decimal places")
+        t = x.type
+        if pa.types.is_integer(t):
+            if places >= 0:
+                return x
+            # in BIGINT, then wrapped into the argument type as Java's narrowing does
+            return pc.cast(pc.round(pc.cast(x, pa.int64()), places, round_mode=mode), t, safe=False)
+        if pa.types.is_decimal(t):
+            target = round_decimal_type(t, places)
+            if target == t:
+                return x
+            wide = pc.cast(x, pa.decimal256(min(t.precision + 1, 76), t.scale))
+            return fit_decimal(pc.round(wide, places, round_mode=mode), target)
+        return _round_double(x, places, half_up=half_up)
 
-@strict(pa.null())
-def _truncate(x: Value, digits: Value | None = None) -> Value:
-    places = 0 if digits is None else constant(digits, "TRUNCATE", "the number of decimal places")
-    t = x.type
-    if pa.types.is_integer(t):
-        return x if places >= 0 else pc.round(x, places, round_mode=_DOWN)
-    if pa.types.is_decimal(t):
-        return pc.round(x, places, round_mode=_DOWN)
-    return _round_double(x, places, half_up=False)
+    return kernel
 
 
 def _floor_ceil(arrow_fn: Callable[[Value], Value]) -> Kernel:
@@ -291,10 +307,10 @@ def _distinct(a: Value, b: Value) -> Value:
 
 # ---------------------------------------------------------------- registration
 
-register("ABS", _same_numeric("ABS"), strict(pa.null())(pc.abs_checked), 1)
+register("ABS", _same_numeric("ABS"), strict(pa.null())(pc.abs), 1)  # ABS(MIN_VALUE) wraps, as Java
 register("SIGN", _same_numeric("SIGN"), _sign, 1, aliases=("SIGNUM",))
-register("ROUND", _round_infer, _round, 1, 2)
-register("TRUNCATE", _same_numeric("TRUNCATE", INTEGER), _truncate, 1, 2)
+register("ROUND", _round_infer("ROUND"), _round_kernel("ROUND", True), 1, 2, sees_constants=True)
+register("TRUNCATE", _round_infer("TRUNCATE"), _round_kernel("TRUNCATE", False), 1, 2, sees_constants=True)
 register("FLOOR", _floor_ceil_infer("FLOOR"), _floor_ceil(pc.floor), 1)
 register("CEIL", _floor_ceil_infer("CEIL"), _floor_ceil(pc.ceil), 1, aliases=("CEILING",))
 register(

@@ -572,7 +572,8 @@ class ColumnarGroupAggregates:
                 total, count = accs[f"s{i}"], accs[f"n{i}"]
                 valid = count != 0
                 divisor = np.where(valid, count, 1)
-                if pa.types.is_integer(a.type):  # truncated toward zero, as Flink does
+                if pa.types.is_integer(a.type):  # the sum wrapped into the type, truncated toward zero
+                    total = total.astype(a.type.to_pandas_dtype()).astype(np.int64)
                     q = np.abs(total) // divisor
                     out.append((np.where(total >= 0, q, -q), valid))
                 else:
@@ -585,7 +586,8 @@ class ColumnarGroupAggregates:
         a = self.aggs[i]
         if a.function in ("MIN", "MAX"):
             return _arrow(values, valid, a.type)
-        return pa.array(values, mask=~valid).cast(a.type)
+        # an integer SUM wraps around in its type (Flink's SUM(INT) is INT)
+        return pa.array(values, mask=~valid).cast(a.type, safe=not pa.types.is_integer(a.type))
 
     # ------------------------------------------------------------ a batch
     def process(self, grouped: pa.Table, layout: list[list[str]]) -> tuple[list[pa.Array], np.ndarray] | None:

@@ -25,7 +25,7 @@ MIN/MAX as range queries over a sparse table of dense value ranks.
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any
 
 import numpy as np
@@ -143,14 +143,19 @@ class _OverAgg:
             return _arrow_values(frame[0], frame[1], t)
         total, count = frame
         filled = count > 0
+        if pa.types.is_integer(t):
+            # the sum wraps around in the argument's type (Flink's SUM(INT) is INT)
+            total = total.astype(t.to_pandas_dtype()).astype(np.int64)
         if self.function == "SUM":
             return _arrow_values(total, filled, t)
-        # AVG keeps the argument's type: integers truncate toward zero (Flink)
+        # AVG keeps an integer type, truncating toward zero; a DECIMAL rounds HALF_UP (Flink)
         safe = np.maximum(count, 1)
         if pa.types.is_decimal(t):
             quantum = Decimal(1).scaleb(-t.scale)
-            avg = np.array([(Decimal(v) / int(c)).quantize(quantum) for v, c in zip(total, safe, strict=True)],
-                           dtype=object)
+            with localcontext() as ctx:
+                ctx.prec = 80
+                avg = np.array([(Decimal(v) / int(c)).quantize(quantum, rounding=ROUND_HALF_UP)
+                                for v, c in zip(total, safe, strict=True)], dtype=object)
             return _arrow_values(avg, filled, t)
         if pa.types.is_integer(t):
             return _arrow_values((np.abs(total) // safe) * np.sign(total), filled, t)

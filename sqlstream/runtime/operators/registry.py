@@ -103,6 +103,12 @@ def _replicate_rows(c: p.ReplicateRowsConfig, schema: pa.Schema) -> Operator:
     return ReplicateRowsOperator(c.times)
 
 
+def _not_null_enforcer(c: p.NotNullEnforcerConfig, schema: pa.Schema) -> Operator:
+    from sqlstream.runtime.operators.constraint import NotNullEnforcer
+
+    return NotNullEnforcer(c.columns, c.names, c.not_null_enforcer)
+
+
 def _over_agg(c: p.OverAggConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.over_agg import OverAggOperator
 
@@ -155,6 +161,7 @@ BUILDERS: dict[type[p.OperatorConfig], Callable[[Any, pa.Schema], Operator]] = {
     p.TemporalJoinConfig: _temporal_join,
     p.UnionConfig: _union,
     p.ReplicateRowsConfig: _replicate_rows,
+    p.NotNullEnforcerConfig: _not_null_enforcer,
     p.OverAggConfig: _over_agg,
     p.TopNConfig: _top_n,
     p.DeduplicateFirstConfig: _dedup_first,

@@ -197,9 +197,13 @@ class ColumnarWindowAggregates:
                 results.append(fired.column(f"p{i}").cast(pa.int64()))
             elif a.function == "SUM":
                 s, n = fired.column(f"p{i}"), fired.column(f"n{i}")
-                results.append(pc.if_else(pc.greater(n, 0), s, pa.scalar(None, s.type)).cast(a.type))
+                # an integer SUM wraps around in its type (Flink's SUM(INT) is INT)
+                results.append(pc.if_else(pc.greater(n, 0), s, pa.scalar(None, s.type)).cast(
+                    a.type, safe=not pa.types.is_integer(a.type)))
             elif a.function == "AVG":
                 s, n = fired.column(f"p{i}"), fired.column(f"n{i}")
+                if pa.types.is_integer(a.type):  # the sum wrapped into the type first
+                    s = s.cast(a.type, safe=False).cast(pa.int64())
                 nonzero = pc.greater(n, 0)
                 avg = pc.divide(s, pc.if_else(nonzero, n, 1).cast(s.type))  # integers truncate, as in Flink
                 results.append(pc.if_else(nonzero, avg, pa.scalar(None, avg.type)).cast(a.type))
