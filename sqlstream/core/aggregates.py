@@ -9,11 +9,12 @@ import pyarrow as pa
 
 @dataclass(frozen=True)
 class AggCall:
-    function: str  # COUNT | SUM | MIN | MAX | AVG
+    function: str  # COUNT | SUM | MIN | MAX | AVG | STDDEV_POP | ... | LISTAGG | FIRST_VALUE | LAST_VALUE
     arg: int | None  # input column; None for COUNT(*)
     distinct: bool
     type: pa.DataType
     name: str
+    separator: str | None = None  # LISTAGG's, a constant
 
     def remapped(self, mapping: dict[int, int]) -> AggCall:
         """The same call over an input whose columns moved (old index -> new)."""
@@ -21,7 +22,15 @@ class AggCall:
 
     def describe(self) -> str:
         inner = "*" if self.arg is None else f"{'DISTINCT ' if self.distinct else ''}${self.arg}"
+        if self.separator is not None:
+            inner += f", '{self.separator}'"
         return f"{self.function}({inner})"
+
+
+# the built-in aggregates beyond COUNT/SUM/MIN/MAX/AVG: GROUP BY and windows run them per key
+# (no columnar form, no OVER)
+STATISTICS = ("STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP")
+SEQUENCES = ("LISTAGG", "FIRST_VALUE", "LAST_VALUE")
 
 
 def wrap_integer(total: int, t: pa.DataType) -> int:
@@ -34,7 +43,7 @@ def wrap_integer(total: int, t: pa.DataType) -> int:
 
 def retractable(call: AggCall) -> bool:
     """Whether the function can consume -U/-D rows (MIN/MAX/DISTINCT would need all values)."""
-    return call.function in ("COUNT", "SUM", "AVG") and not call.distinct
+    return call.function in ("COUNT", "SUM", "AVG", *STATISTICS, *SEQUENCES) and not call.distinct
 
 
 def _minmax_columnar_type(t: pa.DataType) -> bool:

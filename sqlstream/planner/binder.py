@@ -25,7 +25,13 @@ from sqlstream.core.sql import dialect, script
 from sqlstream.core.tables import TableDef, ViewDef
 from sqlstream.core.types import sql_type_name
 from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
-from sqlstream.planner.expr_binder import ExprBinder, coerce, contains_aggregate, is_aggregate
+from sqlstream.planner.expr_binder import (
+    GROUP_AGGREGATES,
+    ExprBinder,
+    coerce,
+    contains_aggregate,
+    is_aggregate,
+)
 from sqlstream.planner.group_windows import (
     GroupWindow,
     auxiliary,
@@ -680,6 +686,8 @@ class QueryBinder:
         return WindowGrouping(node.window, base, Scope(rel.scope.columns[:width]), roles, None)
 
     def _agg_call(self, node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:
+        if type(node) in GROUP_AGGREGATES or (isinstance(node, exp.Anonymous) and node.name.upper() == "LISTAGG"):
+            return _group_aggregate_call(node, binder, column_of, name)
         if isinstance(node, exp.Anonymous):  # an aggregate UDF
 
             udaf = USER_AGGREGATES[node.name.upper()]
@@ -712,6 +720,35 @@ class QueryBinder:
         else:
             out = t
         return AggCall(function, column_of(arg), distinct, out, name)
+
+
+def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:  # noqa: ANN001
+    """STDDEV_*/VAR_*, FIRST_VALUE/LAST_VALUE and LISTAGG(x [, separator]), typed as Flink types them."""
+    if isinstance(node, exp.Anonymous):
+        function, args = "LISTAGG", list(node.expressions)
+    else:
+        function, args = GROUP_AGGREGATES[type(node)], [node.this]
+    if not args or args[0] is None or isinstance(args[0], exp.Distinct):
+        raise plan_error(f"{function} takes a value{'' if args and args[0] is not None else ''}, without DISTINCT", node)
+    arg = binder.bind(args[0])
+    t = arg.type
+    separator = None
+    if function == "LISTAGG":
+        if len(args) > 2 or (len(args) == 2 and not (isinstance(args[1], exp.Literal) and args[1].is_string)):
+            raise plan_error("LISTAGG takes a STRING value and an optional constant separator string", node)
+        if not (pa.types.is_string(t) or pa.types.is_null(t)):
+            raise plan_error(f"LISTAGG needs a STRING argument, got {sql_type_name(t)}", node)
+        separator = args[1].name if len(args) == 2 else None
+        out = pa.string()
+    elif function in ("FIRST_VALUE", "LAST_VALUE"):
+        out = t
+    else:
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+            raise plan_error(f"{function} needs a numeric argument, got {sql_type_name(t)}", node)
+        # Flink reduces them to SUM and COUNT and casts back: integers stay the argument's type,
+        # DECIMAL(p, s) becomes DECIMAL(38, max(6, s)) as AVG does
+        out = avg_type(t) if pa.types.is_decimal(t) else t
+    return AggCall(function, column_of(arg), False, out, name, separator)
 
 
 def _grouping_id(node: exp.Grouping | exp.GroupingId, present: set[str]) -> exp.Expression:

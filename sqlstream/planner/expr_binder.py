@@ -22,6 +22,12 @@ from sqlstream.planner.function_calls import translate_call
 from sqlstream.planner.scope import Scope, plan_error
 
 AGGREGATES = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
+# aggregates that GROUP BY and windows run, but not OVER
+GROUP_AGGREGATES: dict[type, str] = {
+    exp.StddevPop: "STDDEV_POP", exp.StddevSamp: "STDDEV_SAMP", exp.Stddev: "STDDEV_SAMP",
+    exp.VariancePop: "VAR_POP", exp.Variance: "VAR_SAMP", exp.FirstValue: "FIRST_VALUE",
+    exp.LastValue: "LAST_VALUE",
+}
 
 _BINARY: dict[type, str] = {
     exp.Add: "+",
@@ -284,7 +290,9 @@ def coerce(e: Expr, target: pa.DataType) -> Expr:
 
 def is_aggregate(node: exp.Expression) -> bool:
     """A built-in aggregate call, or a call of a registered aggregate UDF."""
-    if isinstance(node, AGGREGATES):
+    if isinstance(node, AGGREGATES) or type(node) in GROUP_AGGREGATES:
+        return True
+    if isinstance(node, exp.Anonymous) and node.name.upper() == "LISTAGG":
         return True
 
     return isinstance(node, exp.Anonymous) and node.name.upper() in USER_AGGREGATES

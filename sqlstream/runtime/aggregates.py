@@ -10,13 +10,14 @@ cheaply.
 from __future__ import annotations
 
 import copy
+import math
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.aggregates import AggCall, wrap_integer
+from sqlstream.core.aggregates import SEQUENCES, STATISTICS, AggCall, wrap_integer
 from sqlstream.core.functions.udfs import USER_AGGREGATES
 
 Partial = tuple[pa.Array, str, pc.FunctionOptions | None]
@@ -186,6 +187,101 @@ class CountDistinct(AggFunction):
         return len(acc[0])
 
 
+class Statistic(AggFunction):
+    """STDDEV_POP/SAMP and VAR_POP/SAMP from the count, sum and sum of squares (so a retraction
+    subtracts its row), as Flink's reduction of them to SUM and COUNT: over integers and DECIMALs
+    the sums are exact and the result is truncated to an integer type or rounded HALF_UP to the
+    DECIMAL's scale; over DOUBLE/FLOAT they are computed in floating point."""
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        x = self.arg(batch)
+        if pa.types.is_integer(x.type):
+            x = x.cast(pa.decimal256(19, 0))  # squares of BIGINTs, and their sums, stay exact
+        elif pa.types.is_decimal(x.type) and 2 * x.type.precision + 1 <= 76:
+            x = x.cast(pa.decimal256(x.type.precision, x.type.scale))
+        else:
+            x = x.cast(pa.float64())  # DOUBLE, FLOAT, and DECIMALs too wide to square exactly
+        square = pc.multiply(x, x)
+        counted = pc.if_else(pc.is_valid(x), 1, 0)
+        if sign is not None:
+            x = pc.multiply(x, sign.cast(x.type) if pa.types.is_floating(x.type) else sign)
+            square = pc.multiply(square, sign.cast(square.type) if pa.types.is_floating(square.type) else sign)
+            counted = pc.multiply(counted, sign)
+        return [(x, "sum", _SUM_OPTS), (square, "sum", _SUM_OPTS), (counted, "sum", _SUM_OPTS)]
+
+    def create(self) -> list[Any]:
+        return [0, 0, 0]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        for i in range(3):
+            if values[i] is not None:
+                acc[i] += values[i]
+
+    def result(self, acc: list[Any]) -> Any:
+        total, squares, n = acc
+        sample = self.call.function.endswith("_SAMP")
+        if n == 0 or (sample and n == 1):
+            return None
+        t = self.call.type
+        if pa.types.is_floating(t):
+            variance = max((squares - total * total / n) / (n - 1 if sample else n), 0.0)
+            return math.sqrt(variance) if self.call.function.startswith("STDDEV") else variance
+        with localcontext() as ctx:
+            ctx.prec = 80
+            total, squares = Decimal(total), Decimal(squares)
+            variance = max((squares - total * total / n) / (n - 1 if sample else n), Decimal(0))
+            value = variance.sqrt() if self.call.function.startswith("STDDEV") else variance
+            if pa.types.is_integer(t):
+                return int(value)  # toward zero, as Flink's cast back to the argument's type
+            return value.quantize(Decimal(1).scaleb(-t.scale), rounding=ROUND_HALF_UP)
+
+
+class Sequence(AggFunction):
+    """LISTAGG, FIRST_VALUE and LAST_VALUE: the argument's non-NULL values in arrival order.  Over
+    an updating input the accumulator keeps them all, and a retraction removes the value's first
+    occurrence (Flink's ...WithRetract functions); over an append-only one FIRST_VALUE and
+    LAST_VALUE keep just the one value."""
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        x = self.arg(batch)
+        if sign is None:
+            return [(x, "list", None)]
+        return [(x, "list", None), (sign, "list", None)]
+
+    def create(self) -> list[Any]:
+        return [[]]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        items = values[0] or []
+        signs = values[1] if len(values) > 1 else [1] * len(items)
+        kept: list[Any] = acc[0]
+        for value, s in zip(items, signs, strict=True):
+            if value is None:
+                continue
+            if s > 0:
+                kept.append(value)
+            elif value in kept:
+                kept.remove(value)
+        if not self.retracting and self.call.function != "LISTAGG" and len(kept) > 1:
+            acc[0] = [kept[0]] if self.call.function == "FIRST_VALUE" else [kept[-1]]
+
+    def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
+        acc[0] = acc[0] + other[0]
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [list(acc[0])]
+
+    def result(self, acc: list[Any]) -> Any:
+        kept = acc[0]
+        if not kept:
+            return None
+        if self.call.function == "FIRST_VALUE":
+            return kept[0]
+        if self.call.function == "LAST_VALUE":
+            return kept[-1]
+        return (self.call.separator if self.call.separator is not None else ",").join(kept)
+
+
 class UserAggregateFunction(AggFunction):
     """An AggregateFunction UDF: Arrow collects each group's values, the UDF folds them."""
 
@@ -219,6 +315,10 @@ class UserAggregateFunction(AggFunction):
 
 
 def make(call: AggCall, retracting: bool = False) -> AggFunction:
+    if call.function in STATISTICS:
+        return Statistic(call, retracting)
+    if call.function in SEQUENCES:
+        return Sequence(call, retracting)
     if call.function not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
         return UserAggregateFunction(call, retracting)
     if call.function == "COUNT":
