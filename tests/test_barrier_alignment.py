@@ -11,6 +11,7 @@ from __future__ import annotations
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +20,7 @@ from sqlstream.runtime.checkpoint.coordinator import CheckpointCoordinator
 from sqlstream.runtime.elements import Barrier, Chunk, EndOfInput
 from sqlstream.runtime.graph import Chain
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
+from sqlstream.runtime.state.codec import decode
 from sqlstream.runtime.subtask import OutputGate, Subtask
 from sqlstream.runtime.task import Task
 
@@ -46,12 +48,12 @@ class Node:
         self.id, self.name, self.detail, self.sink = 0, "Recorder", uid, None
 
 
-def test_aligned_checkpoint_holds_back_the_channel_that_delivered_the_barrier() -> None:
+def test_aligned_checkpoint_holds_back_the_channel_that_delivered_the_barrier(tmp_path: Path) -> None:
     acks: dict[int, Any] = {}
     chain = Chain("union", [Node("union")], ["union"], 1)  # type: ignore[list-item]
     coordinator = CheckpointCoordinator(None, None, [("union", 0)], lambda n, s: None, lambda n, f: None, {})
     coordinator.acknowledge = lambda n, key, snap: acks.__setitem__(n, snap)  # type: ignore[method-assign]
-    coordinator.directory_for = lambda n, uid, i: None  # type: ignore[method-assign]
+    coordinator.directory_for = lambda n, uid, i: tmp_path  # type: ignore[method-assign]
     recorder = Recorder()
     stop = threading.Event()
     pool = ThreadPoolExecutor(1)
@@ -74,7 +76,7 @@ def test_aligned_checkpoint_holds_back_the_channel_that_delivered_the_barrier() 
     pool.shutdown(wait=True)
     assert not sub.is_alive()
     # the snapshot contains everything before the barrier on both inputs, nothing after
-    assert sorted(acks[1]["operators"]["union"]) == [(0, 1), (1, 100), (1, 101)]
+    assert sorted(decode(acks[1]["state"].read_bytes())["operators"]["union"]) == [(0, 1), (1, 100), (1, 101)]
     out = []
     while not downstream.empty():
         _, e = downstream.get()

@@ -2,7 +2,9 @@
 
 The job's settings are Flink's: ``parallelism.default``,
 ``execution.checkpointing.interval``, ``execution.checkpointing.dir`` (or ``state.checkpoints.dir``),
-``state.checkpoints.num-retained``, ``state.backend.type`` (hashmap |
+``state.checkpoints.num-retained``,
+``execution.checkpointing.max-concurrent-checkpoints`` / ``.min-pause`` /
+``.timeout``, ``state.backend.type`` (hashmap |
 rocksdb), ``pipeline.max-parallelism``, ``restart-strategy.type`` (none |
 fixed-delay) with ``restart-strategy.fixed-delay.attempts`` / ``.delay``.
 Subtasks are threads: Arrow kernels release the GIL, and threads share
@@ -13,6 +15,7 @@ counters, watermarks, queue fill, checkpoint history) for monitoring.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import threading
 import time
@@ -45,7 +48,12 @@ from sqlstream.runtime.checkpoint.coordinator import (
     CheckpointHistory,
     CheckpointStats,
 )
-from sqlstream.runtime.checkpoint.storage import CheckpointError, CheckpointStorage
+from sqlstream.runtime.checkpoint.storage import (
+    CheckpointError,
+    CheckpointStorage,
+    CommitJournal,
+    RestorePoint,
+)
 from sqlstream.runtime.connectors.base import (
     DEFAULT_BATCH_SIZE,
     SinkContext,
@@ -65,6 +73,9 @@ from sqlstream.runtime.subtask import OutputGate, Subtask
 from sqlstream.runtime.task import Task
 
 CHANNEL_CAPACITY = 2  # batches in flight per input channel: bounded, so slow sinks backpressure
+DEFAULT_CHECKPOINT_TIMEOUT = "10 min"  # Flink's execution.checkpointing.timeout
+
+log = logging.getLogger("sqlstream.checkpoint")
 
 
 def create_reader(spec: SourceSpec, subtask: int = 0, parallelism: int = 1, batch_size: int = DEFAULT_BATCH_SIZE) -> SourceReader:
@@ -100,6 +111,9 @@ class JobResult:
     checkpoints: list[CheckpointStats] = field(default_factory=list)
     restarts: int = 0
     checkpoint_dir: Path | None = None
+    # what recovery had to report: checkpoints skipped as corrupt, output it could not undo
+    restore_warnings: list[str] = field(default_factory=list)
+    peak_checkpoints_in_flight: int = 0  # most periodic checkpoints pending at once (one attempt)
 
     @property
     def late_records_dropped(self) -> int:
@@ -130,6 +144,9 @@ class JobConfig:
     checkpoint_interval_ms: int | None = None
     checkpoint_dir: Path | None = None
     retained: int = 1
+    max_concurrent_checkpoints: int = 1
+    min_pause_ms: int = 0
+    checkpoint_timeout_ms: int = parse_duration_ms(DEFAULT_CHECKPOINT_TIMEOUT)
     backend: str = "hashmap"
     restart_attempts: int = 0
     restart_delay_s: float = 1.0
@@ -154,6 +171,10 @@ class JobConfig:
                 checkpoint_interval_ms=parse_duration_ms(interval) if interval else None,
                 checkpoint_dir=Path(chk_dir.removeprefix("file://")) if chk_dir else None,
                 retained=int(get("execution.checkpointing.num-retained") or get("state.checkpoints.num-retained", "1")),
+                max_concurrent_checkpoints=int(get("execution.checkpointing.max-concurrent-checkpoints", "1")),
+                min_pause_ms=parse_duration_ms(get("execution.checkpointing.min-pause", "0 ms")),
+                checkpoint_timeout_ms=parse_duration_ms(get("execution.checkpointing.timeout",
+                                                            DEFAULT_CHECKPOINT_TIMEOUT)),
                 backend=(get("state.backend.type") or get("state.backend") or "hashmap").lower(),
                 restart_attempts=attempts,
                 restart_delay_s=parse_duration_ms(get("restart-strategy.fixed-delay.delay", "1 s")) / 1000,
@@ -177,6 +198,7 @@ class JobExecutor:
         self.coordinator: CheckpointCoordinator | None = None
         self.running = threading.Event()
         self.live_subtasks: list[Subtask] = []  # those of the current attempt
+        self.restore_warnings: list[str] = []  # corrupt checkpoints skipped, commits that could not be undone
         self.chains = build_chains(flow, config.parallelism)
         # for status(): an id of its own (as Flink gives each job one), the state, the checkpoints of all attempts
         self.job_id = uuid.uuid4().hex[:12]
@@ -281,6 +303,7 @@ class JobExecutor:
                 self.checkpoint_history.end_in_progress(ABORTED, "the job ended before it completed")
                 result.restarts = self.restarts
                 result.checkpoints = checkpoints + result.checkpoints
+                result.restore_warnings = self.restore_warnings
                 return result
             except JobFailure as failure:
                 cause = failure.cause
@@ -298,17 +321,15 @@ class JobExecutor:
                 if root is not None and chk_storage.completed_ids(root):
                     restore = root
                 if self.cancel_event.is_set():
-                    return JobResult(self.summed_metrics(), cancelled=True, restarts=self.restarts)
+                    return JobResult(self.summed_metrics(), cancelled=True, restarts=self.restarts,
+                                     restore_warnings=self.restore_warnings)
 
     # ------------------------------------------------------------ one attempt
     def _attempt(self, restore: str | Path | None) -> JobResult:
         config = self.config
         self.subtask_metrics = {}
-        metadata: dict[str, Any] | None = None
-        if restore is not None:
-            _, metadata = chk_storage.load(restore)
-            self._check_restore(metadata)
         storage = CheckpointStorage(config.checkpoint_dir, config.retained) if config.checkpoint_dir else None
+        metadata = self._prepare_restore(restore, storage)
         stop = threading.Event()
         failures: list[BaseException] = []
         lock = threading.Lock()
@@ -338,7 +359,8 @@ class JobExecutor:
         coordinator = CheckpointCoordinator(
             storage, config.checkpoint_interval_ms, keys, trigger, notify,
             {"max_parallelism": config.max_parallelism, "chains": {c.uid: c.node_uids for c in self.chains}},
-            first_id, self.checkpoint_history,
+            first_id, self.checkpoint_history, max_concurrent=config.max_concurrent_checkpoints,
+            min_pause_ms=config.min_pause_ms, timeout_ms=config.checkpoint_timeout_ms,
         )
         self.coordinator = coordinator
         pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="snapshot")
@@ -383,8 +405,11 @@ class JobExecutor:
                 st.join(timeout=10)
             pool.shutdown(wait=True)
             self._close(all_subtasks, coordinator.seal())
+            if storage is not None:
+                storage.cleanup()  # nothing is in flight now: leftovers of aborted checkpoints go
         return JobResult(self.summed_metrics(), cancelled=self.cancel_event.is_set(),
-                         checkpoints=list(coordinator.completed), checkpoint_dir=config.checkpoint_dir)
+                         checkpoints=list(coordinator.completed), checkpoint_dir=config.checkpoint_dir,
+                         peak_checkpoints_in_flight=coordinator.peak_in_flight)
 
     def _close(self, subtasks: list[Subtask], latest_completed: int | None, discard: bool = True) -> None:
         """Release the subtasks' readers, operators and state at the end of an attempt.
@@ -403,7 +428,48 @@ class JobExecutor:
                 if task.ctx.state is not None:
                     task.ctx.state.close()
 
-    # ------------------------------------------------------------ restore checks
+    # ------------------------------------------------------------ restore
+    def _prepare_restore(self, restore: str | Path | None, storage: CheckpointStorage | None) -> dict[str, Any] | None:
+        """Choose and verify the checkpoint to restore (before anything is built or run), report
+        the ones skipped as corrupt, and undo sink commits made after the chosen one."""
+        if restore is None:
+            return None
+        point = chk_storage.restore_point(restore)
+        self.restore_warnings += [w for w in point.skipped if w not in self.restore_warnings]
+        self._check_restore(point.metadata)
+        if point.root is not None:
+            self._undo_commits_after(point)
+            if storage is not None and point.root.resolve() == storage.root and point.skipped:
+                storage.remove_checkpoints_after(point.checkpoint_id)
+        return point.metadata
+
+    def _undo_commits_after(self, point: RestorePoint) -> None:
+        """Rows after the restored checkpoint are written again: what sinks committed of them goes."""
+        assert point.root is not None
+        k = point.checkpoint_id
+        sinks = {uid: node for c in self.chains for node, uid in zip(c.nodes, c.node_uids, strict=True)
+                 if node.sink is not None}
+        for uid in CommitJournal.sinks(point.root):
+            restored = {(index, staged) for (_, index), snap in point.metadata["subtasks"].items()
+                        for staged in ((snap.get("operators") or {}).get(uid) or {}).get("pending", {})}
+            committables, entries = CommitJournal.committed_after(point.root, uid, k, restored)
+            if not committables:
+                for entry in entries:
+                    entry.unlink(missing_ok=True)
+                continue
+            node = sinks.get(uid)
+            writer = create_writer(node.sink, self.collect) if node is not None and node.sink is not None else None
+            if writer is not None and writer.rollback(committables):
+                for entry in entries:
+                    entry.unlink(missing_ok=True)
+                log.warning("undid %d commit(s) of sink %s made after checkpoint %d", len(committables), uid, k)
+            else:
+                target = node.sink.table.name if node is not None and node.sink and node.sink.table else uid
+                message = (f"sink '{target}' cannot undo what it committed after checkpoint {k}: "
+                           "rows written after that checkpoint may appear twice")
+                log.warning(message)
+                self.restore_warnings.append(message)
+
     def _check_restore(self, metadata: dict[str, Any]) -> None:
         if metadata.get("max_parallelism") != self.config.max_parallelism:
             raise CheckpointError(
@@ -464,7 +530,7 @@ class JobExecutor:
                 source_metrics = metrics
                 self._register(label, metrics)
                 continue
-            operator = self._make_operator(node, index, p)
+            operator = self._make_operator(node, uid, index, p, metadata)
             state = None
             if operator.keyed:
                 state = create_backend(config.backend, key_group_range(index, p, config.max_parallelism))
@@ -487,9 +553,13 @@ class JobExecutor:
     def _register(self, label: str, metrics: Metrics) -> None:
         self.subtask_metrics.setdefault(label, []).append(metrics)
 
-    def _make_operator(self, node: PhysicalNode, index: int, parallelism: int) -> Operator:
+    def _make_operator(self, node: PhysicalNode, uid: str, index: int, parallelism: int,
+                       metadata: dict[str, Any] | None) -> Operator:
         if node.sink is not None:
-            return SinkOperator(create_writer(node.sink, self.collect, index, parallelism))
+            root = self.config.checkpoint_dir
+            journal = CommitJournal(root, uid, index) if root is not None else None
+            return SinkOperator(create_writer(node.sink, self.collect, index, parallelism), journal,
+                                metadata["checkpoint_id"] if metadata else None)
         return build_operator(node)
 
     def _wire(self, subtasks: dict[str, list[Subtask]], stop: threading.Event) -> None:

@@ -302,11 +302,14 @@ class CoordinatorActor:
     """
 
     def __init__(self, root: str | None, retained: int, interval_ms: int | None, keys: list[SubtaskKey],
-                 job_info: dict[str, Any], first_id: int) -> None:
+                 job_info: dict[str, Any], first_id: int, max_concurrent: int = 1, min_pause_ms: int = 0,
+                 timeout_ms: int | None = None) -> None:
         storage = CheckpointStorage(Path(root), retained) if root else None
         self.subtasks: dict[SubtaskKey, Any] = {}
         self.sources: list[SubtaskKey] = []
-        self.coordinator = CheckpointCoordinator(storage, None, keys, self._trigger, self._notify, job_info, first_id)
+        self.coordinator = CheckpointCoordinator(storage, None, keys, self._trigger, self._notify, job_info, first_id,
+                                                 max_concurrent=max_concurrent, min_pause_ms=min_pause_ms,
+                                                 timeout_ms=timeout_ms)
         self.interval_s = interval_ms / 1000 if interval_ms and storage is not None else None
         self.lock = threading.Lock()
         self.finalized = False
@@ -326,12 +329,13 @@ class CoordinatorActor:
 
     def _loop(self) -> None:
         assert self.interval_s is not None
-        while not self.stopped.wait(self.interval_s):
+        while not self.stopped.wait(min(self.interval_s, 0.01)):
+            self.coordinator.abort_expired()
             with self.lock:
                 if self.finalized:
                     return
                 quiet = self.suspended or self.savepoints_pending > 0 or time.monotonic() < self.quiet_until
-            if not quiet:
+            if not quiet and self.coordinator.may_trigger(self.interval_s):
                 self.coordinator.trigger_checkpoint()
 
     def serve(self) -> None:
@@ -451,10 +455,8 @@ class RayJobExecutor(JobExecutor):
         self.subtask_metrics = {}
         self._actor_metrics = {}
         self._actor_status = {}
-        metadata: dict[str, Any] | None = None
-        if restore is not None:
-            _, metadata = chk_storage.load(restore)
-            self._check_restore(metadata)
+        storage = CheckpointStorage(config.checkpoint_dir, config.retained) if config.checkpoint_dir else None
+        metadata = self._prepare_restore(restore, storage)
         first_id = (metadata["checkpoint_id"] + 1) if metadata else 1
         if config.checkpoint_dir is not None:
             first_id = max([first_id, *[i + 1 for i in chk_storage.completed_ids(config.checkpoint_dir)]])
@@ -464,7 +466,8 @@ class RayJobExecutor(JobExecutor):
         subtask_cls = ray.remote(SubtaskActor)
         coordinator = coordinator_cls.options(max_concurrency=2 * len(keys) + EXTRA_THREADS).remote(
             str(config.checkpoint_dir) if config.checkpoint_dir else None, config.retained,
-            config.checkpoint_interval_ms, keys, job_info, first_id)
+            config.checkpoint_interval_ms, keys, job_info, first_id, config.max_concurrent_checkpoints,
+            config.min_pause_ms, config.checkpoint_timeout_ms)
         client = _CoordinatorClient(coordinator)
         self.coordinator = client  # type: ignore[assignment]
         actors: dict[SubtaskKey, Any] = {}
@@ -496,6 +499,8 @@ class RayJobExecutor(JobExecutor):
         finally:
             self.running.clear()
             self._teardown(coordinator, client, actors)
+            if storage is not None:
+                storage.cleanup()  # the actors are gone: leftovers of aborted checkpoints go
         return JobResult(self.summed_metrics(), cancelled=self.cancel_event.is_set(),
                          checkpoints=list(client.completed), checkpoint_dir=config.checkpoint_dir)
 

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from sqlstream.core.status import SubtaskStatus
 from sqlstream.runtime.checkpoint.coordinator import CheckpointCoordinator
+from sqlstream.runtime.checkpoint.storage import file_digest, files_of, write_subtask_state
 from sqlstream.runtime.connectors.base import SourceReader
 from sqlstream.runtime.elements import MIN_WATERMARK, Barrier, Chunk, Element, EndOfInput
 from sqlstream.runtime.graph import Chain
@@ -361,8 +362,11 @@ class Subtask(threading.Thread):
                 d = directory / uid
                 d.mkdir(parents=True, exist_ok=True)
                 handles[uid] = writer(d)
-            return {"operators": operators, "keyed": handles, "source": position,
-                    "parallelism": self.chain.parallelism}
+            snapshot = {"state": write_subtask_state(directory, operators, position), "keyed": handles,
+                        "parallelism": self.chain.parallelism}
+            for path in files_of(snapshot):
+                file_digest(path)  # hashed here, in the pool, not by the coordinator when it publishes
+            return snapshot
 
         return write
 
@@ -388,9 +392,7 @@ class Subtask(threading.Thread):
         write = self._snapshot(-1, False)
         storage = self.coordinator.storage
         if storage is not None:
-            directory = storage.root / "finished" / f"{self.chain.uid}-{self.index}"
-            directory.mkdir(parents=True, exist_ok=True)
-            snapshot = write(directory)
+            snapshot = write(storage.finished_dir(self.chain.uid, self.index))
         else:
             snapshot = {"operators": {}, "keyed": {}, "source": None, "parallelism": self.chain.parallelism}
         self.coordinator.subtask_finished(self.key, snapshot)

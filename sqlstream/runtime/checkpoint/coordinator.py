@@ -7,10 +7,17 @@ final snapshot.  When all have acknowledged, the metadata is written
 atomically and every subtask is told that n completed, which is when sinks
 commit.  A newer checkpoint never waits for an older one: an older one still
 pending when a newer one completes is abandoned.
+
+Periodic checkpoints follow Flink's ``execution.checkpointing.*`` options:
+at most ``max-concurrent-checkpoints`` in flight, at least ``min-pause``
+between the end of one and the start of the next, and one still pending
+after ``timeout`` is aborted.  The directory of an aborted or abandoned
+checkpoint is removed, also when a subtask's late write lands after the abort.
 """
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -20,9 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from sqlstream.core.status import ABORTED, COMPLETED, FAILED, IN_PROGRESS, CheckpointStatus
-from sqlstream.runtime.checkpoint.storage import CheckpointStorage, write_metadata
+from sqlstream.runtime.checkpoint.storage import CheckpointError, CheckpointStorage, write_metadata
 
 SubtaskKey = tuple[str, int]  # (operator chain uid, subtask index)
+
+
+class CheckpointTimeout(CheckpointError):
+    """A checkpoint was aborted: it did not complete within execution.checkpointing.timeout."""
 
 
 @dataclass
@@ -32,6 +43,7 @@ class PendingCheckpoint:
     started: float
     acks: dict[SubtaskKey, Any] = field(default_factory=dict)
     future: Future = field(default_factory=Future)
+    created_dir: bool = False  # the savepoint directory did not exist before: an abort removes it
 
 
 @dataclass
@@ -118,9 +130,15 @@ class CheckpointCoordinator:
         job_info: dict[str, Any],
         first_id: int = 1,
         history: CheckpointHistory | None = None,
+        max_concurrent: int = 1,
+        min_pause_ms: int = 0,
+        timeout_ms: int | None = None,
     ) -> None:
         self.storage = storage
         self.interval_ms = interval_ms
+        self.max_concurrent = max(1, max_concurrent)
+        self.min_pause_s = min_pause_ms / 1000
+        self.timeout_s = timeout_ms / 1000 if timeout_ms else None
         self.expected = set(subtasks)
         self.trigger = trigger
         self.notify_complete = notify_complete
@@ -129,10 +147,15 @@ class CheckpointCoordinator:
         self.lock = threading.Lock()
         self.publish_lock = threading.Lock()
         self.pending: dict[int, PendingCheckpoint] = {}
+        self.savepoints: set[int] = set()  # ids of savepoints (their files are not in the checkpoint root)
         self.finished: dict[SubtaskKey, Any] = {}
         self.completed: list[CheckpointStats] = []
         self.latest_completed: int | None = None
         self.history = history if history is not None else CheckpointHistory()
+        self.peak_in_flight = 0  # most periodic checkpoints pending at once
+        self.aborted: list[int] = []  # checkpoints aborted on timeout
+        self.last_trigger = float("-inf")
+        self.last_end = float("-inf")  # when the last checkpoint completed or was aborted
         self.stop_event = threading.Event()
         self.thread: threading.Thread | None = None
         # stop-with-savepoint: no periodic checkpoint (or final commit) may commit past the savepoint
@@ -143,14 +166,51 @@ class CheckpointCoordinator:
     # ------------------------------------------------------------ periodic trigger
     def start(self) -> None:
         if self.interval_ms and self.storage is not None:
+            self.last_trigger = time.monotonic()  # the first periodic checkpoint comes one interval in
             self.thread = threading.Thread(target=self._loop, name="checkpoint-coordinator", daemon=True)
             self.thread.start()
 
     def _loop(self) -> None:
         interval = self.interval_ms / 1000.0  # type: ignore[operator]
-        while not self.stop_event.wait(interval):
-            if not self.suspended:
+        tick = min(interval, 0.01)
+        while not self.stop_event.wait(tick):
+            self.abort_expired()
+            if not self.suspended and self.may_trigger(interval):
                 self.trigger_checkpoint()
+
+    def may_trigger(self, interval: float) -> bool:
+        """Flink's rules for the next periodic checkpoint: the interval passed since the last one
+        started, fewer than max-concurrent-checkpoints are in flight, min-pause passed since the last ended."""
+        now = time.monotonic()
+        with self.lock:
+            in_flight = sum(1 for p in self.pending.values() if p.savepoint_dir is None)
+        return (now - self.last_trigger >= interval and in_flight < self.max_concurrent
+                and now - self.last_end >= self.min_pause_s)
+
+    def abort_expired(self) -> None:
+        """Abort every checkpoint pending for longer than execution.checkpointing.timeout."""
+        if self.timeout_s is None:
+            return
+        now = time.monotonic()
+        with self.lock:
+            expired = [p for p in self.pending.values() if now - p.started > self.timeout_s]
+            for p in expired:
+                del self.pending[p.checkpoint_id]
+        for p in expired:
+            self.aborted.append(p.checkpoint_id)
+            self.last_end = time.monotonic()
+            self._discard(p)
+            self.history.finish(p.checkpoint_id, FAILED, "Checkpoint expired before completing.")
+            p.future.set_exception(CheckpointTimeout(
+                f"checkpoint {p.checkpoint_id} expired before completing (execution.checkpointing.timeout)"))
+
+    def _discard(self, pending: PendingCheckpoint) -> None:
+        """Remove the files of a checkpoint that will never complete."""
+        if pending.savepoint_dir is not None:
+            if pending.created_dir:
+                shutil.rmtree(pending.savepoint_dir, ignore_errors=True)
+        elif self.storage is not None:
+            self.storage.discard(pending.checkpoint_id)
 
     def suspend(self) -> None:
         """Take no more checkpoints (before a stop-with-savepoint)."""
@@ -168,9 +228,11 @@ class CheckpointCoordinator:
         """
         with self.lock:
             self.sealed = True
-            for pending in self.pending.values():
-                pending.future.cancel()
+            abandoned = list(self.pending.values())
             self.pending.clear()
+        for pending in abandoned:
+            pending.future.cancel()
+            self._discard(pending)  # its files go, a savepoint's directory too if this made it
         with self.publish_lock:
             return self.latest_completed
 
@@ -183,8 +245,15 @@ class CheckpointCoordinator:
             n = self.next_id
             self.next_id += 1
             pending = PendingCheckpoint(n, savepoint_dir, time.monotonic())
+            if savepoint_dir is not None:
+                self.savepoints.add(n)
+                pending.created_dir = not savepoint_dir.exists()
+            else:
+                self.last_trigger = pending.started
             self.pending[n] = pending
             self.history.record(CheckpointStatus(n, time.time_ns() // 1_000_000, IN_PROGRESS, savepoint_dir is not None))
+            self.peak_in_flight = max(self.peak_in_flight,
+                                      sum(1 for p in self.pending.values() if p.savepoint_dir is None))
             # finished subtasks take part through their final snapshot
             for key, snap in self.finished.items():
                 pending.acks[key] = snap
@@ -216,7 +285,10 @@ class CheckpointCoordinator:
         with self.lock:
             pending = self.pending.get(checkpoint_id)
             if pending is None:
-                return  # abandoned
+                # aborted or abandoned meanwhile: what this subtask just wrote is removed with it
+                if self.storage is not None and checkpoint_id not in self.savepoints:
+                    self.storage.discard(checkpoint_id)
+                return
             pending.acks[key] = snapshot
             done = self._is_complete(pending)
         if done:
@@ -252,9 +324,11 @@ class CheckpointCoordinator:
             if self.pending.pop(pending.checkpoint_id, None) is None:
                 return
             # an older checkpoint that has not completed by now never will be used
-            for older in [n for n in self.pending if n < pending.checkpoint_id]:
-                self.pending.pop(older).future.cancel()
-                self.history.finish(older, ABORTED, f"subsumed by checkpoint {pending.checkpoint_id}")
+            abandoned = [self.pending.pop(n) for n in sorted(self.pending) if n < pending.checkpoint_id]
+        for older in abandoned:
+            older.future.cancel()
+            self.history.finish(older.checkpoint_id, ABORTED, f"subsumed by checkpoint {pending.checkpoint_id}")
+            self._discard(older)
         metadata = self._metadata(pending, finished=False)
         # one completion at a time: publishing prunes older checkpoints, and a newer one must win
         with self.publish_lock:
@@ -264,12 +338,13 @@ class CheckpointCoordinator:
             if self.latest_completed is not None and pending.checkpoint_id < self.latest_completed:
                 pending.future.cancel()
                 self.history.finish(pending.checkpoint_id, ABORTED, f"subsumed by checkpoint {self.latest_completed}")
+                self._discard(pending)
                 return
             target = pending.savepoint_dir or self.storage.checkpoint_dir(pending.checkpoint_id)  # type: ignore[union-attr]
             size = _size_of(target)  # measured before publishing: pruning may follow it
             if pending.savepoint_dir is not None:
                 pending.savepoint_dir.mkdir(parents=True, exist_ok=True)
-                write_metadata(pending.savepoint_dir, metadata)
+                write_metadata(pending.savepoint_dir, metadata, self_contained=True)
                 path = pending.savepoint_dir
             else:
                 assert self.storage is not None
@@ -279,6 +354,7 @@ class CheckpointCoordinator:
             self.history.finish(pending.checkpoint_id, COMPLETED, duration_ms=round(duration_s * 1000, 1),
                                 size_bytes=size)
             self.latest_completed = pending.checkpoint_id
+            self.last_end = time.monotonic()
             self.notify_complete(pending.checkpoint_id, False)
         pending.future.set_result(path)
 

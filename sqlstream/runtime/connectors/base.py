@@ -108,7 +108,7 @@ class SourceReader(ABC):
 
     @abstractmethod
     def snapshot_position(self) -> Any:
-        """The read position (picklable); replay resumes exactly after the last batch returned."""
+        """The read position (plain data: the state codec writes it); replay resumes exactly after the last batch returned."""
 
     @abstractmethod
     def restore_position(self, position: Any) -> None:
@@ -134,11 +134,19 @@ class SinkWriter(ABC):
         """Write rows; ``kinds`` holds a RowKind per row for updating streams, else None."""
 
     def prepare_commit(self, checkpoint_id: int) -> Any:
-        """Flush and stage what was written since the last call; return a picklable committable."""
+        """Flush and stage what was written since the last call; return a committable of plain data
+        (numbers, strings, bytes, tuples, lists, dicts: the state codec writes it into the checkpoint)."""
         return None
 
     def commit(self, committables: list[Any]) -> None:  # noqa: B027 - optional hook
         """Make the staged writes visible (idempotent: may be called again after a restore)."""
+
+    def rollback(self, committables: list[Any]) -> bool:
+        """Undo the commit of ``committables``: recovery fell back to a checkpoint taken before they
+        were staged (the newer one was corrupt), and the restored job writes their rows again.
+        False when the sink's commits are final (a committed transaction stays), so those rows may
+        appear twice; recovery reports that."""
+        return False
 
     def abort(self, committables: list[Any]) -> None:  # noqa: B027 - optional hook
         """Discard staged writes that will never be committed.

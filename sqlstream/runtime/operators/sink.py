@@ -10,6 +10,11 @@ nothing and duplicates nothing.  When an attempt ends (fails or is
 cancelled), the committables that no completed checkpoint holds are
 aborted (:meth:`SinkOperator.discard_uncommitted`): no restore will commit
 them, so their staged files or prepared transactions are discarded at once.
+
+With checkpoint storage, every commit is first recorded in the commit
+journal (storage.CommitJournal): when recovery has to fall back to an older
+checkpoint because the newest is corrupt, the commits made after the older
+one are undone before its rows are written again.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from sqlstream.runtime.checkpoint.storage import CommitJournal
 from sqlstream.runtime.connectors.base import SinkWriter
 from sqlstream.runtime.elements import Chunk
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
@@ -29,12 +35,15 @@ _LOG = logging.getLogger(__name__)
 class SinkOperator(Operator):
     name = "Sink"
 
-    def __init__(self, writer: SinkWriter) -> None:
+    def __init__(self, writer: SinkWriter, journal: CommitJournal | None = None,
+                 restored_from: int | None = None) -> None:
         self.writer = writer
         self.pending: dict[int, Any] = {}  # checkpoint id -> committable, not yet committed
         # checkpoint id of a pending committable -> the first checkpoint whose state can hold it
         self.held_from: dict[int, int] = {}
         self.last_snapshot = 0  # the newest checkpoint this operator snapshotted
+        self.journal = journal
+        self.restored_from = restored_from  # the checkpoint this subtask restores, if any
 
     def open(self, ctx: OperatorContext) -> None:
         super().open(ctx)
@@ -68,7 +77,7 @@ class SinkOperator(Operator):
     def notify_checkpoint_complete(self, checkpoint_id: int, final: bool = False) -> None:
         due = sorted(n for n in self.pending if n <= checkpoint_id or final)
         if due:
-            self.writer.commit([self.pending[n] for n in due])
+            self._commit(checkpoint_id, {n: self.pending[n] for n in due})
             for n in due:
                 del self.pending[n]
                 del self.held_from[n]
@@ -95,7 +104,13 @@ class SinkOperator(Operator):
     def restore_state(self, state: Any) -> None:
         if state and state.get("pending"):
             restored = state["pending"]
-            self.writer.commit([restored[n] for n in sorted(restored)])
+            # committed as of the restored checkpoint; rows after it will be written again
+            self._commit(self.restored_from or max(restored), restored)
+
+    def _commit(self, notified: int, committables: dict[int, Any]) -> None:
+        if self.journal is not None:
+            self.journal.record(notified, committables)  # before the commit: it may be undone later
+        self.writer.commit([committables[n] for n in sorted(committables)])
 
     def close(self) -> None:
         self.writer.close()

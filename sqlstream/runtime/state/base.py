@@ -9,7 +9,6 @@ serialize it asynchronously while processing goes on.
 
 from __future__ import annotations
 
-import pickle
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
@@ -21,8 +20,9 @@ import pyarrow.compute as pc
 
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.state_backends import STATE_BACKENDS
+from sqlstream.runtime.state.codec import decode, encode
 
-# writes a frozen snapshot under a directory and returns a small, picklable handle
+# writes a frozen snapshot under a directory and returns its handle: plain data, files as Paths
 SnapshotWriter = Callable[[Path], Any]
 
 
@@ -82,19 +82,43 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+CANONICAL_FILE = "keyed-state.arrow"
+_CANONICAL_SCHEMA = pa.schema([("state", pa.string()), ("kg", pa.int32()), ("key", pa.binary()), ("value", pa.binary())])
+
+
+def write_canonical_encoded(path: Path, names: list[str], kgs: list[int], keys: list[bytes],
+                            values: list[bytes]) -> dict[str, Any]:
+    """The backend-independent snapshot format: one Arrow IPC file, a row per entry with the key
+    and the stored value as codec bytes (rocksdb writes its bytes as they are, nothing decoded)."""
+    table = pa.table([pa.array(names, pa.string()), pa.array(kgs, pa.int32()),
+                      pa.array(keys, pa.binary()), pa.array(values, pa.binary())], schema=_CANONICAL_SCHEMA)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, _CANONICAL_SCHEMA) as w:
+        w.write_table(table)
+    return {"format": "canonical", "file": path}
+
+
 def write_canonical(path: Path, entries: dict[str, dict[tuple[int, tuple], Any]]) -> dict[str, Any]:
-    """The backend-independent snapshot format: {state name: {(key group, key): stored value}}."""
-    with path.open("wb") as f:
-        pickle.dump(entries, f, protocol=pickle.HIGHEST_PROTOCOL)
-    return {"format": "canonical", "file": str(path)}
-
-
-def read_canonical(handle: dict[str, Any]) -> Iterator[tuple[str, int, tuple, Any]]:
-    with open(handle["file"], "rb") as f:
-        entries = pickle.load(f)
+    """{state name: {(key group, key): stored value}} in the canonical format."""
+    names: list[str] = []
+    kgs: list[int] = []
+    keys: list[bytes] = []
+    values: list[bytes] = []
     for name, data in entries.items():
+        names += [name] * len(data)
         for (kg, key), value in data.items():
-            yield name, kg, key, value
+            kgs.append(kg)
+            keys.append(encode(key))
+            values.append(encode(value))
+    return write_canonical_encoded(path, names, kgs, keys, values)
+
+
+def read_canonical_encoded(handle: dict[str, Any], key_groups: range) -> Iterator[tuple[str, int, bytes, bytes]]:
+    """(state, key group, key bytes, value bytes) of the entries in ``key_groups``."""
+    table = pa.ipc.open_file(pa.memory_map(str(handle["file"]))).read_all()
+    kg = table.column("kg")
+    mine = table.filter(pc.and_(pc.greater_equal(kg, key_groups.start), pc.less(kg, key_groups.stop)))
+    columns = [mine.column(c).to_pylist() for c in ("state", "kg", "key", "value")]
+    yield from zip(*columns, strict=True)
 
 
 class ColumnarState:
@@ -160,7 +184,7 @@ class StateBackend(ABC):
                     path = directory / f"columnar-{name}.arrow"
                     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
                         w.write_table(table)
-                    files[name] = str(path)
+                    files[name] = path
             return {"keyed": keyed(directory), "columnar": files}
 
         return write
@@ -171,7 +195,7 @@ class StateBackend(ABC):
         wanted = pa.array(list(self.key_groups), pa.int64())
         for h in handles:
             for name, path in h.get("columnar", {}).items():
-                table = pa.ipc.open_file(pa.memory_map(path)).read_all()
+                table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
                 mine = table.filter(pc.is_in(table.column("$kg"), value_set=wanted))
                 if mine.num_rows:
                     self.columnar(name).tables.append(mine)
@@ -206,9 +230,8 @@ class StateBackend(ABC):
         """Load entries of this subtask's key groups from the handles of one or more old subtasks."""
 
     def _restore_canonical(self, handle: Any) -> None:
-        for name, kg, key, value in read_canonical(handle):
-            if kg in self.key_groups:
-                self.state(name)._put(kg, key, value)
+        for name, kg, key, value in read_canonical_encoded(handle, self.key_groups):
+            self.state(name)._put(kg, decode(key), decode(value))
 
     def num_entries(self) -> int:
         return sum(len(s) for s in self.states.values())

@@ -1,4 +1,4 @@
-"""The 'hashmap' backend: state in Python dictionaries, snapshots pickled to files."""
+"""The 'hashmap' backend: state in Python dictionaries, snapshots in the canonical Arrow format."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sqlstream.runtime.state.base import (
+    CANONICAL_FILE,
     KeyedState,
     SnapshotFormatError,
     SnapshotWriter,
@@ -45,7 +46,7 @@ class HeapStateBackend(StateBackend):
     def snapshot(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
         # values are immutable once put, so copying the dicts freezes the state
         frozen = {name: dict(st.data) for name, st in self.states.items()}  # type: ignore[attr-defined]
-        return lambda directory: write_canonical(directory / "keyed-state.pkl", frozen)
+        return lambda directory: write_canonical(directory / CANONICAL_FILE, frozen)
 
     def restore(self, handles: list[Any]) -> None:
         for handle in handles:

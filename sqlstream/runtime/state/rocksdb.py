@@ -3,10 +3,11 @@
 One RocksDB instance per operator subtask, one column family per named
 state (``state:<name>``), so a state can be scanned or counted without
 touching the others.  Keys are the 2-byte big-endian key group followed by
-the pickled key tuple: RocksDB orders keys bytewise, so every key group is
-one contiguous range and a rescaled restore scans exactly the groups it
-owns.  Values are pickled by us; rocksdict runs in raw mode so it never
-guesses a type.  Nothing is cached in Python, so state may exceed memory.
+the key tuple in the state codec (msgpack, data only): RocksDB orders keys
+bytewise, so every key group is one contiguous range and a rescaled restore
+scans exactly the groups it owns.  Values are encoded by the same codec;
+rocksdict runs in raw mode so it never guesses a type (its default mode would
+pickle).  Nothing is cached in Python, so state may exceed memory.
 
 Checkpoints are incremental.  The synchronous part flushes the memtables and
 hard-links the live files into a staging checkpoint; the writer later copies
@@ -23,9 +24,7 @@ therefore a full one (Flink's NO_CLAIM restore mode does the same).
 
 from __future__ import annotations
 
-import io
 import os
-import pickle
 import shutil
 import tempfile
 import uuid
@@ -43,12 +42,15 @@ from rocksdict import (
 )
 
 from sqlstream.runtime.state.base import (
+    CANONICAL_FILE,
     KeyedState,
     SnapshotFormatError,
     SnapshotWriter,
     StateBackend,
-    write_canonical,
+    read_canonical_encoded,
+    write_canonical_encoded,
 )
+from sqlstream.runtime.state.codec import decode, encode
 
 FORMAT = "rocksdb"
 _CF_PREFIX = "state:"  # keeps state names clear of RocksDB's own 'default' column family
@@ -60,23 +62,12 @@ def _kg_prefix(kg: int) -> bytes:
 
 
 def encode_key(kg: int, key: tuple) -> bytes:
-    """Key group prefix + pickled key, identical bytes for equal keys.
-
-    Plain ``pickle.dumps`` is not deterministic: its memo turns a second
-    reference to the *same object* into a back-reference, so ``(s, s)`` and
-    ``(s, copy_of_s)`` would pickle differently and name two different
-    rows.  The pickler's fast mode disables the memo.
-    """
-    buf = io.BytesIO()
-    buf.write(_kg_prefix(kg))
-    pickler = pickle.Pickler(buf, protocol=4)
-    pickler.fast = True
-    pickler.dump(key)
-    return buf.getvalue()
+    """Key group prefix + encoded key: identical bytes for equal keys (the codec is deterministic)."""
+    return _kg_prefix(kg) + encode(key)
 
 
 def decode_key(raw: bytes) -> tuple[int, tuple]:
-    return int.from_bytes(raw[:_KG_BYTES], "big"), pickle.loads(raw[_KG_BYTES:])
+    return int.from_bytes(raw[:_KG_BYTES], "big"), decode(raw[_KG_BYTES:])
 
 
 def _options() -> Options:
@@ -124,13 +115,13 @@ class RocksDBState(KeyedState):
 
     def _get(self, kg: int, key: tuple) -> Any | None:
         raw = self.cf.get(encode_key(kg, key))
-        return None if raw is None else pickle.loads(raw)
+        return None if raw is None else decode(raw)
 
     def _put(self, kg: int, key: tuple, value: Any) -> None:
-        self.put_raw(encode_key(kg, key), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        self.put_raw(encode_key(kg, key), encode(value))
 
     def put_raw(self, raw_key: bytes, raw_value: bytes) -> None:
-        """Store already-encoded bytes: a rescaling restore copies entries without unpickling them."""
+        """Store already-encoded bytes: a rescaling restore copies entries without decoding them."""
         if not self._exists(raw_key):
             self.count += 1
         self.cf.put(raw_key, raw_value)
@@ -145,7 +136,7 @@ class RocksDBState(KeyedState):
         # a RocksDB iterator reads a consistent view, so callers may write while iterating
         for raw_key, raw_value in self.cf.items():
             kg, key = decode_key(raw_key)
-            yield kg, key, pickle.loads(raw_value)
+            yield kg, key, decode(raw_value)
 
     def __len__(self) -> int:
         return self.count
@@ -216,8 +207,8 @@ class RocksDBStateBackend(StateBackend):
         shared = (self.shared_dir or directory.parent / "shared") / self.backend_id
         shared.mkdir(parents=True, exist_ok=True)
         copied = 0
-        shared_files: list[str] = []
-        private_files: list[str] = []
+        shared_files: list[Path] = []
+        private_files: list[Path] = []
         for f in sorted(staging.iterdir()):
             if f.suffix == ".sst":
                 target = shared / f.name
@@ -228,19 +219,17 @@ class RocksDBStateBackend(StateBackend):
                     shutil.copyfile(f, partial)
                     os.replace(partial, target)
                     copied += f.stat().st_size
-                shared_files.append(f.name)
+                shared_files.append(target)
             else:
                 shutil.copyfile(f, directory / f.name)
                 copied += f.stat().st_size
-                private_files.append(f.name)
+                private_files.append(directory / f.name)
         return {
             "format": FORMAT,
             "checkpoint_id": checkpoint_id,
             "backend_id": self.backend_id,
             "key_groups": key_groups,
             "states": counts,
-            "dir": str(directory),
-            "shared_dir": str(shared),
             "shared_files": shared_files,
             "private_files": private_files,
             "bytes_copied": copied,
@@ -266,9 +255,15 @@ class RocksDBStateBackend(StateBackend):
             return
         for handle in handles:
             if handle["format"] == "canonical":
-                self._restore_canonical(handle)
+                self._restore_canonical_raw(handle)
             else:
                 self._restore_key_groups(handle)
+
+    def _restore_canonical_raw(self, handle: dict[str, Any]) -> None:
+        """A savepoint's entries are codec bytes already, as this backend stores them: no decoding."""
+        for name, kg, key, value in read_canonical_encoded(handle, self.key_groups):
+            target: RocksDBState = self.state(name)  # type: ignore[assignment]
+            target.put_raw(_kg_prefix(kg) + key, value)
 
     def _restore_whole(self, handle: dict[str, Any]) -> None:
         """Same key groups: the old db becomes this one, with no entry read or rewritten."""
@@ -330,21 +325,28 @@ class RocksDBStateBackend(StateBackend):
 def _rebuild(handle: dict[str, Any], target: Path) -> None:
     """Assemble a db directory from a checkpoint by copying, so the checkpoint stays usable."""
     target.mkdir(parents=True)
-    for name in handle["shared_files"]:
-        shutil.copyfile(Path(handle["shared_dir"]) / name, target / name)
-    for name in handle["private_files"]:
-        shutil.copyfile(Path(handle["dir"]) / name, target / name)
+    for path in [*handle["shared_files"], *handle["private_files"]]:
+        shutil.copyfile(path, target / Path(path).name)
 
 
 def _write_canonical_from(staging: Path, names: dict[str, int], directory: Path) -> dict[str, Any]:
-    """Read the frozen checkpoint and write the backend-independent savepoint format."""
+    """Read the frozen checkpoint and write the backend-independent savepoint format.
+
+    Keys and values already are codec bytes: they are copied as they are, nothing decoded."""
     db = _open(staging, read_only=True)
+    states: list[str] = []
+    kgs: list[int] = []
+    keys: list[bytes] = []
+    values: list[bytes] = []
     try:
-        entries: dict[str, dict[tuple[int, tuple], Any]] = {}
         for name in names:
             cf = db.get_column_family(_CF_PREFIX + name)
-            entries[name] = {decode_key(k): pickle.loads(v) for k, v in cf.items()}
+            for k, v in cf.items():
+                states.append(name)
+                kgs.append(int.from_bytes(k[:_KG_BYTES], "big"))
+                keys.append(k[_KG_BYTES:])
+                values.append(v)
             cf.close()
     finally:
         db.close()
-    return write_canonical(directory / "keyed-state.pkl", entries)
+    return write_canonical_encoded(directory / CANONICAL_FILE, states, kgs, keys, values)

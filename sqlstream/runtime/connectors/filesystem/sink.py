@@ -96,6 +96,15 @@ class FileSystemSink(SinkWriter):
                         f"staged file '{inprogress}' is gone"
                     )
 
+    def rollback(self, committables: list[Any]) -> bool:
+        """Remove the committed part files (and any still staged): their rows are written again."""
+        for staged in committables:
+            for inprogress, final in staged or []:
+                for path in (final, inprogress):
+                    if os.path.exists(path):
+                        os.remove(path)
+        return True
+
     def abort(self, committables: list[Any]) -> None:
         for staged in committables:
             for inprogress, _final in staged or []:
