@@ -199,6 +199,7 @@ class JobExecutor:
         self.running = threading.Event()
         self.live_subtasks: list[Subtask] = []  # those of the current attempt
         self.restore_warnings: list[str] = []  # corrupt checkpoints skipped, commits that could not be undone
+        self.first_checkpoint_id = 1  # at least: checkpoint ids only grow across restores
         self.chains = build_chains(flow, config.parallelism)
         # for status(): an id of its own (as Flink gives each job one), the state, the checkpoints of all attempts
         self.job_id = uuid.uuid4().hex[:12]
@@ -353,7 +354,7 @@ class JobExecutor:
                 for st in sts:
                     st.control.put(("complete", n, final))
 
-        first_id = (metadata["checkpoint_id"] + 1) if metadata else 1
+        first_id = max(self.first_checkpoint_id, (metadata["checkpoint_id"] + 1) if metadata else 1)
         if storage is not None:
             first_id = max([first_id, *[i + 1 for i in chk_storage.completed_ids(storage.root)]])
         coordinator = CheckpointCoordinator(
@@ -435,6 +436,8 @@ class JobExecutor:
         if restore is None:
             return None
         point = chk_storage.restore_point(restore)
+        if point.newest is not None:  # ids of checkpoints skipped as corrupt are not used again
+            self.first_checkpoint_id = max(self.first_checkpoint_id, point.newest + 1)
         self.restore_warnings += [w for w in point.skipped if w not in self.restore_warnings]
         self._check_restore(point.metadata)
         if point.root is not None:

@@ -457,7 +457,7 @@ class RayJobExecutor(JobExecutor):
         self._actor_status = {}
         storage = CheckpointStorage(config.checkpoint_dir, config.retained) if config.checkpoint_dir else None
         metadata = self._prepare_restore(restore, storage)
-        first_id = (metadata["checkpoint_id"] + 1) if metadata else 1
+        first_id = max(self.first_checkpoint_id, (metadata["checkpoint_id"] + 1) if metadata else 1)
         if config.checkpoint_dir is not None:
             first_id = max([first_id, *[i + 1 for i in chk_storage.completed_ids(config.checkpoint_dir)]])
         keys = [(c.uid, i) for c in self.chains for i in range(c.parallelism)]
