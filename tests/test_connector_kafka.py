@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import pickle
 import socket
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from sqlstream.core.types import parse_type
 from sqlstream.runtime.connectors.base import SinkContext, SinkWriter, SourceContext, SourceReader
 from sqlstream.runtime.connectors.registry import get_connector
 from sqlstream.runtime.operators.sink import FINAL_CHECKPOINT
+from sqlstream.runtime.state.codec import decode, encode
 from tests.conftest import run_sql
 
 # Provides the kafka_broker fixture (conftest.py is shared; this keeps the broker opt-in).
@@ -90,7 +90,7 @@ def source(t: TableDef, subtask: int = 0, parallelism: int = 1, batch_size: int 
         SourceContext(t, KAFKA.validate(t), [c.name for c in COLUMNS], subtask, parallelism, batch_size)
     )
     if position is not None:
-        reader.restore_position(pickle.loads(pickle.dumps(position)))
+        reader.restore_position(decode(encode(position)))
     reader.open()
     return reader
 
@@ -181,7 +181,7 @@ def test_exactly_once_round_trip(kafka_broker: str, fmt: str) -> None:
     writer.write(rows_of(40), None)
     c1 = writer.prepare_commit(1)
     writer.write(rows_of(25, 40), None)
-    c2 = pickle.loads(pickle.dumps(writer.prepare_commit(2)))
+    c2 = decode(encode(writer.prepare_commit(2)))
     writer.commit([c1, c2])
     writer.close()
     assert read_all(t, parallelism=2) == rows_of(65).to_pylist()
@@ -208,7 +208,7 @@ def test_committing_again_after_a_restore_writes_no_duplicates(kafka_broker: str
     first.write(rows_of(10, 10), None)
     c2 = first.prepare_commit(2)
     first.commit([c1])  # crash before checkpoint 2's commit
-    restored = [pickle.loads(pickle.dumps(c)) for c in (c1, c2)]
+    restored = [decode(encode(c)) for c in (c1, c2)]
     second = sink(t, open_it=False)  # the runtime may commit restored state before open()
     second.commit(restored)
     third = sink(t)
@@ -245,7 +245,7 @@ def test_replay_after_the_final_commit_writes_no_duplicates(kafka_broker: str, f
     first.commit([first.prepare_commit(final)])
     # crash before the job was marked finished: restore from checkpoint 5, replay the rest
     second = sink(t)
-    second.commit([pickle.loads(pickle.dumps(c5))])
+    second.commit([decode(encode(c5))])
     second.write(rows_of(5, 5), None)
     second.commit([second.prepare_commit(final)])
     assert read_all(t) == rows_of(10).to_pylist()

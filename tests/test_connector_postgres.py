@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import pickle
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from sqlstream.runtime.connectors.registry import get_connector
 from sqlstream.runtime.elements import Chunk, RowKind
 from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.sink import FINAL_CHECKPOINT, SinkOperator
+from sqlstream.runtime.state.codec import decode, encode
 from tests.conftest import duckdb_rows, rows, run_sql
 
 # Provides the postgres_server fixture (opt-in, like tests/kafka_broker.py).
@@ -103,7 +103,7 @@ def test_exactly_once_round_trip(postgres_server: str) -> None:
     writer.write(rows_of(40), None)
     c1 = writer.prepare_commit(1)
     writer.write(rows_of(25, 40), None)
-    c2 = pickle.loads(pickle.dumps(writer.prepare_commit(2)))
+    c2 = decode(encode(writer.prepare_commit(2)))
     assert writer.prepare_commit(3) is None  # nothing written since: no transaction to prepare
     assert c1.startswith("round_trip-0-") and c1.endswith("-1")
     writer.commit([c1, c2])
@@ -162,7 +162,7 @@ def test_committing_again_after_a_restore_writes_no_duplicates(postgres_server: 
     c2 = first.prepare_commit(2)
     first.commit([c1])  # the process dies before checkpoint 2's commit
     first.close()
-    restored = [pickle.loads(pickle.dumps(c)) for c in (c1, c2)]
+    restored = [decode(encode(c)) for c in (c1, c2)]
     second = sink(t)
     second.commit(restored)
     second.commit(restored)
@@ -399,7 +399,7 @@ def source(t: TableDef, columns: list[str], subtask: int = 0, parallelism: int =
            position: Any = None) -> SourceReader:
     reader = PG.create_source(SourceContext(t, PG.validate(t), columns, subtask, parallelism, batch_size))
     if position is not None:
-        reader.restore_position(pickle.loads(pickle.dumps(position)))
+        reader.restore_position(decode(encode(position)))
     reader.open()
     return reader
 

@@ -60,6 +60,8 @@ class ScriptOutput:
         elif result.kind == "OK" and result.message:
             print(result.message)
         if result.job is not None:
+            for warning in result.job.restore_warnings:  # corrupt checkpoints recovery passed over
+                print(f"[WARNING] {warning}", file=sys.stderr)
             late = result.job.late_records_dropped
             note = f"; {late} late record{'s' if late != 1 else ''} dropped" if late else ""
             print(f"[INFO] Job finished{note}.", file=sys.stderr)
