@@ -331,3 +331,14 @@ def test_the_checkpointing_options_are_flinks() -> None:
     assert (config.max_concurrent_checkpoints, config.min_pause_ms, config.checkpoint_timeout_ms) == (3, 500, 120_000)
     default = JobConfig.from_settings({})
     assert (default.max_concurrent_checkpoints, default.min_pause_ms, default.checkpoint_timeout_ms) == (1, 0, 600_000)
+
+
+def test_checkpoints_and_savepoints_pending_when_the_attempt_ends_leave_no_files(tmp_path: Path) -> None:
+    coordinator, _ = _coordinator(tmp_path)
+    checkpoint = coordinator.trigger_checkpoint()
+    (coordinator.directory_for(1, "a", 0) / "part").write_bytes(b"x")
+    savepoint = coordinator.trigger_checkpoint(savepoint_dir=tmp_path / "sp")
+    (coordinator.directory_for(2, "a", 0) / "part").write_bytes(b"x")
+    assert coordinator.seal() is None  # the attempt ends with nothing completed
+    assert checkpoint.cancelled() and savepoint.cancelled()
+    assert not (tmp_path / "sp").exists() and not (tmp_path / "chk" / "chk-1").exists()

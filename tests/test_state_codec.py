@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from sqlstream.runtime.elements import RowKind
 from sqlstream.runtime.state import create_backend
 from sqlstream.runtime.state.codec import StateCodecError, decode, encode
 
@@ -29,7 +30,7 @@ VALUES = [
     dt.datetime(2024, 5, 1, 12, 30, 15, 123456), dt.datetime(2024, 5, 1, 12, 30, tzinfo=ZoneInfo("Europe/Berlin")),
     dt.datetime(2024, 5, 1, 12, 30, tzinfo=dt.UTC), dt.date(2024, 2, 29), dt.time(23, 59, 59, 999),
     dt.timedelta(days=-3, seconds=5, microseconds=7),
-    np.int64(7), np.float32(0.25), np.arange(12, dtype=np.int32).reshape(3, 4), np.array([1.5, np.nan]),
+    np.int64(7), np.float32(0.25), np.float64(0.5), np.arange(12, dtype=np.int32).reshape(3, 4), np.array([1.5, np.nan]),
 ]
 
 
@@ -56,6 +57,10 @@ def test_tuples_stay_hashable_and_lists_stay_mutable() -> None:
     acc[0].append(1)  # accumulators are changed in place
     acc[1].add("more")
     assert acc == [[0, 1], {"seen", "more"}]
+
+
+def test_a_row_kind_is_stored_as_its_number() -> None:
+    assert decode(encode((RowKind.UPDATE_AFTER, [RowKind.DELETE]))) == (int(RowKind.UPDATE_AFTER), [int(RowKind.DELETE)])
 
 
 def test_arrow_batches_and_tables_round_trip() -> None:

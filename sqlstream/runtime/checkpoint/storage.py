@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,8 +62,9 @@ class CorruptCheckpointError(CheckpointError):
 
 # ------------------------------------------------------------------ file digests
 
-_digests: dict[tuple[str, int, int, int], str] = {}
+_digests: OrderedDict[tuple[str, int, int, int], str] = OrderedDict()
 _digests_lock = threading.Lock()
+_DIGESTS_KEPT = 100_000  # most recently used: the files of the retained checkpoints, and then some
 
 
 def file_digest(path: Path, cached: bool = True) -> tuple[int, str]:
@@ -73,6 +75,8 @@ def file_digest(path: Path, cached: bool = True) -> tuple[int, str]:
     key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
     with _digests_lock:
         known = _digests.get(key) if cached else None
+        if known is not None:
+            _digests.move_to_end(key)
     if known is not None:
         return st.st_size, known
     h = hashlib.sha256()
@@ -82,6 +86,8 @@ def file_digest(path: Path, cached: bool = True) -> tuple[int, str]:
     digest = h.hexdigest()
     with _digests_lock:
         _digests[key] = digest
+        if len(_digests) > _DIGESTS_KEPT:
+            _digests.popitem(last=False)
     return st.st_size, digest
 
 
@@ -384,7 +390,7 @@ class CheckpointStorage:
 
     def cleanup(self) -> None:
         """The job (or an attempt) ended, nothing is in flight: remove every checkpoint directory
-        without metadata and every shared or finished file no retained checkpoint lists."""
+        without metadata, every shared or finished file no retained checkpoint lists, and empty folders."""
         with self.lock:
             keep: set[Path] = set()
             for d in list(self.root.iterdir()):
@@ -393,12 +399,12 @@ class CheckpointStorage:
                         keep |= referenced_files(d)
                     else:
                         shutil.rmtree(d, ignore_errors=True)
-            for sub in (SHARED, FINISHED):
+            for sub in (SHARED, FINISHED, COMMITS):
                 base = self.root / sub
                 if not base.is_dir():
                     continue
                 for f in sorted(base.rglob("*"), reverse=True):  # files before their directories
-                    if f.is_file() and f not in keep:
+                    if f.is_file() and f not in keep and sub != COMMITS:
                         f.unlink(missing_ok=True)
                     elif f.is_dir() and not any(f.iterdir()):
                         f.rmdir()
