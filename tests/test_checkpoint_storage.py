@@ -255,6 +255,18 @@ def test_a_moved_savepoint_restores(tmp_path: Path, backend: str) -> None:
     assert rows(committed(out)) == expected_rows()
 
 
+def test_a_moved_checkpoint_root_restores_with_its_shared_rocksdb_files(tmp_path: Path) -> None:
+    out, chk, newest = two_checkpoints_then_crash(tmp_path, "rocksdb")
+    doc = json.loads((chk / f"chk-{newest}" / METADATA).read_text())
+    assert any(rel.startswith("../shared/") for rel in doc["files"])  # incremental: SSTs live beside it
+    moved = tmp_path / "moved" / "checkpoints"
+    moved.parent.mkdir()
+    shutil.move(chk, moved)
+    job = run_to_end(job_script(out, tmp_path / "chk2", "rocksdb", rate=1_000_000), restore=str(moved))
+    assert not job.restore_warnings
+    assert rows(committed(out)) == expected_rows()
+
+
 # ------------------------------------------------------------------ concurrency, timeout, clean-up
 
 def test_a_10_ms_interval_on_rocksdb_keeps_one_checkpoint_in_flight_and_leaves_nothing_behind(tmp_path: Path) -> None:
