@@ -27,9 +27,13 @@ from sqlstream.runtime.checkpoint.storage import (
     CheckpointError,
     CheckpointStorage,
     completed_ids,
+    read_checkpoint,
     referenced_files,
+    write_metadata,
+    write_subtask_state,
 )
 from sqlstream.runtime.executor import JobConfig, JobResult
+from sqlstream.runtime.state import create_backend
 from tests.conftest import duckdb_rows, rows
 from tests.test_fault_tolerance import committed
 
@@ -354,3 +358,34 @@ def test_checkpoints_and_savepoints_pending_when_the_attempt_ends_leave_no_files
     assert coordinator.seal() is None  # the attempt ends with nothing completed
     assert checkpoint.cancelled() and savepoint.cancelled()
     assert not (tmp_path / "sp").exists() and not (tmp_path / "chk" / "chk-1").exists()
+
+
+def test_a_savepoint_brings_in_a_finished_subtasks_rocksdb_files_and_restores_after_a_move(tmp_path: Path) -> None:
+
+    storage = CheckpointStorage(tmp_path / "chk")
+    backend = create_backend("rocksdb", range(128), tmp_path / "local")
+    try:
+        backend.shared_dir = storage.root / "shared"
+        for i in range(500):
+            backend.state("s").put(i % 128, (i,), f"v{i}")
+        finished = storage.finished_dir("chain", 0)  # a subtask that ended: its final, incremental snapshot
+        keyed = backend.snapshot(1)(finished / "op")
+    finally:
+        backend.close()
+    snapshot = {"state": write_subtask_state(finished, {"op": None}, None), "keyed": {"op": {"keyed": keyed}},
+                "parallelism": 1}
+    savepoint = tmp_path / "sp"
+    savepoint.mkdir()
+    write_metadata(savepoint, {"checkpoint_id": 3, "subtasks": {("chain", 0): snapshot}}, self_contained=True)
+    shutil.rmtree(tmp_path / "chk")
+    moved = tmp_path / "elsewhere"
+    shutil.move(savepoint, moved)
+    restored = read_checkpoint(moved)
+    handle = restored["subtasks"][("chain", 0)]["keyed"]["op"]["keyed"]
+    assert all(Path(p).is_relative_to(moved) for p in [*handle["shared_files"], *handle["private_files"]])
+    again = create_backend("rocksdb", range(128), tmp_path / "local2")
+    try:
+        again.restore([handle])
+        assert {key: v for _, key, v in again.state("s").items()} == {(i,): f"v{i}" for i in range(500)}
+    finally:
+        again.close()

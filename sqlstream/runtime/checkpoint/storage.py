@@ -143,9 +143,10 @@ def write_metadata(directory: Path, metadata: dict[str, Any], self_contained: bo
         def bring_in(path: Path) -> Path:
             if path.resolve().is_relative_to(directory):
                 return path
-            external.mkdir(exist_ok=True)
-            target = external / f"{file_digest(path)[1][:16]}-{path.name}"
+            # one folder per content, the name kept: a RocksDB file's name is part of the db
+            target = external / file_digest(path)[1][:16] / path.name
             if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, target)
             return target
 
