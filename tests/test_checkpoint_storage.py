@@ -361,7 +361,6 @@ def test_checkpoints_and_savepoints_pending_when_the_attempt_ends_leave_no_files
 
 
 def test_a_savepoint_brings_in_a_finished_subtasks_rocksdb_files_and_restores_after_a_move(tmp_path: Path) -> None:
-
     storage = CheckpointStorage(tmp_path / "chk")
     backend = create_backend("rocksdb", range(128), tmp_path / "local")
     try:
