@@ -11,13 +11,13 @@ import datetime as dt
 import os
 import random
 import threading
-import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock, ManualClock
 from sqlstream.runtime.state import BACKENDS, create_backend
 from sqlstream.runtime.state.base import SnapshotFormatError, StateBackend
 
@@ -29,8 +29,8 @@ def backends(tmp_path: Path):
     """Makes backends under tmp_path and closes them all after the test."""
     made: list[StateBackend] = []
 
-    def make(kind: str, key_groups: range = range(MAX_PARALLELISM)) -> StateBackend:
-        backend = create_backend(kind, key_groups, tmp_path / "local")
+    def make(kind: str, key_groups: range = range(MAX_PARALLELISM), clock: Clock = SYSTEM_CLOCK) -> StateBackend:
+        backend = create_backend(kind, key_groups, tmp_path / "local", clock)
         made.append(backend)
         return backend
 
@@ -227,17 +227,25 @@ def test_canonical_savepoint_switches_backend(source: str, target: str, backends
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_ttl_expiry(kind: str, backends) -> None:
-    backend = backends(kind)
+def test_ttl_expires_an_entry_ttl_ms_after_its_last_write(kind: str, backends) -> None:
+    clock = ManualClock()
+    backend = backends(kind, clock=clock)
     st = backend.state("s", ttl_ms=50)
     st.put(1, ("old",), "a")
-    st.put(2, ("old2",), "b")
-    time.sleep(0.12)
+    st.put(2, ("rewritten",), "b")
+    st.put(4, ("read",), "d")
+    clock.advance(30)
+    st.put(2, ("rewritten",), "b2")  # a write restarts its TTL
+    clock.advance(19)
+    assert st.get(1, ("old",)) == "a"  # 49 ms old
+    assert st.get(4, ("read",)) == "d"  # a read does not restart it (Flink's OnCreateAndWrite)
+    clock.advance(1)
     st.put(3, ("fresh",), "c")
-    assert st.get(1, ("old",)) is None
-    assert list(st.items()) == [(3, ("fresh",), "c")]
-    assert st.get(3, ("fresh",)) == "c"
-    assert len(st) == 1  # expired entries are removed once seen
+    assert st.get(1, ("old",)) is None  # 50 ms old: expired, as Flink's 'expiration <= now'
+    assert sorted(st.items()) == [(2, ("rewritten",), "b2"), (3, ("fresh",), "c")]
+    assert len(st) == 2  # expired entries are removed once seen
+    clock.advance(30)
+    assert st.get(2, ("rewritten",)) is None and st.get(3, ("fresh",)) == "c"
 
 
 def test_rocksdb_checkpoints_are_incremental(backends, tmp_path: Path) -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
+from sqlstream.runtime.clock import ManualClock
 from sqlstream.runtime.state import create_backend
 from sqlstream.runtime.state.primitives import ListState, MapState, ValueState
 
@@ -40,10 +40,14 @@ def test_value_list_and_map_state(tmp_path: Path, backend: str) -> None:
     b.close()
 
 
-def test_state_ttl_expires_entries() -> None:
-    b = create_backend("hashmap", range(128))
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_value_state_ttl_expires_entries(tmp_path: Path, backend: str) -> None:
+    clock = ManualClock()
+    b = create_backend(backend, range(128), tmp_path / "local", clock)
     v = ValueState(b.state("v", ttl_ms=50))
     v.update(0, (1,), "fresh")
+    clock.advance(49)
     assert v.value(0, (1,)) == "fresh"
-    time.sleep(0.12)
+    clock.advance(1)
     assert v.value(0, (1,)) is None
+    b.close()

@@ -54,6 +54,7 @@ from sqlstream.runtime.checkpoint.storage import (
     CommitJournal,
     RestorePoint,
 )
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.connectors.base import (
     DEFAULT_BATCH_SIZE,
     SinkContext,
@@ -78,7 +79,8 @@ DEFAULT_CHECKPOINT_TIMEOUT = "10 min"  # Flink's execution.checkpointing.timeout
 log = logging.getLogger("sqlstream.checkpoint")
 
 
-def create_reader(spec: SourceSpec, subtask: int = 0, parallelism: int = 1, batch_size: int = DEFAULT_BATCH_SIZE) -> SourceReader:
+def create_reader(spec: SourceSpec, subtask: int = 0, parallelism: int = 1, batch_size: int = DEFAULT_BATCH_SIZE,
+                  clock: Clock = SYSTEM_CLOCK) -> SourceReader:
     if spec.values is not None:
         return TableReader(spec.values, batch_size)
     from sqlstream.runtime.connectors.registry import get_connector
@@ -86,7 +88,7 @@ def create_reader(spec: SourceSpec, subtask: int = 0, parallelism: int = 1, batc
     assert spec.table is not None
     connector = get_connector(spec.table.connector)
     assert connector.create_source is not None
-    ctx = SourceContext(spec.table, spec.options, spec.columns, subtask, parallelism, batch_size)
+    ctx = SourceContext(spec.table, spec.options, spec.columns, subtask, parallelism, batch_size, clock)
     return connector.create_source(ctx)
 
 
@@ -152,6 +154,8 @@ class JobConfig:
     restart_delay_s: float = 1.0
     batch_size: int = DEFAULT_BATCH_SIZE
     raw: dict[str, str] = field(default_factory=dict)
+    # processing time of every part of the job (state TTL, PROCTIME(), idle timeouts, throttles)
+    clock: Clock = SYSTEM_CLOCK
 
     @classmethod
     def from_settings(cls, settings: dict[str, str]) -> JobConfig:
@@ -526,7 +530,7 @@ class JobExecutor:
             label = f"#{node.id} {node.name}"
             metrics = Metrics()
             if node.source is not None:
-                reader = create_reader(node.source, index, p, config.batch_size)
+                reader = create_reader(node.source, index, p, config.batch_size, config.clock)
                 if own is not None and own.get("source") is not None:
                     reader.restore_position(own["source"])
                 reader.open()
@@ -536,13 +540,13 @@ class JobExecutor:
             operator = self._make_operator(node, uid, index, p, metadata)
             state = None
             if operator.keyed:
-                state = create_backend(config.backend, key_group_range(index, p, config.max_parallelism))
+                state = create_backend(config.backend, key_group_range(index, p, config.max_parallelism), clock=config.clock)
                 if config.checkpoint_dir is not None:
                     state.shared_dir = config.checkpoint_dir / "shared"
                 handles = [old["keyed"][uid] for old in all_old if old.get("keyed", {}).get(uid)]
                 if handles:
                     state.restore_all(handles)
-            ctx = OperatorContext(label, index, p, metrics, config.max_parallelism, state, config.raw)
+            ctx = OperatorContext(label, index, p, metrics, config.max_parallelism, state, config.raw, config.clock)
             self._register(label, metrics)
             channels = len(channel_inputs) if pos == 0 else 1
             tasks.append(Task(operator, channels, ctx))
@@ -551,7 +555,7 @@ class JobExecutor:
         # an empty snapshot still makes its operators rebuild their timers from that state
         restored = own if own is not None else ({} if metadata is not None else None)
         return Subtask(chain, index, tasks, reader, channel_inputs, coordinator, pool, on_failure, stop,
-                       restored, capacity, source_metrics)
+                       restored, capacity, source_metrics, config.clock)
 
     def _register(self, label: str, metrics: Metrics) -> None:
         self.subtask_metrics.setdefault(label, []).append(metrics)

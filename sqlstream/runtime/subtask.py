@@ -27,6 +27,7 @@ import pyarrow as pa
 from sqlstream.core.status import SubtaskStatus
 from sqlstream.runtime.checkpoint.coordinator import CheckpointCoordinator
 from sqlstream.runtime.checkpoint.storage import file_digest, files_of, write_subtask_state
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.connectors.base import SourceReader
 from sqlstream.runtime.elements import MIN_WATERMARK, Barrier, Chunk, Element, EndOfInput
 from sqlstream.runtime.graph import Chain
@@ -127,6 +128,7 @@ class Subtask(threading.Thread):
         restored: dict[str, Any] | None,
         inbound_capacity: int,
         source_metrics: Metrics | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         super().__init__(name=f"{chain.name} ({index + 1}/{chain.parallelism})", daemon=True)
         self.chain = chain
@@ -153,7 +155,8 @@ class Subtask(threading.Thread):
         self.ended: set[int] = set()
         self.final_commit = threading.Event()
         self.notified = 0  # the newest checkpoint whose completion this subtask's operators have seen
-        self.last_tick = time.monotonic()
+        self.clock = clock  # processing time handed to the operators while idle
+        self.last_tick = clock.monotonic()
 
     @property
     def key(self) -> tuple[str, int]:
@@ -294,10 +297,10 @@ class Subtask(threading.Thread):
 
     def _tick_processing_time(self) -> None:
         """While idle, every PROCESSING_TIME_TICK_S, give each operator the wall clock."""
-        if time.monotonic() - self.last_tick < PROCESSING_TIME_TICK_S:
+        if self.clock.monotonic() - self.last_tick < PROCESSING_TIME_TICK_S:
             return
-        self.last_tick = time.monotonic()
-        now_ms = time.time_ns() // 1_000_000
+        self.last_tick = self.clock.monotonic()
+        now_ms = self.clock.time_ms()
         for pos, task in enumerate(self.tasks):
             self._push(task.advance_processing_time(now_ms), pos + 1)
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from sqlstream.core.connectors import ConnectorSpec
 from sqlstream.core.tables import TableDef
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 
 # rows per source batch (table.exec.batch-size).  benchmarks/nexmark/run.py --batch-size measured
 # q0/q1/q5/q7 1.3-1.5x faster at 32768 than at 8192 (the fixed cost of each Arrow call is
@@ -38,6 +39,8 @@ class SourceContext:
     subtask_index: int = 0
     parallelism: int = 1
     batch_size: int = DEFAULT_BATCH_SIZE
+    # processing time for throttles and generated timestamps; tests pass a ManualClock
+    clock: Clock = SYSTEM_CLOCK
 
     @property
     def schema(self) -> pa.Schema:
@@ -53,6 +56,8 @@ class LookupContext:
     options: dict[str, Any]
     keys: list[str]  # the table's columns the join condition equates with the probe side
     columns: list[str]  # the columns to return, in this order
+    # processing time for lookup.cache.ttl; tests pass a ManualClock
+    clock: Clock = SYSTEM_CLOCK
 
 
 # keys (tuples in LookupContext.keys order) -> the matching rows (tuples in .columns order)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import difflib
 import math
 import secrets
-import time
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -355,13 +354,13 @@ class DataGenSource(SourceReader):
         self._seed: int | None = None
         self._start_ms: int | None = None
         self._rows = 0  # rows returned so far by this subtask
-        self._throttle = Throttle(self._rate, ctx.batch_size)
+        self._throttle = Throttle(self._rate, ctx.batch_size, ctx.clock)
 
     def open(self) -> None:
         if self._seed is None:
             self._seed = self._seed_option if self._seed_option is not None else secrets.randbits(63)
         if self._start_ms is None:
-            self._start_ms = time.time_ns() // 1_000_000
+            self._start_ms = self._ctx.clock.time_ms()
         self._throttle.start(self._rows)
 
     @property

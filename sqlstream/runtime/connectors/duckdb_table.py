@@ -106,7 +106,7 @@ def create_lookup(ctx: LookupContext) -> LookupFunction:
             out.setdefault(tuple(row[:width]), []).append(tuple(row[width:]))
         return out
 
-    return with_cache(lookup, o.get("lookup.cache.max-rows"), o.get("lookup.cache.ttl"))
+    return with_cache(lookup, o.get("lookup.cache.max-rows"), o.get("lookup.cache.ttl"), ctx.clock)
 
 
 CONNECTOR = Connector(

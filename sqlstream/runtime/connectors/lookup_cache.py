@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-import time
 from collections import OrderedDict
 
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.connectors.base import LookupFunction
 
 
 class CachedLookup:
     """Caches per key, misses included (a key with no row is remembered as such, as Flink does)."""
 
-    def __init__(self, lookup: LookupFunction, max_rows: int, ttl_ms: int | None) -> None:
+    def __init__(self, lookup: LookupFunction, max_rows: int, ttl_ms: int | None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.lookup = lookup
+        self.clock = clock
         self.max_rows = max_rows
         self.ttl_s = None if ttl_ms is None else ttl_ms / 1000
         self.entries: OrderedDict[tuple, tuple[float, list[tuple]]] = OrderedDict()
         self.hits = self.misses = 0
 
     def __call__(self, keys: list[tuple]) -> dict[tuple, list[tuple]]:
-        now = time.monotonic()
+        now = self.clock.monotonic()
         out: dict[tuple, list[tuple]] = {}
         missing = []
         for k in keys:
@@ -43,5 +45,6 @@ class CachedLookup:
         return out
 
 
-def with_cache(lookup: LookupFunction, max_rows: int | None, ttl_ms: int | None) -> LookupFunction:
-    return CachedLookup(lookup, max_rows, ttl_ms) if max_rows else lookup
+def with_cache(lookup: LookupFunction, max_rows: int | None, ttl_ms: int | None,
+               clock: Clock = SYSTEM_CLOCK) -> LookupFunction:
+    return CachedLookup(lookup, max_rows, ttl_ms, clock) if max_rows else lookup

@@ -519,7 +519,7 @@ class NexmarkSource(SourceReader):
         share = getattr(self._cfg, f"{self._kind}_proportion") / self._chunk
         self._step = max(1, min(math.ceil(ctx.batch_size / share), MAX_SPAN_BATCHES * ctx.batch_size))
         self._events = 0  # event numbers consumed so far by this subtask
-        self._throttle = Throttle(self._rate, self._step)
+        self._throttle = Throttle(self._rate, self._step, ctx.clock)
 
     def open(self) -> None:
         _pool(self._cfg.seed)  # built now (once per process and seed), not during the first read

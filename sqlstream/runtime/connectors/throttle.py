@@ -8,26 +8,27 @@ checkpoints and control messages.
 
 from __future__ import annotations
 
-import time
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 
 MAX_BLOCK_S = 0.02
 
 
 class Throttle:
-    def __init__(self, rate: float, batch: int) -> None:
+    def __init__(self, rate: float, batch: int, clock: Clock = SYSTEM_CLOCK) -> None:
         self.rate = rate  # rows per second
         self.batch = batch
+        self.clock = clock  # the source context's: tests pass a ManualClock
         self.base_time = 0.0  # monotonic time when base_count rows had been let out
         self.base_count = 0
 
     def start(self, count: int) -> None:
         """Begin (or resume, after a restore) with ``count`` rows already produced."""
-        self.base_time = time.monotonic()
+        self.base_time = self.clock.monotonic()
         self.base_count = count
 
     def allowed(self, count: int) -> int:
         """Rows that may go out now, given ``count`` produced so far."""
-        now = time.monotonic()
+        now = self.clock.monotonic()
         allowed = int((now - self.base_time) * self.rate) - (count - self.base_count)
         cap = max(int(self.rate), self.batch)
         if allowed > cap:
@@ -40,7 +41,7 @@ class Throttle:
         """Rows allowed now, waiting at most MAX_BLOCK_S for the first one."""
         allowed = self.allowed(count)
         if allowed <= 0:
-            due = (count - self.base_count + 1) / self.rate - (time.monotonic() - self.base_time)
-            time.sleep(min(max(due, 0.0), MAX_BLOCK_S))
+            due = (count - self.base_count + 1) / self.rate - (self.clock.monotonic() - self.base_time)
+            self.clock.sleep(min(max(due, 0.0), MAX_BLOCK_S))
             allowed = self.allowed(count)
         return allowed

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.elements import Chunk, Watermark
 from sqlstream.runtime.hashing import DEFAULT_MAX_PARALLELISM
 from sqlstream.runtime.state.base import StateBackend
@@ -30,6 +31,8 @@ class OperatorContext:
     # keyed operators keep their state here (hashmap or rocksdb); None for stateless ones
     state: StateBackend | None = None
     config: dict[str, str] = field(default_factory=dict)
+    # processing time (PROCTIME() stamps, idle timeouts); tests pass a ManualClock
+    clock: Clock = SYSTEM_CLOCK
 
     @property
     def keyed_state(self) -> StateBackend:

@@ -74,7 +74,8 @@ class GroupAggOperator(Operator):
 
     def _columnar_store(self) -> ColumnarGroupAggregates:
         key_types = [self.schema.field(i).type for i in range(len(self.keys))]
-        return ColumnarGroupAggregates(COLUMNAR_STATE, self.aggs, key_types, self.ttl_ms, self.ctx.max_parallelism)
+        return ColumnarGroupAggregates(COLUMNAR_STATE, self.aggs, key_types, self.ttl_ms, self.ctx.max_parallelism,
+                                       self.ctx.keyed_state.clock)
 
     def restore_state(self, state: Any) -> None:
         backend = self.ctx.keyed_state

@@ -56,11 +56,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sqlstream.core.aggregates import AggCall
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.elements import RowKind
 from sqlstream.runtime.hashing import _mix, hash_array, hash_columns
 from sqlstream.runtime.operators.join_columnar import HashIndex
 from sqlstream.runtime.operators.numbered_rows import NumberedRows
-from sqlstream.runtime.state.base import ColumnarState, now_ms
+from sqlstream.runtime.state.base import ColumnarState
 
 HASH, KEY_GROUP, LIVE, COUNT, TIME = "$h", "$kg", "$live", "$n", "$t"
 # dead slots (deleted or expired keys) are compacted away once they outnumber the live ones
@@ -368,8 +369,9 @@ class ColumnarGroupAggregates:
     """
 
     def __init__(self, name: str, aggs: list[AggCall], key_types: list[pa.DataType], ttl_ms: int | None,
-                 max_parallelism: int) -> None:
+                 max_parallelism: int, clock: Clock = SYSTEM_CLOCK) -> None:
         self.aggs = aggs
+        self.clock = clock  # processing time for the TTL (the state backend's)
         # as in PreAggregator.grouped's table: k0 the key hash, k1 ... the group keys
         self.key_names = [f"k{i + 1}" for i in range(len(key_types))]
         self.key_types = key_types
@@ -396,7 +398,7 @@ class ColumnarGroupAggregates:
         self.live = 0
         self.keys = NumberedRows(pa.schema(list(zip(self.key_names, key_types, strict=True))))  # by slot
         self.index = HashIndex()
-        self.last_sweep = now_ms()
+        self.last_sweep = clock.time_ms()
 
     # ------------------------------------------------------------ slots
     def _alive(self, slots: np.ndarray) -> np.ndarray:
@@ -471,7 +473,7 @@ class ColumnarGroupAggregates:
         if now - self.last_sweep < self.ttl_ms / 2:
             return
         self.last_sweep = now
-        expired = self.columns[LIVE][: self.size] & (self.columns[TIME][: self.size] < now - self.ttl_ms)
+        expired = self.columns[LIVE][: self.size] & (self.columns[TIME][: self.size] <= now - self.ttl_ms)
         self._kill(np.flatnonzero(expired))
 
     def _find(self, hashes: np.ndarray, keys: list[pa.Array], now: int) -> np.ndarray:
@@ -482,7 +484,7 @@ class ColumnarGroupAggregates:
         positions, ids = self.index.probe(hashes)
         ok = self._alive(ids)
         if self.ttl_ms is not None:
-            expired = ok & (self.columns[TIME][ids] < now - self.ttl_ms)
+            expired = ok & (self.columns[TIME][ids] <= now - self.ttl_ms)
             self._kill(ids[expired])
             ok &= ~expired
         positions, ids = positions[ok], ids[ok]
@@ -596,7 +598,7 @@ class ColumnarGroupAggregates:
         m = grouped.num_rows
         if m == 0:
             return None
-        now = now_ms()
+        now = self.clock.time_ms()
         if self.ttl_ms is not None:
             self._sweep(now)
         keys = [_plain(grouped.column(n)) for n in self.key_names]
@@ -666,7 +668,7 @@ class ColumnarGroupAggregates:
         """The slots of live keys written within the TTL (expired ones may not be swept yet)."""
         live = self.columns[LIVE][: self.size]
         if self.ttl_ms is not None:
-            live = live & (self.columns[TIME][: self.size] >= now_ms() - self.ttl_ms)
+            live = live & (self.columns[TIME][: self.size] > self.clock.time_ms() - self.ttl_ms)
         return np.flatnonzero(live)
 
     def table(self) -> pa.Table | None:
@@ -722,7 +724,7 @@ class ColumnarGroupAggregates:
                 for name in (f"c{i}",) if a.function == "COUNT" else (f"s{i}", f"n{i}"):
                     values[name] = _numbers(table.column(name), self.dtypes[name])
         # restored under another TTL setting: restored keys count as written now
-        written = table.column(TIME).to_numpy() if TIME in table.column_names else now_ms()
+        written = table.column(TIME).to_numpy() if TIME in table.column_names else self.clock.time_ms()
         keys = table.select(self.key_names) if self.key_names else None
         start = self.size
         self._append(table.column(HASH).to_numpy(), keys, values, written)

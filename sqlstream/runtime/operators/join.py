@@ -94,7 +94,7 @@ class RegularJoinOperator(Operator):
         if columnar_state(ctx, self.columnar_form):
             states = (backend.columnar(COLUMNAR_STATES[0]), backend.columnar(COLUMNAR_STATES[1]))
             self.columnar = ColumnarInnerJoin(self.keys, self.residual, self.side_schemas, self.schema,
-                                              states, ttl, ctx.max_parallelism, self.horizons)
+                                              states, ttl, ctx.max_parallelism, self.horizons, backend.clock)
 
     def on_watermark(self, timestamp: int) -> Output:
         # the per-key form keeps its rows (as Flink does, until state TTL)

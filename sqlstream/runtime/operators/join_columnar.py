@@ -26,8 +26,9 @@ import pyarrow.compute as pc
 from sqlstream.core.evaluator import Predicate
 from sqlstream.core.expressions import Expr
 from sqlstream.core.joins import Horizon
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.hashing import hash_columns
-from sqlstream.runtime.state.base import ColumnarState, now_ms
+from sqlstream.runtime.state.base import ColumnarState
 
 HASH, KEY_GROUP, TIME = "$h", "$kg", "$t"
 Alive = Callable[[np.ndarray], np.ndarray]  # row ids -> which are still stored
@@ -109,8 +110,9 @@ class JoinSideStore:
     """
 
     def __init__(self, state: ColumnarState, schema: pa.Schema, ttl_ms: int | None,
-                 horizon: int | None = None) -> None:
+                 horizon: int | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.state = state
+        self.clock = clock  # processing time for the TTL (the state backend's)
         self.names = schema.names  # the input's own columns (stored tables also carry $h, $kg[, $t])
         self.types = schema.types
         self.ttl_ms = ttl_ms
@@ -135,7 +137,7 @@ class JoinSideStore:
         if table is not None and (self.ttl_ms is not None) != (TIME in table.column_names):
             # restored under another TTL setting: restored rows count as written now
             table = table.drop_columns([TIME]) if TIME in table.column_names else \
-                table.append_column(TIME, pa.array(np.full(table.num_rows, now_ms(), np.int64)))
+                table.append_column(TIME, pa.array(np.full(table.num_rows, self.clock.time_ms(), np.int64)))
         self.state.tables = [table] if table is not None else []
         self.starts = [0] if table is not None else []
         self.maxima = [self._maxima(table)] if table is not None else []
@@ -180,7 +182,7 @@ class JoinSideStore:
         columns[HASH] = pa.array(hashes)
         columns[KEY_GROUP] = pa.array(key_groups.astype(np.int16))
         if self.ttl_ms is not None:
-            columns[TIME] = pa.array(np.full(batch.num_rows, now_ms(), np.int64))
+            columns[TIME] = pa.array(np.full(batch.num_rows, self.clock.time_ms(), np.int64))
         first = self.next_id
         self.next_id += batch.num_rows
         tables, table = self.state.tables, pa.table(columns)
@@ -204,8 +206,8 @@ class JoinSideStore:
     def expire(self) -> None:
         """Drop the tables whose every row outlived the state TTL."""
         if self.ttl_ms is not None:
-            cutoff = now_ms() - self.ttl_ms
-            self._drop([written is not None and written < cutoff for _, written in self.maxima])
+            cutoff = self.clock.time_ms() - self.ttl_ms
+            self._drop([written is not None and written <= cutoff for _, written in self.maxima])
 
     def drop_below(self, bound: int) -> None:
         """Drop the tables whose horizon column is below ``bound`` in every row (NULLs match nothing)."""
@@ -241,7 +243,7 @@ class JoinSideStore:
                 parts.append(table.take(pa.array(positions[lo:hi] - offset)))
         rows = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
         if self.ttl_ms is not None:  # rows of a table that has not expired as a whole
-            fresh = pc.greater_equal(rows.column(TIME), now_ms() - self.ttl_ms)
+            fresh = pc.greater(rows.column(TIME), self.clock.time_ms() - self.ttl_ms)
             live[live] = fresh.to_numpy(zero_copy_only=False)
             return rows.filter(fresh), live
         return rows, live
@@ -257,14 +259,15 @@ class ColumnarInnerJoin:
     def __init__(self, keys: tuple[tuple[int, ...], tuple[int, ...]], residual: Expr | None,
                  schemas: tuple[pa.Schema, pa.Schema], schema: pa.Schema,
                  states: tuple[ColumnarState, ColumnarState], ttl_ms: int | None,
-                 max_parallelism: int, horizons: tuple[Horizon | None, Horizon | None] = (None, None)) -> None:
+                 max_parallelism: int, horizons: tuple[Horizon | None, Horizon | None] = (None, None),
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.keys = keys
         self.schemas = schemas
         self.schema = schema
         self.predicate = Predicate(residual) if residual is not None else None
         self.max_parallelism = max_parallelism
         self.horizons = horizons
-        self.sides = tuple(JoinSideStore(st, s, ttl_ms, h.column if h else None)
+        self.sides = tuple(JoinSideStore(st, s, ttl_ms, h.column if h else None, clock)
                            for st, s, h in zip(states, schemas, horizons, strict=True))
         # one integer-like key column of one type on both sides: equal hashes mean equal keys
         # (the hash is a bijection of int64), so matches need no comparison of the keys

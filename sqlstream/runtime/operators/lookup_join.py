@@ -40,7 +40,7 @@ class LookupJoinOperator(Operator):
 
         factory = get_connector(self.table.connector).create_lookup
         assert factory is not None
-        self.lookup = factory(LookupContext(self.table, self.options, self.dim_keys, self.columns))
+        self.lookup = factory(LookupContext(self.table, self.options, self.dim_keys, self.columns, ctx.clock))
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
         rows = rows_of(chunk.batch)

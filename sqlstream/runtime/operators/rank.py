@@ -310,7 +310,7 @@ class TopNOperator(Operator):
         input_schema = pa.schema(list(self.schema)[: len(self.schema) - (1 if r.output_rank else 0)])
         return ColumnarTopN(COLUMNAR_STATE, self.keys, self.sort, r.start, self.end, r.output_rank,
                             self.newer_wins, input_schema, self.schema, self.state_ttl_ms,
-                            self.ctx.max_parallelism)
+                            self.ctx.max_parallelism, self.ctx.keyed_state.clock)
 
     def restore_state(self, state: Any) -> None:
         if self.columnar is not None:

@@ -33,11 +33,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.elements import RowKind
 from sqlstream.runtime.hashing import hash_columns
 from sqlstream.runtime.operators.join_columnar import HashIndex
 from sqlstream.runtime.operators.numbered_rows import NumberedRows
-from sqlstream.runtime.state.base import ColumnarState, now_ms
+from sqlstream.runtime.state.base import ColumnarState
 
 HASH, KEY_GROUP, SEQ, TIME = "$h", "$kg", "$seq", "$t"
 COMPACT_MIN_DEAD = 4096
@@ -60,8 +61,9 @@ class ColumnarTopN:
 
     def __init__(self, name: str, keys: list[int], sort: SortSpec, start: int, end: int, output_rank: bool,
                  newer_wins: bool, input_schema: pa.Schema, schema: pa.Schema, ttl_ms: int | None,
-                 max_parallelism: int) -> None:
+                 max_parallelism: int, clock: Clock = SYSTEM_CLOCK) -> None:
         self.keys = keys
+        self.clock = clock  # processing time for the TTL (the state backend's)
         self.sort = list(sort)
         self.start, self.end = start, end
         self.output_rank = output_rank
@@ -115,7 +117,7 @@ class ColumnarTopN:
 
     def _expire(self, now: int) -> None:
         if self.ttl_ms is not None and self.alive:
-            stale = np.flatnonzero(self.live[: self.size] & (self.written[: self.size] < now - self.ttl_ms))
+            stale = np.flatnonzero(self.live[: self.size] & (self.written[: self.size] <= now - self.ttl_ms))
             self._kill(stale)
 
     def _compact(self) -> None:
@@ -135,7 +137,7 @@ class ColumnarTopN:
         """Rank a batch into the kept rows; the changelog (rows, kinds) of the visible ranks."""
         if batch.num_rows == 0:
             return None
-        now = now_ms()
+        now = self.clock.time_ms()
         self._expire(now)
         key_cols = [batch.column(k) for k in self.keys]
         hashes = hash_columns(key_cols) if key_cols else np.zeros(batch.num_rows, np.uint64)
@@ -301,7 +303,7 @@ class ColumnarTopN:
         written = table.column(TIME).to_numpy() if TIME in table.column_names else None
         rows = table.select([*self.names, HASH, KEY_GROUP, SEQ]).cast(self.rows.schema)
         first = self.size
-        self._append(rows, now_ms())
+        self._append(rows, self.clock.time_ms())
         if written is not None:
             self.written[first:first + rows.num_rows] = written
         self.next_seq = max(self.next_seq, int(pc.max(rows.column(SEQ)).as_py()) + 1)

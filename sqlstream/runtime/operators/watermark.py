@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,7 @@ class WatermarkAssigner(Operator):
     deterministically, which the tests rely on.
 
     With ``proctime`` the expression is a ``PROCTIME()`` column and this operator
-    is its clock: it stamps each batch's column with the wall clock (never earlier
+    is its clock: it stamps each batch's column with the context's clock (never earlier
     than 1 ms past the watermark it emitted, so no row is late, even when the
     batch was stamped upstream before a tick here) and emits the stamp as the
     watermark, for all splits at once; when idle, ``on_processing_time`` advances
@@ -60,7 +59,7 @@ class WatermarkAssigner(Operator):
         values = as_array(self.compiled(chunk.batch), chunk.num_rows, self.watermark_expr.type)
         top = pc.max(values.cast(pa.int64()))
         split = chunk.split or ""
-        now = time.monotonic()
+        now = self.ctx.clock.monotonic()
         self.last_seen[split] = now
         if top.is_valid and top.as_py() > self.split_max.get(split, MIN_WATERMARK):
             self.split_max[split] = top.as_py()
@@ -69,7 +68,7 @@ class WatermarkAssigner(Operator):
     def on_splits(self, assigned: tuple[str, ...], finished: frozenset[str]) -> Output:
         if self.proctime:
             return []
-        now = time.monotonic()
+        now = self.ctx.clock.monotonic()
         for split in assigned:
             if split not in self.split_max:
                 self.split_max[split] = MIN_WATERMARK
@@ -92,7 +91,7 @@ class WatermarkAssigner(Operator):
     def _stamp(self, chunk: Chunk) -> Output:
         assert isinstance(self.watermark_expr, ColumnRef)
         index, batch = self.watermark_expr.index, chunk.batch
-        self.current = max(time.time_ns() // 1_000_000, self.current + 1)
+        self.current = max(self.ctx.clock.time_ms(), self.current + 1)
         field = batch.schema.field(index)
         stamps = pa.array(np.full(chunk.num_rows, self.current, dtype=np.int64)).cast(field.type)
         stamped = Chunk(batch.set_column(index, field, stamps), chunk.kinds, chunk.split)
@@ -112,5 +111,5 @@ class WatermarkAssigner(Operator):
         if state is not None:
             self.current = state["current"]
             self.split_max = dict(state.get("splits", {}))
-            now = time.monotonic()
+            now = self.ctx.clock.monotonic()
             self.last_seen = {s: now for s in self.split_max}

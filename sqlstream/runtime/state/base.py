@@ -9,7 +9,6 @@ serialize it asynchronously while processing goes on.
 
 from __future__ import annotations
 
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ import pyarrow.compute as pc
 
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.state_backends import STATE_BACKENDS
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.state.codec import decode, encode
 
 # writes a frozen snapshot under a directory and returns its handle: plain data, files as Paths
@@ -31,11 +31,15 @@ class SnapshotFormatError(SqlStreamError):
 
 
 class KeyedState(ABC):
-    """One named state: (key group, key) -> value, with optional time-to-live."""
+    """One named state: (key group, key) -> value, with optional time-to-live.
 
-    def __init__(self, name: str, ttl_ms: int | None) -> None:
+    TTL counts processing time on ``clock`` (the backend's), so tests expire state by
+    advancing a manual clock rather than by sleeping."""
+
+    def __init__(self, name: str, ttl_ms: int | None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.name = name
         self.ttl_ms = ttl_ms
+        self.clock = clock
 
     @abstractmethod
     def _get(self, kg: int, key: tuple) -> Any | None: ...
@@ -52,34 +56,31 @@ class KeyedState(ABC):
     @abstractmethod
     def __len__(self) -> int: ...
 
-    # TTL wraps values as (value, last access ms); Flink's state TTL is processing time
+    # TTL wraps values as (value, last write ms); Flink's state TTL is processing time, and an
+    # entry written at t is expired from t + ttl on (TtlUtils.expired: expiration <= now)
     def get(self, kg: int, key: tuple) -> Any | None:
         stored = self._get(kg, key)
         if stored is None or self.ttl_ms is None:
             return stored
         value, touched = stored
-        if now_ms() - touched > self.ttl_ms:
+        if self.clock.time_ms() - touched >= self.ttl_ms:
             self.delete(kg, key)
             return None
         return value
 
     def put(self, kg: int, key: tuple, value: Any) -> None:
-        self._put(kg, key, value if self.ttl_ms is None else (value, now_ms()))
+        self._put(kg, key, value if self.ttl_ms is None else (value, self.clock.time_ms()))
 
     def items(self) -> Iterator[tuple[int, tuple, Any]]:
         if self.ttl_ms is None:
             yield from self._items()
             return
-        cutoff = now_ms() - self.ttl_ms
+        cutoff = self.clock.time_ms() - self.ttl_ms
         for kg, key, (value, touched) in list(self._items()):
-            if touched < cutoff:
+            if touched <= cutoff:
                 self.delete(kg, key)
             else:
                 yield kg, key, value
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 CANONICAL_FILE = "keyed-state.arrow"
@@ -157,9 +158,11 @@ class StateBackend(ABC):
         """Whether Arrow tables can be kept beside keyed state (the vectorized operator forms)."""
         return STATE_BACKENDS[self.name].columnar
 
-    def __init__(self, key_groups: range, local_dir: Path | None = None) -> None:
+    def __init__(self, key_groups: range, local_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.key_groups = key_groups
         self.local_dir = local_dir
+        # processing time for TTL: of keyed states and of the columnar stores operators keep beside them
+        self.clock = clock
         self.states: dict[str, KeyedState] = {}
         # where incremental snapshots keep files shared between checkpoints (the checkpoint root's)
         self.shared_dir: Path | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.state.base import (
     CANONICAL_FILE,
     KeyedState,
@@ -16,8 +17,8 @@ from sqlstream.runtime.state.base import (
 
 
 class HeapState(KeyedState):
-    def __init__(self, name: str, ttl_ms: int | None) -> None:
-        super().__init__(name, ttl_ms)
+    def __init__(self, name: str, ttl_ms: int | None, clock: Clock = SYSTEM_CLOCK) -> None:
+        super().__init__(name, ttl_ms, clock)
         self.data: dict[tuple[int, tuple], Any] = {}
 
     def _get(self, kg: int, key: tuple) -> Any | None:
@@ -41,7 +42,7 @@ class HeapStateBackend(StateBackend):
     name = "hashmap"
 
     def _create(self, name: str, ttl_ms: int | None) -> KeyedState:
-        return HeapState(name, ttl_ms)
+        return HeapState(name, ttl_ms, self.clock)
 
     def snapshot(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
         # values are immutable once put, so copying the dicts freezes the state

@@ -41,6 +41,7 @@ from rocksdict import (
     WriteOptions,
 )
 
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.state.base import (
     CANONICAL_FILE,
     KeyedState,
@@ -99,8 +100,8 @@ def _open(path: Path, read_only: bool = False) -> Rdict:
 class RocksDBState(KeyedState):
     """One named state in its own column family; the entry count is kept here so ``len`` is O(1)."""
 
-    def __init__(self, name: str, ttl_ms: int | None, cf: Rdict, count: int) -> None:
-        super().__init__(name, ttl_ms)
+    def __init__(self, name: str, ttl_ms: int | None, cf: Rdict, count: int, clock: Clock = SYSTEM_CLOCK) -> None:
+        super().__init__(name, ttl_ms, clock)
         self._bind(cf, count)
 
     def _bind(self, cf: Rdict, count: int) -> None:
@@ -145,8 +146,8 @@ class RocksDBState(KeyedState):
 class RocksDBStateBackend(StateBackend):
     name = FORMAT
 
-    def __init__(self, key_groups: range, local_dir: Path | None = None) -> None:
-        super().__init__(key_groups, local_dir)
+    def __init__(self, key_groups: range, local_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
+        super().__init__(key_groups, local_dir, clock)
         if local_dir is not None:
             local_dir.mkdir(parents=True, exist_ok=True)
         # a fresh directory per subtask: several backends may share one local_dir
@@ -164,7 +165,7 @@ class RocksDBStateBackend(StateBackend):
 
     def _create(self, name: str, ttl_ms: int | None) -> KeyedState:
         cf = self._live_db().create_column_family(_CF_PREFIX + name, _options())
-        return RocksDBState(name, ttl_ms, cf, 0)
+        return RocksDBState(name, ttl_ms, cf, 0, self.clock)
 
     def _states(self) -> dict[str, RocksDBState]:
         return self.states  # type: ignore[return-value]  # _create only makes RocksDBState
@@ -275,7 +276,7 @@ class RocksDBStateBackend(StateBackend):
             cf = db.get_column_family(_CF_PREFIX + name)
             st = self._states().get(name)
             if st is None:
-                self.states[name] = RocksDBState(name, None, cf, count)
+                self.states[name] = RocksDBState(name, None, cf, count, self.clock)
             else:
                 st._bind(cf, count)
         for name, st in self._states().items():

@@ -83,4 +83,4 @@ class PostgresLookup:
 def create_lookup(ctx: LookupContext) -> LookupFunction:
     """The lookup function of a lookup join, behind the cache of 'lookup.cache.max-rows' / '.ttl'."""
     lookup = PostgresLookup(ctx)
-    return with_cache(lookup, lookup.options.lookup_cache_max_rows, lookup.options.lookup_cache_ttl_ms)
+    return with_cache(lookup, lookup.options.lookup_cache_max_rows, lookup.options.lookup_cache_ttl_ms, ctx.clock)
