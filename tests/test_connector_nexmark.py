@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -12,9 +10,11 @@ from sqlstream.core.errors import ConnectorError, SqlStreamError
 from sqlstream.core.tables import ColumnDef, TableDef
 from sqlstream.core.types import parse_type
 from sqlstream.frontend.session import Session
+from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock, ManualClock
 from sqlstream.runtime.connectors import nexmark
 from sqlstream.runtime.connectors.base import SourceContext, SourceReader
 from sqlstream.runtime.connectors.registry import get_connector
+from sqlstream.runtime.connectors.throttle import MAX_BLOCK_S
 
 NX = get_connector("nexmark")
 BID_COLUMNS = {"auction": "BIGINT", "bidder": "BIGINT", "price": "BIGINT", "channel": "STRING",
@@ -33,10 +33,11 @@ def table(kind: str, columns: dict[str, str] | None = None, **options: str) -> T
     return TableDef(kind, cols, {"connector": "nexmark", "kind": kind, **options})
 
 
-def source(t: TableDef, batch_size: int = 1000, subtask: int = 0, parallelism: int = 1) -> SourceReader:
+def source(t: TableDef, batch_size: int = 1000, subtask: int = 0, parallelism: int = 1,
+           clock: Clock = SYSTEM_CLOCK) -> SourceReader:
     opts = NX.validate(t)
     cols = [c.name for c in t.physical_columns]
-    return NX.create_source(SourceContext(t, opts, cols, subtask, parallelism, batch_size))
+    return NX.create_source(SourceContext(t, opts, cols, subtask, parallelism, batch_size, clock))
 
 
 def read_all(reader: SourceReader, opened: bool = False) -> pa.Table:
@@ -212,28 +213,27 @@ def test_out_of_order_groups_shuffle_ids_and_times() -> None:
 
 
 def test_unlimited_rate_keeps_the_event_times() -> None:
-    started = time.monotonic()
-    t = events("bid", 50_000, **{"first-event.rate": "1000", "rate.limited": "false"})
-    assert time.monotonic() - started < 5  # 50 s of events at 1000/s, not waited for
+    clock = ManualClock()
+    reader = source(table("bid", **{"events.num": "50000", "first-event.rate": "1000", "rate.limited": "false"}),
+                    clock=clock)
+    t = read_all(reader)
+    assert clock.sleeps == [] and clock.monotonic() == 0  # 50 s of events at 1000/s, not waited for
     assert t.equals(timed("bid", 50_000))
 
 
 def test_throttle_keeps_the_rate_and_never_blocks_long() -> None:
-    reader = source(table("bid", **{"first-event.rate": "20000"}), batch_size=512)
+    clock = ManualClock()
+    reader = source(table("bid", **{"first-event.rate": "20000"}), batch_size=512, clock=clock)
     assert not reader.bounded
     reader.open()
-    started = time.monotonic()
     rows = 0
-    longest = 0.0
-    while time.monotonic() - started < 0.5:
-        t0 = time.monotonic()
+    while clock.monotonic() < 0.5:
         b = reader.read_batch()
-        longest = max(longest, time.monotonic() - t0)
         rows += 0 if b is None else b.num_rows
-    elapsed = time.monotonic() - started
-    assert longest < 0.05
-    expected = 20000 * 46 / 50 * elapsed
-    assert 0.6 * expected < rows < 1.4 * expected + 512
+        clock.advance(5)  # the subtask's other work between reads
+    assert max(clock.sleeps) <= MAX_BLOCK_S
+    # 10000 event numbers in 0.5 s, 46 of each 50 a bid; a batch spans 557 of them
+    assert 10000 * 46 / 50 - 557 <= rows <= 10000 * 46 / 50
 
 
 def test_a_rare_kind_reads_a_bounded_span_of_events_per_batch() -> None:

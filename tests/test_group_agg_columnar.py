@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -23,25 +22,17 @@ import pytest
 
 from sqlstream.core.aggregates import AggCall, group_agg_columnar
 from sqlstream.frontend.session import Session
-from sqlstream.runtime.elements import Chunk, RowKind
+from sqlstream.runtime.clock import Clock, ManualClock
+from sqlstream.runtime.elements import RowKind
 from sqlstream.runtime.hashing import _GOLDEN, _NULL_HASH, _mix, hash_array, hash_columns
-from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.group_agg import COLUMNAR_STATE, GroupAggOperator
 from sqlstream.runtime.operators.group_agg_columnar import (
     DistinctValues,
     _pair_hashes,
     _stable_order,
 )
-from sqlstream.runtime.state import create_backend
-from tests.conftest import (
-    apply_changelog,
-    duckdb_rows,
-    in_key_groups,
-    planned_state,
-    rows,
-    run_sql,
-    savepoint_into_halves,
-)
+from tests.conftest import apply_changelog, duckdb_rows, in_key_groups, rows, run_sql
+from tests.harness import OperatorHarness, Snapshot, planned_state, restored_into_halves
 from tests.test_join_columnar import _inverse_mix
 
 INSERT, U_BEFORE, U_AFTER, DELETE = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE
@@ -74,29 +65,32 @@ def _schema(aggs: list[AggCall]) -> pa.Schema:
     return pa.schema([*(INPUT.field(k) for k in KEYS), *(pa.field(a.name, a.type) for a in aggs)])
 
 
+def _group_agg(backend: str, aggs: list[AggCall], retracting: bool, config: dict[str, str] | None = None,
+               keys: list[int] = KEYS, schema: pa.Schema | None = None) -> GroupAggOperator:
+    """The operator as a job on ``backend`` with ``config`` plans it."""
+    return GroupAggOperator(keys, aggs, schema or _schema(aggs), retracting,
+                            *planned_state(backend, config, group_agg_columnar(aggs, retracting)))
+
+
 def _operator(backend: str, tmp_path: Path, aggs: list[AggCall], retracting: bool,
               key_groups: range = range(128), config: dict[str, str] | None = None,
-              keys: list[int] = KEYS, schema: pa.Schema | None = None) -> GroupAggOperator:
-    op = GroupAggOperator(keys, aggs, schema or _schema(aggs), retracting,
-                          *planned_state(backend, config, group_agg_columnar(aggs, retracting)))
-    state = create_backend(backend, key_groups, tmp_path / f"{backend}-{key_groups.start}-{time.monotonic_ns()}")
-    op.open(OperatorContext("group", state=state, config=config or {}))
-    assert (op.columnar is not None) == (backend == "hashmap")
-    return op
+              keys: list[int] = KEYS, schema: pa.Schema | None = None,
+              clock: Clock | None = None) -> OperatorHarness:
+    h = OperatorHarness(_group_agg(backend, aggs, retracting, config, keys, schema), backend, clock,
+                        tmp=tmp_path, key_groups=key_groups, config=config)
+    assert (h.operator.columnar is not None) == (backend == "hashmap")
+    return h
 
 
 Batch = tuple[pa.RecordBatch, list[int] | None]
 
 
-def _changes(op: GroupAggOperator, inputs: list[Batch]) -> list[tuple]:
-    """The emitted changelog as (kind, *row) tuples, in order."""
-    out = []
+def _changes(op: OperatorHarness, inputs: list[Batch]) -> list[tuple]:
+    """The changelog emitted for ``inputs`` as (kind, *row) tuples, in order."""
+    op.take()
     for batch, kinds in inputs:
-        chunk = Chunk(batch, None if kinds is None else pa.array(kinds, pa.int8()))
-        for c in op.process_batch(chunk):
-            assert c.kinds is not None
-            out += [(k, *r) for k, r in zip(c.kinds.to_pylist(), _tuples(c.batch), strict=True)]
-    return out
+        op.process_batch(batch, kinds)
+    return op.take()
 
 
 def _tuples(batch: pa.RecordBatch | pa.Table) -> list[tuple]:
@@ -216,7 +210,7 @@ def test_many_deletes_compact_the_state_and_keys_come_back(tmp_path: Path) -> No
     assert got == _changes(_operator("rocksdb", tmp_path, RETRACT_AGGS, True), inputs)
     # 6000 -D, then 3000 +I, then 3000 -D (the other half was never there)
     assert [sum(1 for c in got if c[0] == k) for k in (INSERT, DELETE)] == [9000, 9000]
-    store = columnar.columnar
+    store = columnar.operator.columnar
     assert store is not None and store.live == 0 and store.size < 6000  # dead slots were compacted
     assert store.table() is None
 
@@ -276,13 +270,10 @@ def test_state_moves_through_a_savepoint_to_another_backend_and_parallelism(
     _changes(old, before)
     # resume on two subtasks: each emits exactly what a per-key operator fed the rows of its key
     # groups from the start emits
-    for groups, state in savepoint_into_halves(old, second, tmp_path):
-        new = GroupAggOperator(KEYS, aggs, _schema(aggs), retracting,
-                               *planned_state(second, None, group_agg_columnar(aggs, retracting)))
-        new.open(OperatorContext("group", state=state))
-        new.restore_state(None)
-        assert (new.columnar is not None) == (second == "hashmap")
-        assert (COLUMNAR_STATE in state.columnar_states) == (second == "hashmap")
+    for groups, new in restored_into_halves(old.snapshot(), lambda: _group_agg(second, aggs, retracting),
+                                            second, tmp=tmp_path):
+        assert (new.operator.columnar is not None) == (second == "hashmap")
+        assert (COLUMNAR_STATE in new.state.columnar_states) == (second == "hashmap")
         reference = _operator("rocksdb", tmp_path, aggs, retracting, key_groups=groups)
         _changes(reference, _mine(before, groups))
         want = _changes(reference, _mine(after, groups))
@@ -295,39 +286,38 @@ def test_a_snapshot_is_not_changed_by_later_batches(case: str, tmp_path: Path) -
     inputs = _append_only(9, 30, keys=80) if case == "append" else _distinct_input(9, 30)
     op = _operator("hashmap", tmp_path, aggs, False)
     _changes(op, inputs[:15])
-    write = op.ctx.keyed_state.snapshot_all(1)  # frozen now, written after more batches
+    write = op.state.snapshot_all(1)  # frozen now, written after more batches
     continued = _changes(op, inputs[15:])
     directory = tmp_path / "chk"
     directory.mkdir()
-    handle = write(directory)
-    state = create_backend("hashmap", range(128))
-    state.restore_all([handle])
-    restored = GroupAggOperator(KEYS, aggs, _schema(aggs), False,
-                                *planned_state("hashmap", None, group_agg_columnar(aggs, False)))
-    restored.open(OperatorContext("group", state=state))
-    restored.restore_state(None)
+    restored = OperatorHarness(_group_agg("hashmap", aggs, False), "hashmap", tmp=tmp_path,
+                               restore=Snapshot(write(directory), None))
     assert continued and _changes(restored, inputs[15:]) == continued
 
 
 @pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 def test_state_ttl_expires_keys_and_a_returning_key_starts_fresh(backend: str, tmp_path: Path) -> None:
-    op = _operator(backend, tmp_path, RETRACT_AGGS, True, config={"table.exec.state.ttl": "300 ms"})
+    clock = ManualClock()
+    op = _operator(backend, tmp_path, RETRACT_AGGS, True, config={"table.exec.state.ttl": "300 ms"}, clock=clock)
     a, b = (1, "a", None, 5, 1.0, None), (2, "b", None, 7, 2.0, None)
     aggs_of = {a: (1, 1, 5, 5, 1.0, 1.0), b: (1, 1, 7, 7, 2.0, 2.0)}
     assert _changes(op, [(_batch([a, b]), None)]) == [(INSERT, *a[:3], *aggs_of[a]), (INSERT, *b[:3], *aggs_of[b])]
-    time.sleep(0.2)
+    clock.advance(200)
     assert _changes(op, [(_batch([b]), None)])[1] == (U_AFTER, *b[:3], 2, 2, 14, 7, 4.0, 2.0)  # b written again
-    time.sleep(0.2)
-    # a expired (400 ms unwritten): it comes back as a new key; b (200 ms) is still there
+    clock.advance(99)
+    # a, 299 ms unwritten, is still there
+    assert _changes(op, [(_batch([a]), None)])[1] == (U_AFTER, *a[:3], 2, 2, 10, 5, 2.0, 1.0)
+    clock.advance(201)
+    # b expired, 300 ms after its last write (Flink: expiration <= now): it comes back as a new key
     assert _changes(op, [(_batch([a, b]), None)]) == [
-        (INSERT, *a[:3], *aggs_of[a]), (U_BEFORE, *b[:3], 2, 2, 14, 7, 4.0, 2.0),
-        (U_AFTER, *b[:3], 3, 3, 21, 7, 6.0, 2.0)]
-    time.sleep(0.4)
+        (U_BEFORE, *a[:3], 2, 2, 10, 5, 2.0, 1.0), (U_AFTER, *a[:3], 3, 3, 15, 5, 3.0, 1.0),
+        (INSERT, *b[:3], *aggs_of[b])]
+    clock.advance(300)
     # a retraction of an expired key finds nothing to retract
     assert _changes(op, [(_batch([a]), [DELETE])]) == []
-    if op.columnar is not None:
-        op.process_batch(Chunk(_batch([(3, "c", None, 1, 1.0, None)])))  # a write sweeps expired keys
-        assert op.columnar.live == 1
+    if op.operator.columnar is not None:
+        op.process_batch(_batch([(3, "c", None, 1, 1.0, None)]))  # a write sweeps expired keys
+        assert op.operator.columnar.live == 1
 
 
 @pytest.mark.parametrize("second", ["hashmap", "rocksdb"])
@@ -336,19 +326,14 @@ def test_expired_keys_are_left_out_of_a_savepoint(second: str, tmp_path: Path) -
     aggs = [AggCall("COUNT", None, False, pa.int64(), "n")]
     schema = _schema(aggs)
     a, b = (1, "a", None, 5, 1.0, None), (2, "b", None, 7, 2.0, None)
-    op = _operator("hashmap", tmp_path, aggs, False, config=ttl)
+    clock = ManualClock()
+    op = _operator("hashmap", tmp_path, aggs, False, config=ttl, clock=clock)
     _changes(op, [(_batch([a]), None)])
-    time.sleep(0.2)
+    clock.advance(200)
     _changes(op, [(_batch([b]), None)])
-    time.sleep(0.15)  # a expired (350 ms unwritten) but not swept yet; b is 150 ms old
-    directory = tmp_path / "savepoint"
-    directory.mkdir()
-    handle = op.ctx.keyed_state.snapshot_all(1, canonical=True)(directory)
-    state = create_backend(second, range(128), tmp_path / f"restored-{second}")
-    state.restore_all([handle])
-    restored = GroupAggOperator(KEYS, aggs, schema, False, *planned_state(second, ttl, group_agg_columnar(aggs, False)))
-    restored.open(OperatorContext("group", state=state, config=ttl))
-    restored.restore_state(None)
+    clock.advance(100)  # a expired (300 ms unwritten) but not swept yet; b is 100 ms old
+    restored = OperatorHarness(GroupAggOperator(KEYS, aggs, schema, False, *planned_state(second, ttl, group_agg_columnar(aggs, False))),
+                               second, clock, tmp=tmp_path, config=ttl, restore=Snapshot(op.snapshot().keyed, None))
     assert _changes(restored, [(_batch([a, b]), None)]) == [
         (INSERT, *a[:3], 1), (U_BEFORE, *b[:3], 1), (U_AFTER, *b[:3], 2)]
 
@@ -380,7 +365,7 @@ def test_count_distinct_alone_over_many_keys(tmp_path: Path) -> None:
     columnar = _operator("hashmap", tmp_path, aggs, False)
     got = _changes(columnar, inputs)
     assert got == _changes(_operator("rocksdb", tmp_path, aggs, False), inputs)
-    store = columnar.columnar
+    store = columnar.operator.columnar
     assert store is not None and store.live > 5000
     # each pair stored once: a key's count is its number of pairs
     assert [store.distinct[i].size for i in (0, 1)] == [int(store.columns[f"c{i}"].sum()) for i in (0, 1)]
@@ -523,20 +508,10 @@ def test_count_distinct_tells_values_and_keys_with_colliding_hashes_apart(tmp_pa
             (U_BEFORE, "a", 2, 1), (U_AFTER, "a", 2, 2), (U_BEFORE, "b", 1, 1), (U_AFTER, "b", 2, 2)]
 
 
-def _savepoint(op: GroupAggOperator, directory: Path) -> dict:
-    directory.mkdir()
-    return op.ctx.keyed_state.snapshot_all(1, canonical=True)(directory)
-
-
-def _restored(backend: str, handle: dict, aggs: list[AggCall], directory: Path,
-              config: dict[str, str] | None = None) -> GroupAggOperator:
-    state = create_backend(backend, range(128), directory)
-    state.restore_all([handle])
-    op = GroupAggOperator(KEYS, aggs, _schema(aggs), False,
-                          *planned_state(backend, config, group_agg_columnar(aggs, False)))
-    op.open(OperatorContext("group", state=state, config=config or {}))
-    op.restore_state(None)
-    return op
+def _restored(backend: str, snapshot: Snapshot, aggs: list[AggCall], tmp: Path) -> OperatorHarness:
+    """A rescaled subtask: keyed state only (its operators rebuild from it)."""
+    return OperatorHarness(_group_agg(backend, aggs, False), backend, tmp=tmp,
+                           restore=Snapshot(snapshot.keyed, None))
 
 
 def test_per_key_state_restored_for_the_columnar_form_is_checkpointed_before_the_first_batch(
@@ -546,12 +521,12 @@ def test_per_key_state_restored_for_the_columnar_form_is_checkpointed_before_the
     inputs = _distinct_input(15, 30)
     reference = _operator("rocksdb", tmp_path, DISTINCT_AGGS, False)
     _changes(reference, inputs[:15])
-    waiting = _restored("hashmap", _savepoint(reference, tmp_path / "sp1"), DISTINCT_AGGS, tmp_path / "b1")
-    assert waiting.columnar is not None and waiting.columnar.live == 0
-    restored = _restored("hashmap", _savepoint(waiting, tmp_path / "sp2"), DISTINCT_AGGS, tmp_path / "b2")
+    waiting = _restored("hashmap", reference.snapshot(), DISTINCT_AGGS, tmp_path)
+    assert waiting.operator.columnar is not None and waiting.operator.columnar.live == 0
+    restored = _restored("hashmap", waiting.snapshot(), DISTINCT_AGGS, tmp_path)
     want = _changes(reference, inputs[15:])
     assert len(want) > 20 and _changes(restored, inputs[15:]) == want
-    assert restored.columnar is not None and len(restored.groups) == 0
+    assert restored.operator.columnar is not None and len(restored.operator.groups) == 0
 
 
 @pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
@@ -559,19 +534,20 @@ def test_state_ttl_expires_the_distinct_values_of_a_key(backend: str, tmp_path: 
     ttl = {"table.exec.state.ttl": "300 ms"}
     aggs = [AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("COUNT", 3, True, pa.int64(), "dv"),
             AggCall("COUNT", 5, True, pa.int64(), "ds")]
-    op = _operator(backend, tmp_path, aggs, False, config=ttl)
+    clock = ManualClock()
+    op = _operator(backend, tmp_path, aggs, False, config=ttl, clock=clock)
     a, b = (1, "a", None), (2, "b", None)
     assert _changes(op, [(_batch([(*a, 1, None, "x"), (*a, 2, None, "x"), (*b, 1, None, "y")]), None)]) == [
         (INSERT, *a, 2, 2, 1), (INSERT, *b, 1, 1, 1)]
-    time.sleep(0.2)
+    clock.advance(200)
     assert _changes(op, [(_batch([(*b, 2, None, "y")]), None)]) == [
         (U_BEFORE, *b, 1, 1, 1), (U_AFTER, *b, 2, 2, 1)]
-    time.sleep(0.2)
-    # a expired (400 ms unwritten): it starts with no values; b (200 ms) keeps its
+    clock.advance(100)
+    # a expired (300 ms unwritten): it starts with no values; b (100 ms) keeps its
     assert _changes(op, [(_batch([(*a, 2, None, "x"), (*b, 1, None, "z")]), None)]) == [
         (INSERT, *a, 1, 1, 1), (U_BEFORE, *b, 2, 2, 1), (U_AFTER, *b, 3, 2, 2)]
-    if op.columnar is not None:  # a's old values are out of snapshots
-        table = op.columnar.table()
+    if op.operator.columnar is not None:  # a's old values are out of snapshots
+        table = op.operator.columnar.table()
         assert table is not None
         assert sorted(zip(table.column("k2").to_pylist(), table.column("d1").to_pylist(),
                           table.column("d2").to_pylist(), strict=True)) == [
@@ -582,7 +558,8 @@ def test_expired_keys_are_compacted_away_with_their_distinct_values(tmp_path: Pa
     ttl = {"table.exec.state.ttl": "300 ms"}
     aggs = [AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("COUNT", 3, True, pa.int64(), "dv"),
             AggCall("COUNT", 5, True, pa.int64(), "ds")]
-    ops = [_operator(backend, tmp_path, aggs, False, config=ttl) for backend in ("hashmap", "rocksdb")]
+    clock = ManualClock()
+    ops = [_operator(backend, tmp_path, aggs, False, config=ttl, clock=clock) for backend in ("hashmap", "rocksdb")]
 
     def step(batch: pa.RecordBatch) -> list[tuple]:
         columnar, per_key = (_changes(op, [(batch, None)]) for op in ops)
@@ -591,9 +568,9 @@ def test_expired_keys_are_compacted_away_with_their_distinct_values(tmp_path: Pa
 
     keys = [(i, f"k{i}", None) for i in range(6000)]
     assert len(step(_batch([(*k, v, None, f"s{v}") for k in keys for v in (1, 2)]))) == 6000
-    store = ops[0].columnar
+    store = ops[0].operator.columnar
     assert store is not None and [store.distinct[i].size for i in (1, 2)] == [12000, 12000]
-    time.sleep(0.4)
+    clock.advance(300)
     assert step(_batch([(-1, "new", None, 7, None, "s")])) == [(INSERT, -1, "new", None, 1, 1, 1)]
     # the sweep killed 6000 keys, more than are live: slots and values were compacted
     assert store.size == 1 and [store.distinct[i].size for i in (1, 2)] == [1, 1]
@@ -605,7 +582,8 @@ def test_expired_keys_are_compacted_away_with_their_distinct_values(tmp_path: Pa
 def test_a_dead_key_holding_most_distinct_values_is_compacted_away(tmp_path: Path) -> None:
     ttl = {"table.exec.state.ttl": "300 ms"}
     aggs = [AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("COUNT", 3, True, pa.int64(), "dv")]
-    ops = [_operator(backend, tmp_path, aggs, False, config=ttl) for backend in ("hashmap", "rocksdb")]
+    clock = ManualClock()
+    ops = [_operator(backend, tmp_path, aggs, False, config=ttl, clock=clock) for backend in ("hashmap", "rocksdb")]
 
     def step(rows_: list[tuple]) -> list[tuple]:
         columnar, per_key = (_changes(op, [(_batch(rows_), None)]) for op in ops)
@@ -614,12 +592,12 @@ def test_a_dead_key_holding_most_distinct_values_is_compacted_away(tmp_path: Pat
 
     a, b = (1, "a", None), (2, "b", None)
     assert step([(*a, v) for v in range(5000)] + [(*b, 1)]) == [(INSERT, *a, 5000, 5000), (INSERT, *b, 1, 1)]
-    time.sleep(0.2)
+    clock.advance(200)
     assert step([(*b, 2)]) == [(U_BEFORE, *b, 1, 1), (U_AFTER, *b, 2, 2)]
-    time.sleep(0.2)
+    clock.advance(200)
     # a expired and was swept: one dead slot of two, but 5000 dead values of 5002 (b's stay)
     assert step([(*b, 2)]) == [(U_BEFORE, *b, 2, 2), (U_AFTER, *b, 3, 2)]
-    store = ops[0].columnar
+    store = ops[0].operator.columnar
     assert store is not None and (store.size, store.live) == (2, 1)
     distinct = store.distinct[1]
     assert (distinct.size, distinct.dead) == (2, 0)

@@ -3,24 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 
 import pyarrow as pa
 
 from sqlstream.core.expressions import Call, ColumnRef, Literal
+from sqlstream.runtime.clock import ManualClock
 from sqlstream.runtime.elements import Chunk, Watermark
-from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.watermark import WatermarkAssigner
+from tests.harness import OperatorHarness
 
 TS = pa.timestamp("ms")
 BASE = dt.datetime(2024, 1, 1)
 
 
-def assigner(idle_ms: int | None = None) -> WatermarkAssigner:
+def assigner(idle_ms: int | None = None, clock: ManualClock | None = None, **kwargs) -> OperatorHarness:
     expr = Call("-", (ColumnRef(0, "ts", TS), Literal(1000, pa.duration("ms"))), TS)
-    op = WatermarkAssigner(expr, idle_ms)
-    op.open(OperatorContext("wm"))
-    return op
+    return OperatorHarness(WatermarkAssigner(expr, idle_ms), None, clock, **kwargs)
 
 
 def chunk(seconds: list[int], split: str) -> Chunk:
@@ -35,51 +33,54 @@ def emitted(out: list) -> list[int]:
 
 def test_watermark_is_the_minimum_over_splits() -> None:
     op = assigner()
-    assert emitted(op.process_batch(chunk([10], "p0"))) == [9]
+    assert emitted(op.process_chunk(chunk([10], "p0"))) == [9]
     # a second partition behind the first holds the watermark back: no regression, no advance
-    assert emitted(op.process_batch(chunk([3], "p1"))) == []
-    assert emitted(op.process_batch(chunk([30], "p0"))) == []
-    assert emitted(op.process_batch(chunk([20], "p1"))) == [19]
+    assert emitted(op.process_chunk(chunk([3], "p1"))) == []
+    assert emitted(op.process_chunk(chunk([30], "p0"))) == []
+    assert emitted(op.process_chunk(chunk([20], "p1"))) == [19]
 
 
 def test_an_idle_split_stops_holding_the_watermark_back() -> None:
-    op = assigner(idle_ms=50)
-    op.process_batch(chunk([5], "quiet"))
-    assert emitted(op.process_batch(chunk([40], "busy"))) == []
-    time.sleep(0.08)
-    assert emitted(op.process_batch(chunk([41], "busy"))) == [40]
+    clock = ManualClock()
+    op = assigner(idle_ms=50, clock=clock)
+    op.process_chunk(chunk([5], "quiet"))
+    assert emitted(op.process_chunk(chunk([40], "busy"))) == []
+    clock.advance(50)
+    assert emitted(op.process_chunk(chunk([41], "busy"))) == []  # quiet for 50 ms: not idle yet
+    clock.advance(1)
+    assert emitted(op.process_chunk(chunk([42], "busy"))) == [41]
 
 
 def test_watermark_state_survives_restore() -> None:
     op = assigner()
-    op.process_batch(chunk([10], "p0"))
-    op.process_batch(chunk([12], "p1"))
-    restored = assigner()
-    restored.restore_state(op.snapshot_state(1))
-    assert emitted(restored.process_batch(chunk([11], "p1"))) == []
-    assert emitted(restored.process_batch(chunk([15], "p0"))) == [11]
+    op.process_chunk(chunk([10], "p0"))
+    op.process_chunk(chunk([12], "p1"))
+    restored = assigner(restore=op.snapshot())
+    assert emitted(restored.process_chunk(chunk([11], "p1"))) == []
+    assert emitted(restored.process_chunk(chunk([15], "p0"))) == [11]
 
 
 def test_assigned_splits_hold_the_watermark_back_before_they_deliver() -> None:
     op = assigner()
-    assert op.on_splits(("p0", "p1", "p2"), frozenset()) == []
+    assert op.splits(("p0", "p1", "p2")) == []
     # p1 and p2 have not delivered: Flink's watermark is the minimum over all assigned splits
-    assert emitted(op.process_batch(chunk([10], "p0"))) == []
-    assert emitted(op.process_batch(chunk([12], "p1"))) == []
-    assert emitted(op.process_batch(chunk([11], "p2"))) == [9]
+    assert emitted(op.process_chunk(chunk([10], "p0"))) == []
+    assert emitted(op.process_chunk(chunk([12], "p1"))) == []
+    assert emitted(op.process_chunk(chunk([11], "p2"))) == [9]
 
 
 def test_a_split_read_to_its_end_stops_holding_the_watermark_back() -> None:
     op = assigner()
-    op.on_splits(("p0", "p1"), frozenset())
-    op.process_batch(chunk([5], "p0"))
-    assert emitted(op.process_batch(chunk([20], "p1"))) == [4]
-    assert emitted(op.on_splits(("p0", "p1"), frozenset({"p0"}))) == [19]
+    op.splits(("p0", "p1"))
+    op.process_chunk(chunk([5], "p0"))
+    assert emitted(op.process_chunk(chunk([20], "p1"))) == [4]
+    assert emitted(op.splits(("p0", "p1"), frozenset({"p0"}))) == [19]
 
 
 def test_an_assigned_split_that_never_delivers_goes_idle() -> None:
-    op = assigner(idle_ms=50)
-    op.on_splits(("busy", "silent"), frozenset())
-    assert emitted(op.process_batch(chunk([40], "busy"))) == []
-    time.sleep(0.08)
-    assert emitted(op.process_batch(chunk([41], "busy"))) == [40]
+    clock = ManualClock()
+    op = assigner(idle_ms=50, clock=clock)
+    op.splits(("busy", "silent"))
+    assert emitted(op.process_chunk(chunk([40], "busy"))) == []
+    clock.advance(51)  # the idle timeout counts from the assignment
+    assert emitted(op.process_chunk(chunk([41], "busy"))) == [40]

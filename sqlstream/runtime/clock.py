@@ -46,23 +46,27 @@ class ManualClock:
     throttle would have blocked)."""
 
     def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
-        self._ms = float(start_ms)  # wall clock, fractional so sub-millisecond sleeps add up
+        self.start_ms = start_ms
+        # time since start in integer nanoseconds: sub-millisecond sleeps add up exactly, as they
+        # would not on a float of epoch milliseconds
+        self._elapsed_ns = 0
         self._lock = threading.Lock()
         self.sleeps: list[float] = []
 
     def time_ms(self) -> int:
-        return int(self._ms)
+        return self.start_ms + self._elapsed_ns // 1_000_000
 
     def monotonic(self) -> float:
-        return self._ms / 1000
+        return self._elapsed_ns / 1e9
 
     def advance(self, ms: float) -> None:
         """Move time forward by ``ms`` milliseconds."""
         if ms < 0:
             raise ValueError("a clock does not go back")
         with self._lock:
-            self._ms += ms
+            self._elapsed_ns += round(ms * 1_000_000)
 
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
-        self.advance(max(seconds, 0.0) * 1000)
+        with self._lock:  # at least 1 ns, as any real sleep: a waiter whose due time rounds to
+            self._elapsed_ns += max(round(seconds * 1e9), 1)  # zero still gets there
