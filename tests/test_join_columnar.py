@@ -9,7 +9,6 @@ parallelism.
 from __future__ import annotations
 
 import random
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -20,20 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqlstream.core.expressions import Call, ColumnRef
-from sqlstream.runtime.elements import Chunk
+from sqlstream.runtime.clock import ManualClock
 from sqlstream.runtime.hashing import _GOLDEN, _M1, _M2, hash_columns
-from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.join import RegularJoinOperator
 from sqlstream.runtime.operators.join_columnar import HashIndex
-from sqlstream.runtime.state import create_backend
-from tests.conftest import (
-    duckdb_rows,
-    in_key_groups,
-    planned_state,
-    rows,
-    run_sql,
-    savepoint_into_halves,
-)
+from tests.conftest import duckdb_rows, in_key_groups, rows, run_sql
+from tests.harness import OperatorHarness, planned_state, restored_into_halves
 
 LEFT = pa.schema([("s", pa.string()), ("k", pa.int64()), ("x", pa.int64())])
 RIGHT = pa.schema([("k", pa.int64()), ("s", pa.string()), ("y", pa.int64())])
@@ -91,23 +82,25 @@ def _inputs(seed: int, n_batches: int = 30) -> list[tuple[int, pa.RecordBatch]]:
     return out
 
 
-def _operator(backend: str, tmp_path: Path, key_groups: range = range(128),
-              config: dict[str, str] | None = None) -> RegularJoinOperator:
+def _join(backend: str, config: dict[str, str] | None = None) -> RegularJoinOperator:
+    """The join as a job on ``backend`` with ``config`` plans it."""
     ttl, columnar = planned_state(backend, config)
-    op = RegularJoinOperator("INNER", (0, 1), (1, 0), RESIDUAL, LEFT, RIGHT, OUT, append_only=True,
-                             state_ttl_ms=ttl, columnar=columnar)
-    state = create_backend(backend, key_groups, tmp_path / f"{backend}-{key_groups.start}-{time.monotonic_ns()}")
-    op.open(OperatorContext("join", state=state, config=config or {}))
-    return op
+    return RegularJoinOperator("INNER", (0, 1), (1, 0), RESIDUAL, LEFT, RIGHT, OUT, append_only=True,
+                               state_ttl_ms=ttl, columnar=columnar)
 
 
-def _run(op: RegularJoinOperator, inputs: list[tuple[int, pa.RecordBatch]]) -> Counter:
-    out: Counter = Counter()
+def _operator(backend: str, tmp_path: Path, config: dict[str, str] | None = None,
+              clock: ManualClock | None = None) -> OperatorHarness:
+    return OperatorHarness(_join(backend, config), backend, clock, tmp=tmp_path, config=config, inputs=2)
+
+
+def _run(op: OperatorHarness, inputs: list[tuple[int, pa.RecordBatch]]) -> Counter:
+    op.take()
     for side, batch in inputs:
-        for chunk in op.process_batch(Chunk(batch), side):
-            assert chunk.kinds is None  # append-only output
-            out.update(zip(*(c.to_pylist() for c in chunk.batch.columns), strict=True))
-    return out
+        op.process_batch(batch, input_index=side)
+    out = op.take()
+    assert all(kind == 0 for kind, *_ in out)  # append-only output
+    return Counter(tuple(row) for _, *row in out)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -115,7 +108,7 @@ def test_columnar_form_emits_the_rows_of_the_per_key_form(seed: int, tmp_path: P
     inputs = _inputs(seed)
     columnar = _operator("hashmap", tmp_path)
     per_key = _operator("rocksdb", tmp_path)
-    assert columnar.columnar is not None and per_key.columnar is None
+    assert columnar.operator.columnar is not None and per_key.operator.columnar is None
     got = _run(columnar, inputs)
     assert got == _run(per_key, inputs)
     assert sum(got.values()) > 20  # the inputs do join
@@ -151,11 +144,11 @@ def test_keys_with_colliding_hashes_do_not_match(tmp_path: Path) -> None:
 
     schema = pa.schema([("a", pa.int64()), ("b", pa.int64())])
     out = pa.schema([*schema, pa.field("a2", pa.int64()), pa.field("b2", pa.int64())])
-    op = RegularJoinOperator("INNER", (0, 1), (0, 1), None, schema, schema, out, append_only=True, columnar=True)
-    op.open(OperatorContext("join", state=create_backend("hashmap", range(128))))
-    op.process_batch(Chunk(pa.RecordBatch.from_arrays([pa.array([1]), pa.array([2])], schema=schema)), 0)
-    got = op.process_batch(Chunk(pa.RecordBatch.from_arrays(pair, schema=schema)), 1)
-    assert [tuple(r.values()) for c in got for r in c.batch.to_pylist()] == [(1, 2, 1, 2)]
+    op = OperatorHarness(RegularJoinOperator("INNER", (0, 1), (0, 1), None, schema, schema, out, append_only=True,
+                                             columnar=True), "hashmap", tmp=tmp_path, inputs=2)
+    op.process_batch(pa.RecordBatch.from_arrays([pa.array([1]), pa.array([2])], schema=schema), input_index=0)
+    op.process_batch(pa.RecordBatch.from_arrays(pair, schema=schema), input_index=1)
+    assert op.changelog() == [(0, 1, 2, 1, 2)]
 
 
 @pytest.mark.parametrize(("first", "second"), [("hashmap", "rocksdb"), ("rocksdb", "hashmap"), ("hashmap", "hashmap")])
@@ -167,26 +160,28 @@ def test_join_state_moves_through_a_savepoint_to_another_backend_and_parallelism
     old = _operator(first, tmp_path)
     got = _run(old, before)
     # resume on two subtasks, each fed the rows of its key groups (as the hash exchange would)
-    for groups, state in savepoint_into_halves(old, second, tmp_path):
-        new = RegularJoinOperator("INNER", (0, 1), (1, 0), RESIDUAL, LEFT, RIGHT, OUT, append_only=True,
-                                  columnar=planned_state(second)[1])
-        new.open(OperatorContext("join", state=state))
-        new.restore_state(None)
+    for groups, new in restored_into_halves(old.snapshot(), lambda: _join(second), second, tmp=tmp_path):
         mine = [(side, batch.filter(pa.array(in_key_groups(batch, (0, 1) if side == 0 else (1, 0), groups))))
                 for side, batch in after]
         got += _run(new, mine)
     assert got == expected
 
 
-def test_state_ttl_expires_stored_rows(tmp_path: Path) -> None:
-    op = _operator("hashmap", tmp_path, config={"table.exec.state.ttl": "300 ms"})
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_state_ttl_expires_stored_rows(backend: str, tmp_path: Path) -> None:
+    clock = ManualClock()
+    op = _operator(backend, tmp_path, config={"table.exec.state.ttl": "300 ms"}, clock=clock)
     left = _batch(LEFT, [("a", 1, 9)])
     right = _batch(RIGHT, [(1, "a", 0)])
-    op.process_batch(Chunk(left), 0)
-    time.sleep(0.4)
-    assert op.process_batch(Chunk(right), 1) == []  # the left row expired
-    got = op.process_batch(Chunk(left), 0)  # the right row is fresh
-    assert [r for c in got for r in c.batch.to_pylist()] == [{"s": "a", "k": 1, "x": 9, "r_k": 1, "r_s": "a", "r_y": 0}]
+    joined = (0, "a", 1, 9, 1, "a", 0)
+    op.process_batch(left, input_index=0)
+    clock.advance(299)
+    assert op.process_batch(right, input_index=1) and op.take() == [joined]  # the left row, 299 ms old
+    clock.advance(1)
+    op.process_batch(right, input_index=1)
+    assert op.take() == []  # the left row expired 300 ms after it was written
+    op.process_batch(left, input_index=0)  # the right rows are fresh: written 1 ms and 0 ms ago
+    assert op.take() == [joined, joined]
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -18,11 +17,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from sqlstream.runtime.elements import Chunk, RowKind
-from sqlstream.runtime.operators.base import OperatorContext
+from sqlstream.runtime.clock import ManualClock
+from sqlstream.runtime.elements import RowKind
 from sqlstream.runtime.operators.rank import TopNOperator
-from sqlstream.runtime.state import create_backend
-from tests.conftest import in_key_groups, planned_state, savepoint_into_halves
+from tests.conftest import in_key_groups
+from tests.harness import OperatorHarness, planned_state, restored_into_halves
 
 SCHEMA = pa.schema([("k", pa.string()), ("g", pa.int32()), ("v", pa.int64()), ("ts", pa.timestamp("ms"))])
 BASE = dt.datetime(2024, 3, 1)
@@ -41,26 +40,28 @@ def _batches(seed: int, n_batches: int = 40) -> list[pa.RecordBatch]:
     return out
 
 
-def _operator(backend: str, tmp: Path, start: int, end: int, output_rank: bool, newer_wins: bool,
-              sort: list[tuple[int, bool, bool]], groups: range = range(128),
-              config: dict[str, str] | None = None) -> TopNOperator:
+def _top_n(backend: str, start: int, end: int, output_rank: bool, newer_wins: bool,
+           sort: list[tuple[int, bool, bool]], config: dict[str, str] | None = None) -> TopNOperator:
+    """The operator as a job on ``backend`` with ``config`` plans it."""
     schema = pa.schema(list(SCHEMA) + ([pa.field("rn", pa.int64())] if output_rank else []))
-    op = TopNOperator([0, 1], sort, start, end, output_rank, False, newer_wins, schema,
-                      *planned_state(backend, config))
-    op.open(OperatorContext("rank", state=create_backend(backend, groups, tmp / f"{backend}-{time.monotonic_ns()}"),
-                            config=config or {}))
-    return op
+    return TopNOperator([0, 1], sort, start, end, output_rank, False, newer_wins, schema,
+                        *planned_state(backend, config))
 
 
-def _feed(op: TopNOperator, batches: list[pa.RecordBatch]) -> list[Counter]:
+def _operator(backend: str, tmp: Path, start: int, end: int, output_rank: bool, newer_wins: bool,
+              sort: list[tuple[int, bool, bool]], config: dict[str, str] | None = None,
+              clock: ManualClock | None = None) -> OperatorHarness:
+    return OperatorHarness(_top_n(backend, start, end, output_rank, newer_wins, sort, config), backend, clock,
+                           tmp=tmp, config=config)
+
+
+def _feed(op: OperatorHarness, batches: list[pa.RecordBatch]) -> list[Counter]:
     """The changes of each batch, as a multiset of (kind, row)."""
     out = []
     for b in batches:
-        changes: Counter = Counter()
-        for chunk in op.process_batch(Chunk(b)):
-            kinds = chunk.kinds_or_inserts().to_pylist()
-            changes.update(zip(kinds, zip(*(c.to_pylist() for c in chunk.batch.columns), strict=True), strict=True))
-        out.append(changes)
+        op.take()
+        op.process_batch(b)
+        out.append(Counter((kind, tuple(row)) for kind, *row in op.take()))
     return out
 
 
@@ -92,7 +93,7 @@ def test_columnar_top_n_emits_what_the_per_key_form_emits(tmp_path: Path, seed: 
     batches = _batches(seed)
     columnar = _operator("hashmap", tmp_path, start, end, output_rank, newer_wins, sort)
     per_key = _operator("rocksdb", tmp_path, start, end, output_rank, newer_wins, sort)
-    assert columnar.columnar is not None and per_key.columnar is None
+    assert columnar.operator.columnar is not None and per_key.operator.columnar is None
     got, want = _feed(columnar, batches), _feed(per_key, batches)
     if output_rank:
         assert got == want  # every batch: the same changes of the same ranks
@@ -109,29 +110,28 @@ def test_top_n_state_moves_through_a_savepoint_to_another_backend_and_parallelis
     expected = _materialize(_feed(_operator("hashmap", tmp_path, start, end, output_rank, newer_wins, sort), batches))
     old = _operator(first, tmp_path, start, end, output_rank, newer_wins, sort)
     changes = _feed(old, before)
-    for groups, state in savepoint_into_halves(old, second, tmp_path):
-        schema = pa.schema(list(SCHEMA) + [pa.field("rn", pa.int64())])
-        new = TopNOperator([0, 1], sort, start, end, output_rank, False, newer_wins, schema,
-                           *planned_state(second))
-        new.open(OperatorContext("rank", state=state))
-        new.restore_state(None)
-        assert (new.columnar is not None) == (second == "hashmap")
+    for groups, new in restored_into_halves(old.snapshot(), lambda: _top_n(second, start, end, output_rank, newer_wins, sort),
+                                            second, tmp=tmp_path):
+        assert (new.operator.columnar is not None) == (second == "hashmap")
         # the rows of this subtask's key groups, as the hash exchange would send them
         mine = [b.filter(pa.array(in_key_groups(b, [0, 1], groups))) for b in after]
         changes += _feed(new, mine)
     assert _materialize(changes) == expected
 
 
-def test_partitions_past_the_state_ttl_start_over(tmp_path: Path) -> None:
-    op = _operator("hashmap", tmp_path, 1, 1, True, False, [(2, True, False)], config={"table.exec.state.ttl": "300 ms"})
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_partitions_past_the_state_ttl_start_over(backend: str, tmp_path: Path) -> None:
+    clock = ManualClock()
+    op = _operator(backend, tmp_path, 1, 1, True, False, [(2, True, False)], config={"table.exec.state.ttl": "300 ms"},
+                   clock=clock)
     row = pa.RecordBatch.from_arrays([pa.array(["a"]), pa.array([1], pa.int32()), pa.array([5]),
                                       pa.array([BASE]).cast(pa.timestamp("ms"))], schema=SCHEMA)
     lower = pa.RecordBatch.from_arrays([pa.array(["a"]), pa.array([1], pa.int32()), pa.array([3]),
                                         pa.array([BASE]).cast(pa.timestamp("ms"))], schema=SCHEMA)
     assert [dict(c) for c in _feed(op, [row])] == [{(RowKind.INSERT, ("a", 1, 5, BASE, 1)): 1}]
     assert _feed(op, [lower]) == [Counter()]  # 3 does not beat 5
-    time.sleep(0.4)
-    # the partition expired: 3 is its first row again
+    clock.advance(300)
+    # the partition expired 300 ms after its last write: 3 is its first row again
     assert [dict(c) for c in _feed(op, [lower])] == [{(RowKind.INSERT, ("a", 1, 3, BASE, 1)): 1}]
 
 
@@ -143,7 +143,8 @@ def test_rows_that_leave_the_top_are_compacted_away(tmp_path: Path) -> None:
         batch = pa.RecordBatch.from_arrays([pa.array([f"p{k}" for k in keys]), pa.array(keys.astype(np.int32)),
                                             pa.array(rng.integers(0, 10**9, 500)),
                                             pa.array(np.full(500, 0)).cast(pa.timestamp("ms"))], schema=SCHEMA)
-        op.process_batch(Chunk(batch))
-    assert op.columnar is not None
-    assert op.columnar.alive == 100  # the top 2 of 50 partitions
-    assert op.columnar.size <= 100 + max(100, 4096)  # dead rows do not pile up
+        op.process_batch(batch)
+    store = op.operator.columnar
+    assert store is not None
+    assert store.alive == 100  # the top 2 of 50 partitions
+    assert store.size <= 100 + max(100, 4096)  # dead rows do not pile up
