@@ -35,7 +35,7 @@ from sqlstream.runtime.checkpoint.storage import (
 from sqlstream.runtime.executor import JobConfig, JobResult
 from sqlstream.runtime.state import create_backend
 from tests.conftest import duckdb_rows, rows
-from tests.test_fault_tolerance import committed
+from tests.fault_harness import committed
 
 ROWS = 8000
 

@@ -1,7 +1,7 @@
 """Exactly-once into Kafka under failures: SIGKILL `sqlstream run`, restore, read the topic.
 
-The harness of tests/test_fault_tolerance.py, for a bounded datagen source, a
-windowed aggregation and the kafka sink in exactly-once mode (write-ahead
+The job and kill loop of tests/fault_harness.py (a bounded datagen source, a
+windowed aggregation) into the kafka sink in exactly-once mode (write-ahead
 committables, one transaction per committable with a commit marker; see
 sqlstream/runtime/connectors/kafka/).  Job processes are killed after random delays,
 restarted with --restore, and the last run is left to finish.  The topic is then
@@ -37,17 +37,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import random
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from confluent_kafka import (
     OFFSET_BEGINNING,
     TIMESTAMP_CREATE_TIME,
@@ -57,54 +53,16 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from sqlstream.runtime.checkpoint.storage import completed_ids
-from tests.conftest import duckdb_rows
+from tests.fault_harness import Job, KilledRun, expected_rows, job_script, run_with_kills
 
 pytest_plugins = ("tests.kafka_broker",)
+pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
-ROWS = 60_000
 # Also the partitions: subtask i writes partition i.  Two subtasks need a fix in kafka/sink.py first: a
 # sink subtask's open() reads the marker topic up to its stable end, which a sibling's predecessor,
 # killed inside a commit, holds back until the sibling's own open() fences it -- after this one's.
 PARALLELISM = 1
 KILLS = 6
-
-
-# The jobs keep two checkpoints: with one, a checkpoint that completes while the next one (often
-# the final one) is published fails the job, because publishing prunes the older checkpoint's
-# directory while CheckpointCoordinator._complete still walks it to measure its size.
-def job_script(bootstrap: str, topic: str, prefix: str, chk: Path) -> str:
-    return f"""
-SET 'execution.checkpointing.interval' = '250 ms';
-SET 'state.checkpoints.dir' = '{chk}';
-SET 'state.checkpoints.num-retained' = '2';
-SET 'parallelism.default' = '{PARALLELISM}';
-SET 'table.exec.batch-size' = '500';
-CREATE TABLE gen (
-    seq BIGINT,
-    ts AS TO_TIMESTAMP_LTZ(seq * 20, 3),
-    WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
-) WITH (
-    'connector' = 'datagen', 'rows-per-second' = '20000',
-    'fields.seq.kind' = 'sequence', 'fields.seq.start' = '0', 'fields.seq.end' = '{ROWS - 1}'
-);
-CREATE TABLE out (window_start TIMESTAMP(3), k BIGINT, n BIGINT, s BIGINT) WITH (
-    'connector' = 'kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{bootstrap}',
-    'format' = 'json', 'sink.delivery-guarantee' = 'exactly-once',
-    'sink.transactional-id-prefix' = '{prefix}', 'sink.partitioner' = 'fixed'
-);
-INSERT INTO out
-SELECT window_start, seq % 7 AS k, COUNT(*) AS n, SUM(seq) AS s
-FROM TABLE(TUMBLE(TABLE gen, DESCRIPTOR(ts), INTERVAL '2' SECOND))
-GROUP BY window_start, window_end, seq % 7;
-"""
-
-
-def expected_rows() -> list[tuple]:
-    return duckdb_rows(f"""
-        SELECT epoch_ms((seq * 20 // 2000) * 2000), seq % 7, COUNT(*), SUM(seq)
-        FROM range({ROWS}) r(seq) GROUP BY ALL""")
 
 
 @dataclass(frozen=True)
@@ -152,61 +110,21 @@ def as_row(value: bytes) -> tuple:
     return (window_start, r["k"], r["n"], r["s"])
 
 
-def start(script: Path, env: dict[str, str], restore: Path | None) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script)]
-    if restore is not None:
-        cmd += ["--restore", str(restore)]
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-def prepare_job(bootstrap: str, tmp: Path) -> tuple[Path, str, str, dict[str, str]]:
-    """A fresh topic of PARALLELISM partitions and a prefix; returns (script, topic, prefix, env)."""
-    tmp.mkdir(parents=True, exist_ok=True)
+def prepare_job(bootstrap: str, tmp: Path) -> tuple[Job, str, str]:
+    """A fresh topic of PARALLELISM partitions and a prefix; returns (job, topic, prefix)."""
     topic, prefix = f"ft-{uuid.uuid4().hex[:10]}", f"ft-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the topic is created
     admin.create_topics([NewTopic(topic, PARALLELISM, 1)])[topic].result(10)
-    script = tmp / "job.sql"
-    script.write_text(job_script(bootstrap, topic, prefix, tmp / "chk"))
-    return script, topic, prefix, {**os.environ, "SQLSTREAM_HOME": str(tmp / "home")}
+    sink = (f"'connector' = 'kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{bootstrap}', "
+            f"'format' = 'json', 'sink.delivery-guarantee' = 'exactly-once', "
+            f"'sink.transactional-id-prefix' = '{prefix}', 'sink.partitioner' = 'fixed'")
+    return Job(tmp, job_script(tmp / "chk", sink, parallelism=PARALLELISM, retained=2)), topic, prefix
 
 
 def run_clean(bootstrap: str, tmp: Path) -> list[tuple]:
-    script, topic, _, env = prepare_job(bootstrap, tmp)
-    proc = start(script, env, None)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    job, topic, _ = prepare_job(bootstrap, tmp)
+    job.run_clean()
     return sorted(as_row(r.value) for r in read_committed(bootstrap, topic))
-
-
-@dataclass
-class KilledRun:
-    topic: str
-    prefix: str
-    lifetimes: list[tuple[int, int]]  # (start, end) wall-clock ms of each process, in order
-    kills: int
-
-
-def run_with_kills(bootstrap: str, tmp: Path, seed: int) -> KilledRun:
-    script, topic, prefix, env = prepare_job(bootstrap, tmp)
-    chk = tmp / "chk"
-    rng = random.Random(seed)
-    lifetimes: list[tuple[int, int]] = []
-    kills = 0
-    while True:
-        restore = chk if completed_ids(chk) else None
-        began = int(time.time() * 1000)
-        proc = start(script, env, restore)
-        try:
-            proc.wait(timeout=rng.uniform(1.2, 2.6) if kills < KILLS else 120)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            kills += 1
-            continue
-        finally:
-            lifetimes.append((began, int(time.time() * 1000) + 1))
-        assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
-        return KilledRun(topic, prefix, lifetimes, kills)
 
 
 def process_of(lifetimes: list[tuple[int, int]], timestamp_ms: int) -> int:
@@ -215,17 +133,17 @@ def process_of(lifetimes: list[tuple[int, int]], timestamp_ms: int) -> int:
     return found[0]
 
 
-def split_by_marker(run: KilledRun, records: list[Record], markers: list[Record]) -> tuple[list[Record], list[Record]]:
+def split_by_marker(run: KilledRun, prefix: str, records: list[Record], markers: list[Record]) -> tuple[list[Record], list[Record]]:
     """(records of transactions with a marker, the others: aborted records tansu shows); see the docstring."""
     last_marker: dict[tuple[int, str], int] = {}  # (process, transactional id) -> time of its last marker
     for m in markers:
         txid = (m.key or b"").decode()
-        assert txid.startswith(f"{run.prefix}-"), f"a marker of another writer: {m}"
+        assert txid.startswith(f"{prefix}-"), f"a marker of another writer: {m}"
         at = (process_of(run.lifetimes, m.timestamp_ms), txid)
         last_marker[at] = max(last_marker.get(at, m.timestamp_ms), m.timestamp_ms)
     marked, unmarked = [], []
     for r in records:
-        at = (process_of(run.lifetimes, r.timestamp_ms), f"{run.prefix}-{r.partition}")
+        at = (process_of(run.lifetimes, r.timestamp_ms), f"{prefix}-{r.partition}")
         (marked if r.timestamp_ms <= last_marker.get(at, -1) else unmarked).append(r)
     return marked, unmarked
 
@@ -234,12 +152,13 @@ def test_sigkill_and_restore_commits_every_window_exactly_once(kafka_broker: str
     expected = expected_rows()
     assert run_clean(kafka_broker, tmp_path / "clean") == expected
     started = time.monotonic()
-    run = run_with_kills(kafka_broker, tmp_path / "killed", seed=7)
+    job, topic, prefix = prepare_job(kafka_broker, tmp_path / "killed")
+    run = run_with_kills(job, seed=7, kills=KILLS, alive_s=(1.2, 2.6))
     assert run.kills >= 2, "the harness should have killed the job several times"
-    records = read_committed(kafka_broker, run.topic)
-    markers_topic = f"{run.topic}.__sqlstream_commits"
+    records = read_committed(kafka_broker, topic)
+    markers_topic = f"{topic}.__sqlstream_commits"
     markers = read_committed(kafka_broker, markers_topic)
-    everything = read_committed(kafka_broker, run.topic, "read_uncommitted")
+    everything = read_committed(kafka_broker, topic, "read_uncommitted")
     stuck = len(records) < len(everything)
     if stuck:
         # tansu at times never ends a transaction whose producer was killed and fenced: its stable
@@ -248,7 +167,7 @@ def test_sigkill_and_restore_commits_every_window_exactly_once(kafka_broker: str
         read, whole = by_partition(records), by_partition(everything)
         assert all(whole[p][:len(values)] == values for p, values in read.items()), "not a prefix"
         records, markers = everything, read_committed(kafka_broker, markers_topic, "read_uncommitted")
-    marked, aborted = split_by_marker(run, records, markers)
+    marked, aborted = split_by_marker(run, prefix, records, markers)
     assert sorted(as_row(r.value) for r in marked) == expected
     # what tansu shows of aborted transactions are copies of output rows, never anything else
     assert not Counter(as_row(r.value) for r in aborted) - Counter(expected)

@@ -1,6 +1,6 @@
 """Exactly-once into PostgreSQL under failures: SIGKILL `sqlstream run`, restore, compare the table.
 
-The harness of tests/test_fault_tolerance.py with the postgres sink in
+The job and kill loop of tests/fault_harness.py into the postgres sink in
 exactly-once mode (two-phase commit): real job processes are killed after a
 random delay -- while transactions are open, prepared, or being committed --
 and restarted with --restore from the newest completed checkpoint, KILLS times,
@@ -12,11 +12,6 @@ neither.  Nothing may be left prepared or staged afterwards.
 
 from __future__ import annotations
 
-import os
-import random
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -24,13 +19,20 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from sqlstream.runtime.checkpoint.storage import completed_ids
 from tests.conftest import duckdb_rows
+from tests.fault_harness import (
+    ROWS,
+    WINDOW_COLUMNS,
+    WINDOW_ORACLE,
+    WINDOW_QUERY,
+    Job,
+    job_script,
+    run_with_kills,
+)
 
 pytest_plugins = ("tests.postgres_server",)
+pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
-ROWS = 60_000
 KILLS = 6  # enough to land in every phase of a checkpoint now and then; bounds the test's time
 
 # mode -> (PostgreSQL columns, sqlstream columns, query, DuckDB's answer)
@@ -38,12 +40,9 @@ JOBS = {
     # a windowed aggregation appends: a duplicated or lost commit shows as an extra or missing row
     "append": (
         "window_start timestamp(3), k bigint, n bigint, s bigint",
-        "window_start TIMESTAMP(3), k BIGINT, n BIGINT, s BIGINT",
-        """SELECT window_start, seq % 7 AS k, COUNT(*) AS n, SUM(seq) AS s
-FROM TABLE(TUMBLE(TABLE gen, DESCRIPTOR(ts), INTERVAL '2' SECOND))
-GROUP BY window_start, window_end, seq % 7""",
-        f"""SELECT make_timestamp((seq * 20 // 2000) * 2000 * 1000), seq % 7, COUNT(*), SUM(seq)
-FROM range({ROWS}) r(seq) GROUP BY ALL""",
+        WINDOW_COLUMNS,
+        WINDOW_QUERY,
+        WINDOW_ORACLE,
     ),
     # a changelog (GROUP BY without window) upserts by key through the staging table
     "upsert": (
@@ -55,54 +54,20 @@ FROM range({ROWS}) r(seq) GROUP BY ALL""",
 }
 
 
-# The jobs keep two checkpoints: with one, a checkpoint that completes while the next one (often
-# the final one) is published fails the job, because publishing prunes the older checkpoint's
-# directory while CheckpointCoordinator._complete still walks it to measure its size.
-def job_script(url: str, name: str, prefix: str, chk: Path, mode: str, parallelism: int) -> str:
-    _, columns, query, _ = JOBS[mode]
-    return f"""
-SET 'execution.checkpointing.interval' = '250 ms';
-SET 'state.checkpoints.dir' = '{chk}';
-SET 'state.checkpoints.num-retained' = '2';
-SET 'parallelism.default' = '{parallelism}';
-SET 'table.exec.batch-size' = '500';
-CREATE TABLE gen (
-    seq BIGINT,
-    ts AS TO_TIMESTAMP_LTZ(seq * 20, 3),
-    WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
-) WITH (
-    'connector' = 'datagen', 'rows-per-second' = '20000',
-    'fields.seq.kind' = 'sequence', 'fields.seq.start' = '0', 'fields.seq.end' = '{ROWS - 1}'
-);
-CREATE TABLE out ({columns}) WITH (
-    'connector' = 'postgres', 'url' = '{url}', 'table-name' = '{name}',
-    'sink.delivery-guarantee' = 'exactly-once', 'sink.transaction-id-prefix' = '{prefix}'
-);
-INSERT INTO out {query};
-"""
-
-
 def execute(url: str, statement: str) -> list[tuple]:
     with psycopg.connect(url, autocommit=True) as conn:
         cur = conn.execute(statement)
         return cur.fetchall() if cur.description else []
 
 
-def start(script: Path, env: dict[str, str], restore: Path | None) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script)]
-    if restore is not None:
-        cmd += ["--restore", str(restore)]
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-def prepare_job(url: str, tmp: Path, mode: str, parallelism: int) -> tuple[Path, str, str, dict[str, str]]:
-    """A fresh table and prefix, the job script; returns (script, table, prefix, env)."""
-    tmp.mkdir(parents=True, exist_ok=True)
+def prepare_job(url: str, tmp: Path, mode: str, parallelism: int) -> tuple[Job, str, str]:
+    """A fresh table and prefix, the job; returns (job, table, prefix)."""
     name, prefix = f"ft_{uuid.uuid4().hex[:10]}", f"ft_{uuid.uuid4().hex[:8]}"
-    execute(url, f"CREATE TABLE {name} ({JOBS[mode][0]})")
-    script = tmp / "job.sql"
-    script.write_text(job_script(url, name, prefix, tmp / "chk", mode, parallelism))
-    return script, name, prefix, {**os.environ, "SQLSTREAM_HOME": str(tmp / "home")}
+    pg_columns, columns, query, _ = JOBS[mode]
+    execute(url, f"CREATE TABLE {name} ({pg_columns})")
+    sink = (f"'connector' = 'postgres', 'url' = '{url}', 'table-name' = '{name}', "
+            f"'sink.delivery-guarantee' = 'exactly-once', 'sink.transaction-id-prefix' = '{prefix}'")
+    return Job(tmp, job_script(tmp / "chk", sink, columns, query, parallelism=parallelism, retained=2)), name, prefix
 
 
 def table_rows(url: str, name: str) -> list[tuple]:
@@ -117,32 +82,17 @@ def leftovers(url: str, name: str, prefix: str, mode: str) -> tuple[list[tuple],
 
 
 def run_clean(url: str, tmp: Path, mode: str, parallelism: int) -> list[tuple]:
-    script, name, prefix, env = prepare_job(url, tmp, mode, parallelism)
-    proc = start(script, env, None)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    job, name, prefix = prepare_job(url, tmp, mode, parallelism)
+    job.run_clean()
     assert leftovers(url, name, prefix, mode) == ([], [])
     return table_rows(url, name)
 
 
-def run_with_kills(url: str, tmp: Path, mode: str, parallelism: int, seed: int) -> tuple[list[tuple], int]:
-    script, name, prefix, env = prepare_job(url, tmp, mode, parallelism)
-    chk = tmp / "chk"
-    rng = random.Random(seed)
-    kills = 0
-    while True:
-        restore = chk if completed_ids(chk) else None
-        proc = start(script, env, restore)
-        try:
-            proc.wait(timeout=rng.uniform(0.9, 2.2) if kills < KILLS else 120)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            kills += 1
-            continue
-        assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
-        assert leftovers(url, name, prefix, mode) == ([], [])
-        return table_rows(url, name), kills
+def run_killed(url: str, tmp: Path, mode: str, parallelism: int, seed: int) -> tuple[list[tuple], int]:
+    job, name, prefix = prepare_job(url, tmp, mode, parallelism)
+    run = run_with_kills(job, seed, KILLS)
+    assert leftovers(url, name, prefix, mode) == ([], [])
+    return table_rows(url, name), run.kills
 
 
 @pytest.mark.parametrize(("mode", "parallelism", "seed"), [("append", 2, 1), ("upsert", 2, 2)])
@@ -153,7 +103,7 @@ def test_sigkill_and_restore_writes_exactly_the_failure_free_rows(
     clean = run_clean(postgres_server, tmp_path / "clean", mode, parallelism)
     assert clean == expected
     started = time.monotonic()
-    recovered, kills = run_with_kills(postgres_server, tmp_path / "killed", mode, parallelism, seed)
+    recovered, kills = run_killed(postgres_server, tmp_path / "killed", mode, parallelism, seed)
     assert recovered == expected
     assert kills >= 2, "the harness should have killed the job several times"
     assert time.monotonic() - started < 60

@@ -25,11 +25,9 @@ from sqlstream.planner.joins import analyze
 from sqlstream.planner.logical import Join
 from sqlstream.planner.optimizer import optimize
 from sqlstream.planner.planner import select_plan
-from sqlstream.runtime.elements import Chunk
-from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.join import RegularJoinOperator
-from sqlstream.runtime.state.heap import HeapStateBackend
 from tests.conftest import duckdb_rows, rows, run_sql
+from tests.harness import OperatorHarness
 
 BASE = dt.datetime(2024, 1, 1)
 Q7 = """SELECT B.id, B.price, B.ts, B1.wend
@@ -130,24 +128,24 @@ def test_stored_rows_behind_the_horizon_are_dropped_and_state_stays_flat() -> No
     left = pa.schema([("k", pa.int64()), ("ts", pa.timestamp("ms"))])
     right = pa.schema([("k", pa.int64()), ("wend", pa.timestamp("ms"))])
     out = pa.schema([*left, pa.field("k2", pa.int64()), pa.field("wend", pa.timestamp("ms"))])
-    op = RegularJoinOperator("INNER", (0,), (0,), None, left, right, out, append_only=True,
-                             horizons=(Horizon(1, -10_000), None), columnar=True)
-    op.open(OperatorContext("join", state=HeapStateBackend(range(128))))
+    join = RegularJoinOperator("INNER", (0,), (0,), None, left, right, out, append_only=True,
+                               horizons=(Horizon(1, -10_000), None), columnar=True)
+    op = OperatorHarness(join, "hashmap", inputs=2, keep_output=False)
     rng = np.random.default_rng(0)
     stored = []
     for b in range(400):
         ts = b * 1000 + rng.integers(0, 1000, 1000)  # 1000 rows a second of event time
-        op.process_batch(Chunk(pa.record_batch([pa.array(rng.integers(0, 50, 1000)), pa.array(ts).cast(pa.timestamp("ms"))],
-                                               schema=left)), 0)
+        op.process_batch(pa.record_batch([pa.array(rng.integers(0, 50, 1000)), pa.array(ts).cast(pa.timestamp("ms"))],
+                                         schema=left), input_index=0)
         if b % 10 == 0:
-            op.process_batch(Chunk(pa.record_batch([pa.array([b]), pa.array([b * 1000]).cast(pa.timestamp("ms"))],
-                                                   schema=right)), 1)
-        op.on_watermark(b * 1000 - 2000)
-        assert op.columnar is not None
-        stored.append(op.columnar.sides[0].num_rows)
+            op.process_batch(pa.record_batch([pa.array([b]), pa.array([b * 1000]).cast(pa.timestamp("ms"))],
+                                             schema=right), input_index=1)
+        op.watermark(b * 1000 - 2000)
+        assert join.columnar is not None
+        stored.append(join.columnar.sides[0].num_rows)
     assert max(stored[200:]) <= max(stored[:200]) * 1.1  # flat
     assert max(stored) < 20 * 1000 + 2 * 65536  # the 10 s horizon plus the tables not yet all behind it
-    assert op.columnar.sides[1].num_rows == 40  # the side without a horizon keeps every row
+    assert join.columnar.sides[1].num_rows == 40  # the side without a horizon keeps every row
 
 
 WINDOWS_JOIN = """SELECT l.price, l.n, r.m, l.wend FROM

@@ -12,11 +12,9 @@ import pyarrow as pa
 import pytest
 
 from sqlstream.core.joins import IntervalBounds
-from sqlstream.runtime.elements import Chunk
-from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.interval_join import IntervalJoinOperator
-from sqlstream.runtime.state.heap import HeapStateBackend
 from tests.conftest import duckdb_rows, rows, run_sql
+from tests.harness import OperatorHarness
 
 BASE = dt.datetime(2024, 1, 1)
 
@@ -107,11 +105,12 @@ def test_window_join_matches_duckdb(data, kind: str) -> None:
     assert rows(got) == expected
 
 
+@pytest.mark.slow
 def test_interval_join_state_stays_flat_over_a_million_events() -> None:
     schema = pa.schema([("k", pa.int64()), ("ts", pa.timestamp("ms"))])
     out_schema = pa.schema(list(schema) + [pa.field("k2", pa.int64()), pa.field("ts2", pa.timestamp("ms"))])
-    op = IntervalJoinOperator("INNER", (0,), (0,), None, IntervalBounds(1, 1, -2000, 0), schema, schema, out_schema)
-    op.open(OperatorContext("ij", state=HeapStateBackend(range(128))))
+    join = IntervalJoinOperator("INNER", (0,), (0,), None, IntervalBounds(1, 1, -2000, 0), schema, schema, out_schema)
+    op = OperatorHarness(join, "hashmap", inputs=2, keep_output=False)
     rng = np.random.default_rng(0)
     sizes = []
     batch_rows, total = 10_000, 1_000_000
@@ -121,9 +120,9 @@ def test_interval_join_state_stays_flat_over_a_million_events() -> None:
         for side in (0, 1):
             ts = t0 + np.arange(batch_rows) + rng.integers(0, 50, batch_rows)
             batch = pa.record_batch([pa.array(rng.integers(0, 100, batch_rows)), pa.array(ts).cast(pa.timestamp("ms"))], schema=schema)
-            op.process_batch(Chunk(batch), side)
-        op.on_watermark(t0 + batch_rows - 100)
-        sizes.append(op.state_rows())
+            op.process_batch(batch, input_index=side)
+        op.watermark(t0 + batch_rows - 100)
+        sizes.append(join.state_rows())
     assert time.monotonic() - started < 120
     first, second = max(sizes[: len(sizes) // 2]), max(sizes[len(sizes) // 2:])
     assert second <= first * 1.1  # flat: no growth with the number of events

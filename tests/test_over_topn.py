@@ -28,8 +28,8 @@ from sqlstream.runtime.operators.rank import (
     TopNOperator,
     WindowRankOperator,
 )
-from sqlstream.runtime.state import create_backend
-from tests.conftest import duckdb_rows, planned_state, rows, run_sql
+from tests.conftest import duckdb_rows, rows, run_sql
+from tests.harness import OperatorHarness, planned_state
 
 BASE = dt.datetime(2024, 3, 1, 12, 0, 0)
 DELAY_S = 4
@@ -419,30 +419,13 @@ def _elements(events: pa.Table, batch: int = 50) -> list[Chunk | Watermark]:
 def _run(make: Callable[[str], Operator], elements: list[Chunk | Watermark], backend: str, tmp: Path,
          cut: int | None) -> list[tuple]:
     """Feed elements to a fresh operator; at ``cut``, snapshot and continue on a restored copy."""
-    def start(state: object = None, handle: object = None) -> Operator:
-        op = make(backend)
-        store = create_backend(backend, range(128), tmp / f"local{len(list(tmp.iterdir()))}")
-        if handle is not None:
-            store.restore_all([handle])
-        op.open(OperatorContext("op", state=store))
-        if handle is not None:
-            op.restore_state(state)
-        return op
-
-    op = start()
+    h = OperatorHarness(make(backend), backend, tmp=tmp)
     out: list[tuple] = []
     for i, e in enumerate(elements):
         if i == cut:
-            assert op.ctx.state is not None
-            folder = tmp / "snapshot"
-            folder.mkdir()
-            handle = op.ctx.state.snapshot_all(1, canonical=True)(folder)
-            op = start(op.snapshot_state(1), handle)
-        emitted = op.process_batch(e) if isinstance(e, Chunk) else op.on_watermark(e.timestamp)
-        for chunk in emitted:
-            assert isinstance(chunk, Chunk)
-            kinds = chunk.kinds_or_inserts().to_pylist()
-            out += [(kind, *row.values()) for kind, row in zip(kinds, chunk.batch.to_pylist(), strict=True)]
+            h = OperatorHarness(make(backend), backend, tmp=tmp, restore=h.snapshot())
+        h.process_chunk(e) if isinstance(e, Chunk) else h.watermark(e.timestamp)
+        out += h.take()
     return out
 
 
@@ -509,9 +492,8 @@ def test_snapshot_and_restore_mid_stream_gives_the_same_output(
 
 
 def test_over_state_keeps_only_rows_inside_the_frame() -> None:
-    op = _over()
-    store = create_backend("hashmap", range(128))
-    op.open(OperatorContext("over", state=store))
+    op = OperatorHarness(_over(), "hashmap")
+    store = op.state
     rng = np.random.default_rng(1)
     schema = SCHEMA
     sizes = []
@@ -519,11 +501,11 @@ def test_over_state_keeps_only_rows_inside_the_frame() -> None:
         ts = b * 1000 + np.sort(rng.integers(0, 1000, 100))
         batch = pa.record_batch([pa.array(rng.choice(["a", "b", "c"], 100)), pa.array(rng.integers(0, 9, 100),
                                  pa.int32()), pa.array(ts).cast(pa.timestamp("ms"))], schema=schema)
-        op.process_batch(Chunk(batch))
-        op.on_watermark(b * 1000 - 2000)
+        op.process_batch(batch)
+        op.watermark(b * 1000 - 2000)
         retained = sum(len(f[0]) for _, _, f in store.state("frames").items())
         sizes.append(retained)
     # a 5 s RANGE keeps about 5 s of rows (500) however long the stream runs
     assert max(sizes[100:]) <= 700
-    op.on_watermark(MAX_WATERMARK)
+    op.watermark(MAX_WATERMARK)
     assert len(store.state("frames")) == 0 and len(store.state("waiting")) == 0

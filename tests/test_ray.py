@@ -25,7 +25,7 @@ from sqlstream.core.status import COMPLETED, FINISHED, IN_PROGRESS, RUNNING
 from sqlstream.frontend.session import Session, StatementResult
 from sqlstream.runtime.checkpoint import storage as chk_storage
 from tests.conftest import rows
-from tests.test_fault_tolerance import ROWS, committed, expected_rows, job_script
+from tests.fault_harness import ROWS, committed, expected_rows, file_job_script
 
 RAY = "SET 'execution.target' = 'ray';\n"
 
@@ -92,10 +92,11 @@ def test_an_unknown_target_is_refused() -> None:
         Session().execute_script("SET 'execution.target' = 'yarn'; SELECT 1 AS x;")
 
 
+@pytest.mark.slow
 def test_windowed_job_gives_the_local_output_on_ray(ray_cluster: Any, tmp_path: Path) -> None:
     local_out, ray_out = tmp_path / "local", tmp_path / "ray"
-    Session().execute_script(job_script(local_out, tmp_path / "chk-local", "hashmap", 2))
-    result = Session().execute_script(RAY + job_script(ray_out, tmp_path / "chk-ray", "hashmap", 2))[-1]
+    Session().execute_script(file_job_script(local_out, tmp_path / "chk-local", "hashmap", 2))
+    result = Session().execute_script(RAY + file_job_script(ray_out, tmp_path / "chk-ray", "hashmap", 2))[-1]
     expected = expected_rows()
     assert rows(committed(local_out)) == expected
     assert rows(committed(ray_out)) == expected
@@ -103,6 +104,7 @@ def test_windowed_job_gives_the_local_output_on_ray(ray_cluster: Any, tmp_path: 
     assert result.job.metrics["#0 Source"].records_out == ROWS
 
 
+@pytest.mark.slow
 def test_a_select_reaches_the_client_from_the_sink_actor(ray_cluster: Any) -> None:
     script = """
 CREATE TABLE gen (seq BIGINT, ts AS TO_TIMESTAMP_LTZ(seq * 10, 3), WATERMARK FOR ts AS ts)
@@ -120,6 +122,7 @@ GROUP BY window_start, window_end, seq % 3;
     assert rows(remote) == rows(local)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("victim", ["WindowAggregate", "Source"])
 def test_a_killed_actor_restores_from_the_last_checkpoint_exactly_once(
         ray_cluster: Any, tmp_path: Path, victim: str) -> None:
@@ -129,7 +132,7 @@ SET 'restart-strategy.type' = 'fixed-delay';
 SET 'restart-strategy.fixed-delay.attempts' = '3';
 SET 'restart-strategy.fixed-delay.delay' = '200 ms';
 """
-    job = Background(RAY + restarts + job_script(out, chk, "hashmap", 2))
+    job = Background(RAY + restarts + file_job_script(out, chk, "hashmap", 2))
     executor = job.running_executor()
     wait_for(lambda: chk_storage.completed_ids(chk), what="a completed checkpoint")
     key = next(k for k in executor.actors
@@ -143,9 +146,10 @@ SET 'restart-strategy.fixed-delay.delay' = '200 ms';
     assert rows(committed(out)) == expected_rows()
 
 
+@pytest.mark.slow
 def test_rescale_from_parallelism_2_to_4_through_a_savepoint_on_ray(ray_cluster: Any, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    script = RAY + job_script(out, tmp_path / "chk", "hashmap", 2).replace(
+    script = RAY + file_job_script(out, tmp_path / "chk", "hashmap", 2).replace(
         "'fields.seq.kind' = 'sequence'", "'scan.parallelism' = '2', 'fields.seq.kind' = 'sequence'")
     first = Background(script)
     executor = first.running_executor()
@@ -168,7 +172,7 @@ def test_rescale_from_parallelism_2_to_4_through_a_savepoint_on_ray(ray_cluster:
 
 
 def test_the_status_on_ray_counts_per_operator_and_lists_the_checkpoints(ray_cluster: Any, tmp_path: Path) -> None:
-    job = Background(RAY + job_script(tmp_path / "out", tmp_path / "chk", "hashmap", 2))
+    job = Background(RAY + file_job_script(tmp_path / "out", tmp_path / "chk", "hashmap", 2))
     executor = job.running_executor()
     wait_for(lambda: executor.status().completed_checkpoints >= 1 and executor.status().records_in > 0,
              what="figures and a checkpoint from the actors")

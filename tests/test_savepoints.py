@@ -16,7 +16,7 @@ import pytest
 from sqlstream.frontend.session import Session
 from sqlstream.runtime.checkpoint.storage import CheckpointError
 from tests.conftest import rows
-from tests.test_fault_tolerance import committed, expected_rows, job_script
+from tests.fault_harness import committed, expected_rows, file_job_script
 
 
 def _run_until_savepoint(script: str, savepoint_root: Path, after_s: float) -> Path:
@@ -50,19 +50,19 @@ def _run_until_savepoint(script: str, savepoint_root: Path, after_s: float) -> P
 @pytest.mark.parametrize(("first", "second"), [("hashmap", "rocksdb"), ("rocksdb", "hashmap")])
 def test_stop_with_savepoint_and_resume_on_the_other_backend(tmp_path: Path, first: str, second: str) -> None:
     out, chk = tmp_path / "out", tmp_path / "chk"
-    savepoint = _run_until_savepoint(job_script(out, chk, first, 2), tmp_path, after_s=1.2)
+    savepoint = _run_until_savepoint(file_job_script(out, chk, first, 2), tmp_path, after_s=1.2)
     partial = rows(committed(out))
     expected = expected_rows()
     assert 0 < len(partial) < len(expected)
     assert set(partial) <= set(expected)
-    Session(restore_from=str(savepoint)).execute_script(job_script(out, tmp_path / "chk2", second, 2))
+    Session(restore_from=str(savepoint)).execute_script(file_job_script(out, tmp_path / "chk2", second, 2))
     assert rows(committed(out)) == expected
 
 
 def test_a_changed_plan_is_refused_unless_state_may_be_dropped(tmp_path: Path) -> None:
     out, chk = tmp_path / "out", tmp_path / "chk"
-    savepoint = _run_until_savepoint(job_script(out, chk, "hashmap", 1), tmp_path, after_s=0.8)
-    changed = job_script(out, tmp_path / "chk2", "hashmap", 1).replace("COUNT(*) AS n", "MAX(seq) AS n")
+    savepoint = _run_until_savepoint(file_job_script(out, chk, "hashmap", 1), tmp_path, after_s=0.8)
+    changed = file_job_script(out, tmp_path / "chk2", "hashmap", 1).replace("COUNT(*) AS n", "MAX(seq) AS n")
     with pytest.raises(CheckpointError, match="allow-non-restored-state"):
         Session(restore_from=str(savepoint)).execute_script(changed)
     # with the flag the job starts, dropping the old aggregate's state
@@ -71,7 +71,7 @@ def test_a_changed_plan_is_refused_unless_state_may_be_dropped(tmp_path: Path) -
 
 def test_rescale_from_parallelism_2_to_4_through_a_savepoint(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    script = job_script(out, tmp_path / "chk", "hashmap", 2).replace(
+    script = file_job_script(out, tmp_path / "chk", "hashmap", 2).replace(
         "'fields.seq.kind' = 'sequence'", "'scan.parallelism' = '2', 'fields.seq.kind' = 'sequence'")
     savepoint = _run_until_savepoint(script, tmp_path, after_s=1.2)
     rescaled = script.replace("'parallelism.default' = '2'", "'parallelism.default' = '4'")
@@ -83,6 +83,6 @@ def test_rescale_from_parallelism_2_to_4_through_a_savepoint(tmp_path: Path) -> 
 
 def test_a_source_cannot_change_parallelism_on_restore(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    savepoint = _run_until_savepoint(job_script(out, tmp_path / "chk", "hashmap", 2), tmp_path, after_s=0.8)
+    savepoint = _run_until_savepoint(file_job_script(out, tmp_path / "chk", "hashmap", 2), tmp_path, after_s=0.8)
     with pytest.raises(CheckpointError, match="parallelism"):
-        Session(restore_from=str(savepoint)).execute_script(job_script(out, tmp_path / "chk2", "hashmap", 4))
+        Session(restore_from=str(savepoint)).execute_script(file_job_script(out, tmp_path / "chk2", "hashmap", 4))

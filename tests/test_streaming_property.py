@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -61,6 +62,7 @@ def _stream(events: list[tuple[str, int | None, int, int]]) -> pa.Table:
     })
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(events=EVENTS, batch_size=st.sampled_from([1, 7, 64, 8192]), parallelism=st.sampled_from([1, 2]))

@@ -29,14 +29,14 @@ from sqlstream.planner.joins import analyze
 from sqlstream.planner.logical import Join, WindowAggregate
 from sqlstream.planner.optimizer import optimize
 from sqlstream.planner.planner import dataflow, insert_plan, select_plan
-from sqlstream.runtime.elements import MAX_WATERMARK, Chunk
+from sqlstream.runtime.elements import MAX_WATERMARK
 from sqlstream.runtime.hashing import key_group_range, key_groups, subtask_for_key_groups
-from sqlstream.runtime.operators.base import Operator, OperatorContext
+from sqlstream.runtime.operators.base import Operator
 from sqlstream.runtime.operators.window_agg import WindowAggOperator
 from sqlstream.runtime.operators.window_join import WindowJoinOperator
-from sqlstream.runtime.state import create_backend
 from sqlstream.runtime.state.base import StateBackend
-from tests.conftest import duckdb_rows, planned_state, rows, run_sql
+from tests.conftest import duckdb_rows, rows, run_sql
+from tests.harness import OperatorHarness, Snapshot, planned_state
 
 BASE = dt.datetime(2024, 3, 1, 12, 0, 0)
 NEXMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "nexmark"
@@ -360,17 +360,16 @@ def _expected_join(events: list[tuple], kind: str) -> list[tuple]:
     return out
 
 
-def _open(op: Operator, backend: StateBackend) -> Operator:
-    op.open(OperatorContext("op", state=backend, max_parallelism=MAX_PARALLELISM))
-    return op
+def _open(op: Operator, backend: str, tmp: Path, **kwargs: Any) -> OperatorHarness:
+    inputs = 2 if isinstance(op, WindowJoinOperator) else 1
+    return OperatorHarness(op, backend, tmp=tmp, max_parallelism=MAX_PARALLELISM, inputs=inputs, **kwargs)
 
 
-def _drive(op: Operator, events: list[tuple]) -> list[tuple]:
-    out: list[pa.RecordBatch] = []
+def _drive(op: OperatorHarness, events: list[tuple]) -> list[tuple]:
+    op.take()
     for e in events:
-        produced = op.process_batch(Chunk(e[2]), e[1]) if e[0] == "batch" else op.on_watermark(e[1])
-        out += [c.batch for c in produced]
-    return [tuple(r.values()) for b in out for r in b.to_pylist()]
+        op.process_batch(e[2], input_index=e[1]) if e[0] == "batch" else op.watermark(e[1])
+    return [tuple(row) for _, *row in op.take()]
 
 
 def _columnar_rows(backend: StateBackend) -> int:
@@ -385,8 +384,8 @@ def _sorted(rows_: list[tuple]) -> list[tuple]:
 @pytest.mark.parametrize("kind", ["INNER", "LEFT", "FULL"])
 def test_window_join_state_is_empty_once_the_watermark_passes(backend_kind: str, kind: str, tmp_path: Path) -> None:
     events = _stream(seed=1)
-    backend = create_backend(backend_kind, range(MAX_PARALLELISM), tmp_path)
-    op = _open(_join_operator(kind, backend_kind), backend)
+    op = _open(_join_operator(kind, backend_kind), backend_kind, tmp_path)
+    backend, join = op.state, op.operator
     out: list[tuple] = []
     pending_peak = 0
     for i, e in enumerate(events):
@@ -394,27 +393,27 @@ def test_window_join_state_is_empty_once_the_watermark_passes(backend_kind: str,
         if e[0] == "watermark":
             # only the next window's early rows wait: state never holds a fired window
             waiting = sum(x[2].num_rows for x in events[:i] if x[0] == "batch" and x[2].column(2)[0].value > e[1] + 1)
-            assert op.state_rows() == waiting
-            pending_peak = max(pending_peak, op.state_rows())
+            assert join.state_rows() == waiting
+            pending_peak = max(pending_peak, join.state_rows())
     assert pending_peak > 0
     out += _drive(op, [("watermark", MAX_WATERMARK)])
-    assert op.state_rows() == 0 and backend.num_entries() == 0 and _columnar_rows(backend) == 0
+    assert join.state_rows() == 0 and backend.num_entries() == 0 and _columnar_rows(backend) == 0
     assert _sorted(out) == _sorted(_expected_join(events, kind))
-    backend.close()
+    op.close()
 
 
 @pytest.mark.parametrize("backend_kind", ["hashmap", "rocksdb"])
 def test_window_join_drops_and_counts_rows_of_fired_windows(backend_kind: str, tmp_path: Path) -> None:
     events = _stream(seed=2, windows=6)
-    backend = create_backend(backend_kind, range(MAX_PARALLELISM), tmp_path)
-    op = _open(_join_operator("FULL", backend_kind), backend)
+    op = _open(_join_operator("FULL", backend_kind), backend_kind, tmp_path)
+    backend = op.state
     out = _drive(op, events[:-1])
     late = _window_rows(np.random.default_rng(9), 2, 7)  # window 2 fired long ago
     out += _drive(op, [("batch", 0, late), ("batch", 1, late), events[-1], ("watermark", MAX_WATERMARK)])
-    assert op.ctx.metrics.late_records_dropped == 14
+    assert op.metrics.late_records_dropped == 14
     assert _sorted(out) == _sorted(_expected_join(events, "FULL"))  # the late rows left no trace
     assert backend.num_entries() == 0 and _columnar_rows(backend) == 0
-    backend.close()
+    op.close()
 
 
 def _cascade_operator(backend: str = "hashmap") -> WindowAggOperator:
@@ -447,8 +446,8 @@ def _waiting_ends(backend: StateBackend) -> set[int]:
 @pytest.mark.parametrize("backend_kind", ["hashmap", "rocksdb"])
 def test_cascaded_window_aggregation_fires_once_per_window_and_forgets_it(backend_kind: str, tmp_path: Path) -> None:
     events = [e for e in _stream(seed=3) if e[0] == "watermark" or e[1] == 0]
-    backend = create_backend(backend_kind, range(MAX_PARALLELISM), tmp_path)
-    op = _open(_cascade_operator(backend_kind), backend)
+    op = _open(_cascade_operator(backend_kind), backend_kind, tmp_path)
+    backend = op.state
     out: list[tuple] = []
     for e in events:
         fired = _drive(op, [e])
@@ -459,10 +458,10 @@ def test_cascaded_window_aggregation_fires_once_per_window_and_forgets_it(backen
     assert len({r[1] for r in out}) == 12  # each of the 12 windows fired when the watermark passed it
     late = _window_rows(np.random.default_rng(5), 3, 4)
     out += _drive(op, [("batch", 0, late), ("watermark", MAX_WATERMARK)])
-    assert op.ctx.metrics.late_records_dropped == 4
+    assert op.metrics.late_records_dropped == 4
     assert backend.num_entries() == 0 and _columnar_rows(backend) == 0
     assert _sorted(out) == _sorted(_expected_cascade(events))
-    backend.close()
+    op.close()
 
 
 def _ms(t: dt.datetime) -> int:
@@ -500,22 +499,17 @@ def test_savepoint_moves_between_backends_and_rescales(operator: str, first: str
     cut = len(events) // 2
     while events[cut - 1][0] != "batch":  # stop with rows of open windows in state
         cut += 1
-    backend = create_backend(first, range(MAX_PARALLELISM), tmp_path / "first")
-    op = _open(make(first), backend)
+    op = _open(make(first), first, tmp_path)
     out = _drive(op, events[:cut])
-    assert backend.num_entries() + _columnar_rows(backend) > 0
-    savepoint = tmp_path / "savepoint"
-    savepoint.mkdir()
-    handle = backend.snapshot_all(1, canonical=True)(savepoint)
-    operator_state = op.snapshot_state(1)
-    backend.close()
-    # resume at parallelism 2 on the other backend: each subtask takes its key groups
+    assert op.state.num_entries() + _columnar_rows(op.state) > 0
+    savepoint: Snapshot = op.snapshot()
+    op.close()
+    # resume at parallelism 2 on the other backend: each subtask takes its key groups (and, as
+    # these operators keep only event time in operator state, the old subtask's operator state)
     for i, share in enumerate(_route(events[cut:], (0,), 2)):
-        restored = create_backend(second, key_group_range(i, 2, MAX_PARALLELISM), tmp_path / f"second{i}")
-        restored.restore_all([handle])
-        resumed = _open(make(second), restored)
-        resumed.restore_state(operator_state)
+        resumed = _open(make(second), second, tmp_path, key_groups=key_group_range(i, 2, MAX_PARALLELISM),
+                        restore=savepoint)
         out += _drive(resumed, [*share, ("watermark", MAX_WATERMARK)])
-        assert restored.num_entries() == 0 and _columnar_rows(restored) == 0
-        restored.close()
+        assert resumed.state.num_entries() == 0 and _columnar_rows(resumed.state) == 0
+        resumed.close()
     assert _sorted(out) == _sorted(expected(events))

@@ -16,10 +16,9 @@ import pytest
 from sqlstream.core.aggregates import AggCall, window_agg_columnar
 from sqlstream.core.windows import WindowSpec
 from sqlstream.runtime.elements import Chunk
-from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.window_agg import WindowAggOperator
-from sqlstream.runtime.state import create_backend
-from tests.conftest import duckdb_rows, planned_state, rows, run_sql
+from tests.conftest import duckdb_rows, rows, run_sql
+from tests.harness import OperatorHarness, Snapshot, planned_state
 
 BASE = dt.datetime(2024, 3, 1, 12, 0, 0)
 DELAY_S = 5  # watermark delay; disorder stays below it
@@ -189,26 +188,18 @@ def test_window_state_from_a_rocksdb_savepoint_keeps_its_types_on_hashmap(tmp_pa
         return Chunk(pa.RecordBatch.from_arrays([pa.array([1, 2, 1], pa.int32()),
                                                  pa.array(times, pa.timestamp("ms"))], schema=schema))
 
-    def operator(backend: str, restored: object = None) -> WindowAggOperator:
-        state = create_backend(backend, range(128), tmp_path / backend)
-        if restored is not None:
-            state.restore_all([restored])
+    def operator(backend: str, restored: Snapshot | None = None) -> OperatorHarness:
         op = WindowAggOperator(window, [0, "window_end"], aggs, out,
                                columnar=planned_state(backend, None, window_agg_columnar(aggs))[1])
-        op.open(OperatorContext("w", state=state))
-        if restored is not None:
-            op.restore_state(None)
-        return op
+        return OperatorHarness(op, backend, tmp=tmp_path, restore=restored)
 
     first = operator("rocksdb")
     for second in range(3):
-        first.process_batch(batch(second))
-    (tmp_path / "savepoint").mkdir()
-    handle = first.ctx.keyed_state.snapshot_all(1, canonical=True)(tmp_path / "savepoint")
-    resumed = operator("hashmap", handle)
+        first.process_chunk(batch(second))
+    resumed = operator("hashmap", Snapshot(first.snapshot().keyed, None))
     for second in range(3, 5):
-        resumed.process_batch(batch(second))
-    fired = [r for c in resumed.on_watermark(10**13) for r in c.batch.to_pylist()]
+        resumed.process_chunk(batch(second))
+    fired = [r for c in resumed.watermark(10**13) if isinstance(c, Chunk) for r in c.batch.to_pylist()]
     end = dt.datetime(2024, 1, 1, 0, 0, 10)
     assert sorted(fired, key=lambda r: r["k"]) == [
         {"k": 1, "window_end": end, "n": 5, "m": dt.datetime(2024, 1, 1, 0, 0, 4, 1000)},
