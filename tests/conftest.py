@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterator, Mapping
 from decimal import Decimal
-from pathlib import Path
-from typing import Any
 
 import duckdb
 import numpy as np
@@ -15,19 +12,8 @@ import pyarrow as pa
 import pytest
 
 from sqlstream.frontend.session import Session
-from sqlstream.planner.physical import Lowering
 from sqlstream.runtime.elements import RowKind
 from sqlstream.runtime.hashing import hash_columns
-from sqlstream.runtime.state import create_backend
-from sqlstream.runtime.state.base import StateBackend
-
-
-def planned_state(backend: str, config: Mapping[str, str] | None = None,
-                  has_columnar_form: bool = True) -> tuple[int | None, bool]:
-    """(state TTL in ms, columnar form) as the planner resolves them for an operator of a job on
-    ``backend`` with ``config``; operators built by hand in tests take them as the plan gives them."""
-    lowering = Lowering({**(config or {}), "state.backend.type": backend})
-    return lowering.state_ttl_ms, lowering.columnar_state and has_columnar_form
 
 
 def run_sql(script: str, config: dict[str, str] | None = None) -> pa.Table:
@@ -91,15 +77,3 @@ def in_key_groups(batch: pa.RecordBatch, key_indexes: list[int] | tuple[int, ...
     """Which rows of ``batch`` belong to ``groups``' key groups, as the hash exchange routes them."""
     kg = hash_columns([batch.column(k) for k in key_indexes]) % np.uint64(128)
     return np.isin(kg, np.array(groups))
-
-
-def savepoint_into_halves(operator: Any, backend: str, tmp: Path) -> Iterator[tuple[range, StateBackend]]:
-    """A canonical savepoint of ``operator``'s keyed state, restored into two ``backend`` states that
-    own the lower and the upper half of the key groups: a move to another backend and a rescale 1 -> 2."""
-    folder = tmp / "savepoint"
-    folder.mkdir()
-    handle = operator.ctx.keyed_state.snapshot_all(1, canonical=True)(folder)
-    for groups in (range(0, 64), range(64, 128)):
-        state = create_backend(backend, groups, tmp / f"restored-{backend}-{groups.start}")
-        state.restore_all([handle])
-        yield groups, state

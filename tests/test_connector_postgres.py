@@ -19,6 +19,7 @@ from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import ColumnDef, TableDef
 from sqlstream.core.types import parse_type
 from sqlstream.frontend.session import Session
+from sqlstream.runtime.clock import ManualClock
 from sqlstream.runtime.connectors.base import (
     LookupContext,
     SinkContext,
@@ -465,15 +466,18 @@ def lookup_table(url: str, name: str, **options: str) -> TableDef:
 def test_lookup_with_cache(postgres_server: str) -> None:
     name = dim_table(postgres_server)
     t = lookup_table(postgres_server, name, **{"lookup.cache.max-rows": "2", "lookup.cache.ttl": "300 ms"})
-    lookup = PG.create_lookup(LookupContext(t, PG.validate(t), ["cur"], ["rate", "region"]))
+    clock = ManualClock()
+    lookup = PG.create_lookup(LookupContext(t, PG.validate(t), ["cur"], ["rate", "region"], clock))
     assert lookup([("EUR",), ("CHF",)]) == {("EUR",): [(100, "eu")], ("CHF",): []}
     execute(postgres_server, f"UPDATE {name} SET rate = rate + 1")
     execute(postgres_server, f"INSERT INTO {name} VALUES ('CHF', 95, 'eu')")
     assert lookup([("EUR",), ("CHF",)]) == {("EUR",): [(100, "eu")], ("CHF",): []}  # cached, misses too
     assert lookup([("USD",)]) == {("USD",): [(91, "us")]}  # over max-rows: EUR, least recently used, goes
     assert lookup([("CHF",), ("EUR",)]) == {("CHF",): [], ("EUR",): [(101, "eu")]}
-    time.sleep(0.35)
-    assert lookup([("CHF",)]) == {("CHF",): [(95, "eu")]}  # expired
+    clock.advance(299)
+    assert lookup([("CHF",)]) == {("CHF",): []}  # cached 299 ms ago: still fresh
+    clock.advance(1)
+    assert lookup([("CHF",)]) == {("CHF",): [(95, "eu")]}  # expired 300 ms after it was loaded
 
 
 def test_lookup_without_cache_reconnects_after_the_connection_dies(postgres_server: str) -> None:

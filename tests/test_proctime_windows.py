@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -23,11 +22,12 @@ from sqlstream import TableEnvironment
 from sqlstream.core.errors import PlanError
 from sqlstream.core.expressions import ColumnRef
 from sqlstream.frontend.session import Session
+from sqlstream.runtime.clock import ManualClock
 from sqlstream.runtime.connectors import nexmark
 from sqlstream.runtime.elements import Chunk, Watermark
-from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.watermark import WatermarkAssigner
 from tests.conftest import run_sql
+from tests.harness import OperatorHarness
 from tests.test_nexmark_queries import EVENTS, TPS, engine_rows, nexmark_rows
 
 MS = dt.timedelta(milliseconds=1)
@@ -135,15 +135,13 @@ def test_explain_shows_the_proctime_watermark() -> None:
     assert "proctime=p" in text
 
 
-def proctime_assigner() -> WatermarkAssigner:
-    op = WatermarkAssigner(ColumnRef(0, "p", LTZ), proctime=True)
-    op.open(OperatorContext("wm"))
-    return op
+def proctime_assigner(clock: ManualClock) -> OperatorHarness:
+    return OperatorHarness(WatermarkAssigner(ColumnRef(0, "p", LTZ), proctime=True), None, clock)
 
 
-def stamped_by(op: WatermarkAssigner, ms: int, split: str) -> tuple[list[int], list[int]]:
+def stamped_by(op: OperatorHarness, ms: int, split: str) -> tuple[list[int], list[int]]:
     """The column values and the watermarks the assigner emits for a two-row batch stamped ``ms``."""
-    out = op.process_batch(Chunk(pa.record_batch([pa.array([ms, ms], LTZ)], names=["p"]), split=split))
+    out = op.process_batch(pa.record_batch([pa.array([ms, ms], LTZ)], names=["p"]), split=split)
     values = [v for e in out if isinstance(e, Chunk) for v in e.batch.column(0).cast(pa.int64()).to_pylist()]
     return values, [e.timestamp for e in out if isinstance(e, Watermark)]
 
@@ -151,29 +149,33 @@ def stamped_by(op: WatermarkAssigner, ms: int, split: str) -> tuple[list[int], l
 def test_proctime_assigner_is_the_clock_for_every_split() -> None:
     """Stamps from upstream are replaced by the assigner's own clock, which only moves forward:
     a batch stamped before the watermark (a tick while it was in flight) must not come out late."""
-    op = proctime_assigner()
-    before = time.time_ns() // 1_000_000
-    values, marks = stamped_by(op, 0, "p0")
-    assert values == [marks[0]] * 2 and marks[0] >= before
-    # a quiet split is no reason to hold processing time back, and each stamp is past the last watermark
-    values2, marks2 = stamped_by(op, 0, "p1")
-    assert values2 == [marks2[0]] * 2 and marks2[0] > marks[0]
+    clock = ManualClock()
+    op = proctime_assigner(clock)
+    now = clock.time_ms()
+    assert stamped_by(op, 0, "p0") == ([now, now], [now])
+    # a quiet split is no reason to hold processing time back, and each stamp is past the last
+    # watermark, even when the clock has not moved
+    assert stamped_by(op, 0, "p1") == ([now + 1, now + 1], [now + 1])
+    clock.advance(250)
+    assert stamped_by(op, now - 10_000, "p0") == ([now + 250] * 2, [now + 250])
 
 
 def test_idle_processing_time_advances_the_watermark() -> None:
-    op = proctime_assigner()
-    now = time.time_ns() // 1_000_000
-    assert op.on_processing_time(now + 10_000) == [Watermark(now + 10_000)]
-    assert op.on_processing_time(now + 5_000) == []
+    clock = ManualClock()
+    op = proctime_assigner(clock)
+    now = clock.time_ms()
+    clock.advance(10_000)
+    assert op.processing_time() == [Watermark(now + 10_000)]  # an idle subtask's tick
+    assert op.operator.on_processing_time(now + 5_000) == []  # processing time never goes back
     values, marks = stamped_by(op, now, "p0")
-    # the clock is behind the watermark the tick set: the batch goes 1 ms past it, not back in time
+    # the clock has not moved past the watermark the tick set: the batch goes 1 ms past it
     assert values == [now + 10_001] * 2 and marks == [now + 10_001]
 
 
 def test_event_time_assigner_ignores_the_wall_clock() -> None:
-    op = WatermarkAssigner(ColumnRef(0, "p", LTZ))
-    op.open(OperatorContext("wm"))
-    assert op.on_processing_time(time.time_ns() // 1_000_000) == []
+    op = OperatorHarness(WatermarkAssigner(ColumnRef(0, "p", LTZ)), None)
+    op.clock.advance(10_000)
+    assert op.processing_time() == []
 
 
 def test_a_window_on_an_idle_stream_fires_on_the_wall_clock(tmp_path: Path) -> None:

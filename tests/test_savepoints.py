@@ -47,6 +47,7 @@ def _run_until_savepoint(script: str, savepoint_root: Path, after_s: float) -> P
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("first", "second"), [("hashmap", "rocksdb"), ("rocksdb", "hashmap")])
 def test_stop_with_savepoint_and_resume_on_the_other_backend(tmp_path: Path, first: str, second: str) -> None:
     out, chk = tmp_path / "out", tmp_path / "chk"
@@ -59,6 +60,7 @@ def test_stop_with_savepoint_and_resume_on_the_other_backend(tmp_path: Path, fir
     assert rows(committed(out)) == expected
 
 
+@pytest.mark.slow
 def test_a_changed_plan_is_refused_unless_state_may_be_dropped(tmp_path: Path) -> None:
     out, chk = tmp_path / "out", tmp_path / "chk"
     savepoint = _run_until_savepoint(file_job_script(out, chk, "hashmap", 1), tmp_path, after_s=0.8)
@@ -69,6 +71,7 @@ def test_a_changed_plan_is_refused_unless_state_may_be_dropped(tmp_path: Path) -
     Session(restore_from=str(savepoint), allow_non_restored_state=True).execute_script(changed)
 
 
+@pytest.mark.slow
 def test_rescale_from_parallelism_2_to_4_through_a_savepoint(tmp_path: Path) -> None:
     out = tmp_path / "out"
     script = file_job_script(out, tmp_path / "chk", "hashmap", 2).replace(

@@ -9,7 +9,8 @@ from sqlstream.runtime.connectors.base import LookupFunction
 
 
 class CachedLookup:
-    """Caches per key, misses included (a key with no row is remembered as such, as Flink does)."""
+    """Caches per key, misses included (a key with no row is remembered as such, as Flink does);
+    an entry expires ttl after it was loaded (Flink's DefaultLookupCache: Guava's expireAfterWrite)."""
 
     def __init__(self, lookup: LookupFunction, max_rows: int, ttl_ms: int | None,
                  clock: Clock = SYSTEM_CLOCK) -> None:
@@ -26,7 +27,7 @@ class CachedLookup:
         missing = []
         for k in keys:
             cached = self.entries.get(k)
-            if cached is not None and (self.ttl_s is None or now - cached[0] <= self.ttl_s):
+            if cached is not None and (self.ttl_s is None or now - cached[0] < self.ttl_s):
                 self.entries.move_to_end(k)
                 out[k] = cached[1]
                 self.hits += 1
