@@ -183,7 +183,7 @@ class OperatorHarness:
             self.ctx.state.close()
 
 
-def restored_into_halves(snapshot: Snapshot, make: Callable[[], Operator], backend: str,
+def restored_into_halves(snapshot: Snapshot, make: Callable[[], Operator | PhysicalNode], backend: str,
                          clock: Clock | None = None, tmp: Path | None = None,
                          config: Mapping[str, str] | None = None,
                          max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> Iterator[tuple[range, OperatorHarness]]:
