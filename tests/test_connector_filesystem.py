@@ -18,9 +18,8 @@ from sqlstream.core.types import parse_type
 from sqlstream.frontend.session import Session
 from sqlstream.runtime.connectors.base import SinkContext, SourceContext, SourceReader
 from sqlstream.runtime.connectors.registry import get_connector
-from sqlstream.runtime.elements import Chunk
-from sqlstream.runtime.operators.base import OperatorContext
 from sqlstream.runtime.operators.sink import SinkOperator
+from tests.harness import OperatorHarness
 
 FS = get_connector("filesystem")
 COLUMNS = (
@@ -379,17 +378,15 @@ def test_abort_on_failure_keeps_what_a_completed_checkpoint_holds(tmp_path: Path
     """A pre-commit of a completed checkpoint whose commit never ran stays staged, for the restore to commit."""
     out = tmp_path / "out"
     t = table(out, "csv")
-    committer = SinkOperator(FS.create_sink(SinkContext(t, FS.validate(t), t.physical_schema)))
-    committer.open(OperatorContext("sink"))
-    committer.process_batch(Chunk(rows_of(3)))
-    held = committer.snapshot_state(1)  # checkpoint 1 completes, but the job fails before the commit
-    committer.process_batch(Chunk(rows_of(2, 3)))
-    committer.snapshot_state(2)  # checkpoint 2 never completes
+    committer = OperatorHarness(SinkOperator(FS.create_sink(SinkContext(t, FS.validate(t), t.physical_schema))), None)
+    committer.process_batch(rows_of(3))
+    held = committer.snapshot(1)  # checkpoint 1 completes, but the job fails before the commit
+    committer.process_batch(rows_of(2, 3))
+    committer.snapshot(2)  # checkpoint 2 never completes
     assert len(_hidden_files(out)) == 2
-    committer.discard_uncommitted(1)
+    committer.operator.discard_uncommitted(1)
     committer.close()
     assert len(_hidden_files(out)) == 1 and visible(out) == []
-    restored = SinkOperator(FS.create_sink(SinkContext(t, FS.validate(t), t.physical_schema)))
-    restored.open(OperatorContext("sink"))
-    restored.restore_state(held)
+    # the restore commits what checkpoint 1 staged
+    OperatorHarness(SinkOperator(FS.create_sink(SinkContext(t, FS.validate(t), t.physical_schema))), None, restore=held)
     assert read_all(table(out, "csv")).column("id").to_pylist() == [0, 1, 2]

@@ -28,11 +28,11 @@ from sqlstream.runtime.connectors.base import (
     SourceReader,
 )
 from sqlstream.runtime.connectors.registry import get_connector
-from sqlstream.runtime.elements import Chunk, RowKind
-from sqlstream.runtime.operators.base import OperatorContext
+from sqlstream.runtime.elements import RowKind
 from sqlstream.runtime.operators.sink import FINAL_CHECKPOINT, SinkOperator
 from sqlstream.runtime.state.codec import decode, encode
 from tests.conftest import duckdb_rows, rows, run_sql
+from tests.harness import OperatorHarness
 
 # Provides the postgres_server fixture (opt-in, like tests/kafka_broker.py).
 pytest_plugins = ("tests.postgres_server",)
@@ -134,20 +134,17 @@ def test_an_ended_attempt_rolls_back_the_prepared_transactions_no_completed_chec
     but was not committed yet, so its gid stays prepared and the restore commits it."""
     name = new_table(postgres_server)
     t = exactly_once(postgres_server, name, "ended")
-    committer = SinkOperator(PG.create_sink(SinkContext(t, PG.validate(t), SCHEMA)))
-    committer.open(OperatorContext("sink"))
-    committer.process_batch(Chunk(rows_of(10)))
-    held = committer.snapshot_state(1)
-    committer.process_batch(Chunk(rows_of(5, 10)))
-    committer.snapshot_state(2)
-    gid1, gid2 = held["pending"][1], committer.pending[2]
+    committer = OperatorHarness(SinkOperator(PG.create_sink(SinkContext(t, PG.validate(t), SCHEMA))), None)
+    committer.process_batch(rows_of(10))
+    held = committer.snapshot(1)
+    committer.process_batch(rows_of(5, 10))
+    committer.snapshot(2)
+    gid1, gid2 = held.operator["pending"][1], committer.operator.pending[2]
     assert {gid1, gid2} <= prepared(postgres_server)
-    committer.discard_uncommitted(1)  # the attempt failed; checkpoint 1 is the latest that completed
+    committer.operator.discard_uncommitted(1)  # the attempt failed; checkpoint 1 is the latest that completed
     committer.close()
     assert gid1 in prepared(postgres_server) and gid2 not in prepared(postgres_server)
-    restored = SinkOperator(PG.create_sink(SinkContext(t, PG.validate(t), SCHEMA)))
-    restored.open(OperatorContext("sink"))
-    restored.restore_state(held)
+    restored = OperatorHarness(SinkOperator(PG.create_sink(SinkContext(t, PG.validate(t), SCHEMA))), None, restore=held)
     restored.close()
     assert content(postgres_server, name) == rows_of(10).to_pylist()
     assert gid1 not in prepared(postgres_server)
