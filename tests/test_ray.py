@@ -171,6 +171,7 @@ def test_rescale_from_parallelism_2_to_4_through_a_savepoint_on_ray(ray_cluster:
     assert sorted(per_chain.values()) == [2, 4]
 
 
+@pytest.mark.slow
 def test_the_status_on_ray_counts_per_operator_and_lists_the_checkpoints(ray_cluster: Any, tmp_path: Path) -> None:
     job = Background(RAY + file_job_script(tmp_path / "out", tmp_path / "chk", "hashmap", 2))
     executor = job.running_executor()

@@ -276,6 +276,7 @@ def _rss_mb() -> int:
     return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 2**20
 
 
+@pytest.mark.slow
 def test_rocksdb_holds_a_large_state(backends) -> None:
     backend = backends("rocksdb")
     st = backend.state("big")
