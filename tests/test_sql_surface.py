@@ -277,3 +277,35 @@ def test_every_registered_key_is_read_by_the_engine() -> None:
     unread = [k for k, spec in config.KEYS.items()
               if not spec.fixed and k not in elsewhere and not re.search(rf"[\"']{re.escape(k)}[\"']", code)]
     assert unread == []
+
+
+# ---------------------------------------------------------------------------------------- CREATE TABLE
+
+def test_named_primary_key_constraint_takes_effect(session: Session) -> None:
+    # the form Flink's SHOW CREATE TABLE writes
+    session.execute_script("CREATE TABLE k (a INT NOT NULL, b INT, CONSTRAINT pk PRIMARY KEY (a) NOT ENFORCED) "
+                           "WITH ('connector' = 'blackhole')")
+    assert session.catalog.require("k").primary_key == ("a",)
+
+
+@pytest.mark.parametrize(("sql", "named"), [
+    ("CREATE TABLE k (a INT DEFAULT 1) WITH ('connector' = 'blackhole')", "column constraint 'DEFAULT 1'"),
+    ("CREATE TABLE k (a INT CHECK (a > 0)) WITH ('connector' = 'blackhole')", "column constraint 'CHECK"),
+    ("CREATE TABLE k (a INT, UNIQUE (a)) WITH ('connector' = 'blackhole')", "'UNIQUE (a)' is not supported"),
+    ("CREATE TABLE k (a INT, PRIMARY KEY (a)) WITH ('connector' = 'blackhole')",
+     "Flink doesn't support ENFORCED mode for PRIMARY KEY constraint"),
+    ("CREATE OR REPLACE TABLE k (a INT) WITH ('connector' = 'blackhole')", "CREATE OR REPLACE TABLE"),
+])
+def test_unsupported_table_clauses_are_refused(session: Session, sql: str, named: str) -> None:
+    _refused(session, sql, named)
+    assert session.catalog.get("k") is None
+
+
+def test_registry_defaults_are_the_engines() -> None:
+    from sqlstream.core.state_backends import DEFAULT_STATE_BACKEND
+    from sqlstream.runtime.connectors.base import DEFAULT_BATCH_SIZE
+    from sqlstream.runtime.hashing import DEFAULT_MAX_PARALLELISM
+
+    assert config.KEYS["table.exec.batch-size"].default == str(DEFAULT_BATCH_SIZE)
+    assert config.KEYS["pipeline.max-parallelism"].default == str(DEFAULT_MAX_PARALLELISM)
+    assert config.KEYS["state.backend.type"].default == DEFAULT_STATE_BACKEND

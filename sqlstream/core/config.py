@@ -96,7 +96,7 @@ KEYS: dict[str, ConfigKey] = {k.key: k for k in (
     ConfigKey("restart-strategy", "none", _RESTART, "Flink's older name of restart-strategy.type"),
     ConfigKey("restart-strategy.fixed-delay.attempts", "3", _int(0), "restarts before the job fails"),
     ConfigKey("restart-strategy.fixed-delay.delay", "1 s", _duration, "pause before a restart"),
-    ConfigKey("table.exec.batch-size", "4096", _int(1), "rows per Arrow batch a source emits (sqlstream)"),
+    ConfigKey("table.exec.batch-size", "32768", _int(1), "rows per Arrow batch a source emits (sqlstream)"),
     ConfigKey("table.exec.state.ttl", "0", _duration, "idle keyed state expires after this long (0: never)"),
     ConfigKey("table.exec.source.idle-timeout", "0", _duration,
               "a source split without data this long stops holding the watermark (0: never)"),

@@ -40,9 +40,14 @@ def table_def(create: exp.Create, catalog: Catalog | None = None) -> TableDef:
                 elif isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
                     nullable = False
                 elif isinstance(kind, exp.PrimaryKeyColumnConstraint):
+                    _require_not_enforced(kind, item)
                     primary_key = (item.name,)
                 elif isinstance(kind, dialect.MetadataColumnConstraint):
                     raise plan_error("METADATA columns are not supported yet", item)
+                elif not isinstance(kind, exp.CommentColumnConstraint | exp.NotNullColumnConstraint):
+                    raise plan_error(f"column constraint '{c.sql(dialect=dialect.Flink)}' of '{item.name}' is not "
+                                     "supported; Flink columns take NOT NULL, PRIMARY KEY NOT ENFORCED and COMMENT",
+                                     item, item.name)
             if computed is None:
                 if item.args.get("kind") is None:
                     raise plan_error(f"column '{item.name}' needs a type", item, item.name)
@@ -51,7 +56,15 @@ def table_def(create: exp.Create, catalog: Catalog | None = None) -> TableDef:
                 col_type = None
             columns.append(ColumnDef(item.name, col_type, nullable, computed))  # type: ignore[arg-type]
         elif isinstance(item, exp.PrimaryKey):
+            _require_not_enforced(item, item)
             primary_key = tuple(e.name for e in item.expressions)
+        elif isinstance(item, exp.Constraint) and len(item.expressions) == 1 and isinstance(
+                item.expressions[0], exp.PrimaryKey):  # CONSTRAINT name PRIMARY KEY (...), as SHOW CREATE writes
+            _require_not_enforced(item.expressions[0], item)
+            primary_key = tuple(e.name for e in item.expressions[0].expressions)
+        elif not isinstance(item, exp.WatermarkColumnConstraint):
+            raise plan_error(f"'{item.sql(dialect=dialect.Flink)}' is not supported in CREATE TABLE; a table declares "
+                             "columns, one PRIMARY KEY (...) NOT ENFORCED and one WATERMARK", item)
     wms = dialect.watermarks(create)
     watermarks = [WatermarkDef(wm.this.name, wm.expression.sql(dialect=dialect.Flink)) for wm in wms]
     options = dialect.table_options(create)
@@ -74,6 +87,13 @@ def table_def(create: exp.Create, catalog: Catalog | None = None) -> TableDef:
     temporary = bool(create.args.get("temporary")) or _has_property(create, exp.TemporaryProperty)
     table = TableDef(name, tuple(columns), options, watermarks[0] if watermarks else None, primary_key, temporary)
     return _type_computed_columns(table, create)
+
+
+def _require_not_enforced(key: exp.Expression, node: exp.Expression) -> None:
+    options = [o.sql() if isinstance(o, exp.Expression) else str(o) for o in key.args.get("options") or []]
+    if not any(o.upper() == "NOT ENFORCED" for o in options):
+        raise plan_error("Flink doesn't support ENFORCED mode for PRIMARY KEY constraint: Flink does not own the "
+                         "data, so the only supported mode is NOT ENFORCED; write PRIMARY KEY (...) NOT ENFORCED", node)
 
 
 def _like_property(create: exp.Create) -> exp.LikeProperty | None:
