@@ -68,6 +68,10 @@ def _refused(session: Session, sql: str, *fragments: str) -> str:
     ("SELECT * FROM t /*+ LOOKUP('table' = 't') */", "table hint 'LOOKUP' is not supported"),
     ("SELECT * FROM v /*+ OPTIONS('path' = 'x') */", "view 'v' cannot be enriched with new options"),
     ("SELECT a FROM t UNION ALL SELECT a FROM t LIMIT 2 OFFSET 1", "OFFSET after a UNION"),
+    ("SELECT b, COUNT(*) FROM t GROUP BY b WITH ROLLUP", "WITH ROLLUP is not Flink SQL; write GROUP BY ROLLUP"),
+    ("SELECT b, COUNT(*) FROM t GROUP BY ALL", "GROUP BY ALL"),
+    ("SELECT SUM(a) OVER (PARTITION BY b ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW "
+     "EXCLUDE CURRENT ROW) FROM t", "EXCLUDE in a window frame"),
 ])
 def test_unsupported_clauses_are_refused_by_name(session: Session, sql: str, named: str) -> None:
     _refused(session, sql, named)
@@ -221,6 +225,12 @@ def test_like_options_clause_parses_and_prints_back(session: Session) -> None:
 def test_order_by_and_limit_after_union_apply_to_the_whole_union(session: Session) -> None:
     rows = _rows(session, "SELECT a, ts FROM t UNION ALL SELECT a, ts FROM t ORDER BY ts LIMIT 3")
     assert [r[0] for r in rows] == [0, 0, 1]
+
+
+def test_column_aliases_on_a_table_rename_its_columns(session: Session) -> None:
+    assert _rows(session, "SELECT x.c FROM t AS x (c, d, e) WHERE c > 3") == [(4,)]
+    _refused(session, "SELECT a FROM t AS x (c, d, e)", "unknown column 'a'")
+    _refused(session, "SELECT c FROM t AS x (c, d)", "alias lists 2 columns but the query has 3")
 
 
 # ---------------------------------------------------------------------------------------- SET keys

@@ -234,7 +234,12 @@ class QueryBinder:
                                  "applied to tables", node, name)
             rel = self.bind_query(script.parse_one(obj.query))
             return Relation(rel.node, rel.scope.requalified(alias))
-        return self.table_relation(with_hint_options(obj, node, self.settings), alias)
+        rel = self.table_relation(with_hint_options(obj, node, self.settings), alias)
+        alias_node = node.args.get("alias")
+        if alias_node is not None and alias_node.columns:  # FROM t AS x (c1, c2, ...) renames the columns
+            rel = _rename(rel, [c.name for c in alias_node.columns], node)
+            rel = Relation(rel.node, rel.scope.requalified(alias))
+        return rel
 
     def table_relation(self, table: TableDef, alias: str | None = None) -> Relation:
         """Scan a table, derive its computed columns, and assign its watermark."""

@@ -69,6 +69,14 @@ _JOIN_REFUSED: dict[str, str] = {
     "expressions": "this join form is not supported",
 }
 
+_GROUP_REFUSED: dict[str, str] = {
+    "rollup": "GROUP BY ... WITH ROLLUP is not Flink SQL; write GROUP BY ROLLUP (a, b)",
+    "cube": "GROUP BY ... WITH CUBE is not Flink SQL; write GROUP BY CUBE (a, b)",
+    "totals": "GROUP BY ... WITH TOTALS is not supported; add GROUPING SETS ((a, b), ())",
+    "all": "GROUP BY ALL is not supported; list the grouping columns",
+    "grouping_sets": "this GROUPING SETS form is not supported; write GROUP BY GROUPING SETS ((a), (b))",
+}
+
 _SET_OPERATION_READ = {"this", "expression", "distinct", "with_", "order", "limit"}
 _SUBQUERY_READ = {"this", "alias", "with_", "order", "limit"}
 
@@ -119,6 +127,16 @@ def check_query(node: exp.Expression) -> None:
             raise plan_error("UNNEST is not supported yet", n)
         elif isinstance(n, exp.MatchRecognize):
             raise plan_error(_SELECT_REFUSED["match"], n)
+        elif isinstance(n, exp.Group):
+            _check_args(n, _GROUP_REFUSED, "GROUP BY")
+        elif isinstance(n, exp.WindowSpec) and n.args.get("exclude") is not None:
+            raise plan_error("EXCLUDE in a window frame is not supported", n.args["exclude"])
+        elif isinstance(n, exp.Window) and n.args.get("first") is not None:
+            raise plan_error("KEEP (DENSE_RANK FIRST/LAST) is not supported", n)
+        elif isinstance(n, exp.Ordered) and n.args.get("with_fill") is not None:
+            raise plan_error("ORDER BY ... WITH FILL is not supported", n)
+        elif isinstance(n, exp.Limit) and (n.args.get("offset") is not None or n.args.get("expressions")):
+            raise plan_error("LIMIT m, n and LIMIT ... BY are not supported; use LIMIT n", n)
 
 
 def check_insert(insert: exp.Insert) -> None:
