@@ -40,7 +40,6 @@ _SELECT_REFUSED: dict[str, str] = {
     "into": "SELECT ... INTO is not supported; use INSERT INTO t SELECT ...",
     "exclude": "SELECT * EXCLUDE (...) is not supported; list the columns",
     "operation_modifiers": "query modifiers are not supported",
-    "prewhere_": "PREWHERE is not supported",
 }
 
 _TABLE_REFUSED: dict[str, str] = {
@@ -114,7 +113,7 @@ def check_query(node: exp.Expression) -> None:
         elif isinstance(n, exp.Table):
             _check_table(n)
         elif isinstance(n, exp.Join):
-            _check_args(n, _JOIN_REFUSED, "JOIN")
+            _check_args(n, _JOIN_REFUSED)
         elif isinstance(n, exp.Union | exp.Intersect | exp.Except):
             _check_set_operation(n)
         elif isinstance(n, exp.With) and n.args.get("recursive"):
@@ -128,7 +127,7 @@ def check_query(node: exp.Expression) -> None:
         elif isinstance(n, exp.MatchRecognize):
             raise plan_error(_SELECT_REFUSED["match"], n)
         elif isinstance(n, exp.Group):
-            _check_args(n, _GROUP_REFUSED, "GROUP BY")
+            _check_args(n, _GROUP_REFUSED)
         elif isinstance(n, exp.WindowSpec) and n.args.get("exclude") is not None:
             raise plan_error("EXCLUDE in a window frame is not supported", n.args["exclude"])
         elif isinstance(n, exp.Window) and n.args.get("first") is not None:
@@ -141,7 +140,7 @@ def check_query(node: exp.Expression) -> None:
 
 def check_insert(insert: exp.Insert) -> None:
     """The INSERT clauses beyond INTO [(columns)] <query>; OVERWRITE is checked by the planner."""
-    _check_args(insert, _INSERT_REFUSED, "INSERT")
+    _check_args(insert, _INSERT_REFUSED)
     unread = [k for k, v in insert.args.items() if v and k not in _INSERT_READ and k not in _INSERT_REFUSED]
     if unread:
         raise plan_error(f"INSERT clause '{unread[0]}' is not supported", insert)
@@ -196,7 +195,7 @@ def table_hint_options(table: exp.Table) -> dict[str, str]:
 
 
 def _check_select(sel: exp.Select) -> None:
-    _check_args(sel, _SELECT_REFUSED, "SELECT")
+    _check_args(sel, _SELECT_REFUSED)
     unread = [k for k, v in sel.args.items() if v and k not in _SELECT_READ and k not in _SELECT_REFUSED]
     if unread:
         raise plan_error(f"SELECT clause '{unread[0]}' is not supported", sel)
@@ -211,7 +210,7 @@ def _check_select(sel: exp.Select) -> None:
 
 
 def _check_table(table: exp.Table) -> None:
-    _check_args(table, _TABLE_REFUSED, "table reference")
+    _check_args(table, _TABLE_REFUSED)
     if table.args.get("joins"):
         raise plan_error("parenthesised joins are not supported; write the joins without parentheses", table)
 
@@ -233,7 +232,7 @@ def _check_modifiers(node: exp.Expression, read: set[str], what: str) -> None:
             raise plan_error(message, value if isinstance(value, exp.Expression) else node)
 
 
-def _check_args(node: exp.Expression, refused: dict[str, str], what: str) -> None:
+def _check_args(node: exp.Expression, refused: dict[str, str]) -> None:
     for arg, message in refused.items():
         value = node.args.get(arg)
         if value:
