@@ -319,3 +319,25 @@ def test_registry_defaults_are_the_engines() -> None:
     assert config.KEYS["table.exec.batch-size"].default == str(DEFAULT_BATCH_SIZE)
     assert config.KEYS["pipeline.max-parallelism"].default == str(DEFAULT_MAX_PARALLELISM)
     assert config.KEYS["state.backend.type"].default == DEFAULT_STATE_BACKEND
+
+
+# ---------------------------------------------------------------------------------------- meta statements
+
+def test_show_like_filters_the_names(session: Session) -> None:
+    def names(sql: str) -> list[str]:
+        table = session.execute_script(sql)[-1].table
+        assert table is not None
+        return table.column(0).to_pylist()
+
+    assert names("SHOW TABLES LIKE 'b%'") == ["base"]
+    assert names("SHOW TABLES LIKE '_'") == ["t", "v"]
+    assert names("SHOW VIEWS LIKE 'v'") == ["v"]
+    assert names("SHOW FUNCTIONS LIKE 'TO\\_TIMESTAMP%'") == ["TO_TIMESTAMP", "TO_TIMESTAMP_LTZ"]
+    assert names("SHOW DATABASES LIKE 'nothing%'") == []
+    _refused(session, "SHOW TABLES FROM other_db", "SHOW TABLES FROM <database> is not supported yet")
+
+
+def test_drop_cascade_and_view_options_are_refused(session: Session) -> None:
+    _refused(session, "DROP TABLE t CASCADE", "DROP TABLE takes no CASCADE")
+    assert session.catalog.get("t") is not None
+    _refused(session, "CREATE VIEW w WITH ('k' = 'v') AS SELECT a FROM t", "CREATE VIEW takes no WITH options")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from sqlstream.catalog.persistent import CatalogManager, FunctionDef, parse_statements
@@ -69,6 +70,8 @@ class Session:
 
     def execute_statement(self, node: exp.Expression, on_rows: RowConsumer | None = None) -> StatementResult:
         # catalogs and databases: CREATE/DROP/USE CATALOG|DATABASE, SHOW CATALOGS|DATABASES|CURRENT ...
+        if isinstance(node, exp.Show):
+            return self._show_like(node)
         shown = self.catalog.execute(node)
         if shown is not None:
             return StatementResult("TABLE", table=shown) if isinstance(shown, pa.Table) else StatementResult("OK", shown)
@@ -76,8 +79,6 @@ class Session:
             return self._create(node)
         if isinstance(node, exp.Drop):
             return self._drop(node)
-        if isinstance(node, exp.Show):
-            return self._show(node)
         if isinstance(node, exp.Describe):
             return self._describe(node)
         if isinstance(node, dialect.Explain):
@@ -167,6 +168,9 @@ class Session:
             self.catalog.create(table, exists)
             return StatementResult("OK", "[INFO] Execute statement succeeded.")
         if kind == "VIEW":
+            for prop in (node.args.get("properties") or exp.Properties()).expressions:
+                if not isinstance(prop, exp.TemporaryProperty | exp.SchemaCommentProperty):
+                    raise PlanError(f"CREATE VIEW takes no WITH options or other properties: {prop.sql(dialect=dialect.Flink)}")
             view = ddl.view_def(node)
             if exists and self.catalog.get(view.name) is not None:
                 return StatementResult("OK", "[INFO] View already exists, skipped.")
@@ -197,9 +201,28 @@ class Session:
         cls = {"TABLE": TableDef, "VIEW": ViewDef}.get(kind)
         if cls is None:
             raise PlanError(f"DROP {kind} is not supported")
+        if node.args.get("cascade") or node.args.get("purge") or node.args.get("constraints"):
+            raise PlanError(f"DROP {kind} takes no CASCADE / PURGE: there is nothing that depends on a {kind.lower()}")
         for t in node.args.get("tables") or [node.this]:
             self.catalog.drop(t.name, cls, bool(node.args.get("exists")))
         return StatementResult("OK", "[INFO] Execute statement succeeded.")
+
+    def _show_like(self, node: exp.Show) -> StatementResult:
+        """SHOW ..., its rows filtered by ``LIKE 'pattern'`` (SQL LIKE: % and _, case-sensitive)."""
+        if node.args.get("db") is not None:
+            raise PlanError(f"SHOW {node.name} FROM <database> is not supported yet; USE the database first")
+        shown = self.catalog.execute(node)
+        if shown is None:
+            result = self._show(node)
+        else:
+            result = StatementResult("TABLE", table=shown) if isinstance(shown, pa.Table) else StatementResult("OK", shown)
+        like = node.args.get("like")
+        if like is None:
+            return result
+        if result.table is None:
+            raise PlanError(f"SHOW {node.name} takes no LIKE clause")
+        names = result.table.column(0)
+        return StatementResult("TABLE", table=result.table.filter(pc.match_like(names, like.name)))
 
     def _show(self, node: exp.Show) -> StatementResult:
         what = node.name.upper()
