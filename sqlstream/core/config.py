@@ -88,8 +88,14 @@ KEYS: dict[str, ConfigKey] = {k.key: k for k in (
     ConfigKey("parallelism.default", "1", _int(1), "subtasks per operator"),
     ConfigKey("pipeline.max-parallelism", "128", _int(1), "key groups: the upper bound of rescaling"),
     ConfigKey("execution.checkpointing.interval", None, _duration, "checkpoint every this long (unset: never)"),
-    ConfigKey("state.checkpoints.dir", None, _text, "where checkpoints are written"),
-    ConfigKey("state.checkpoints.num-retained", "1", _int(1), "completed checkpoints kept"),
+    ConfigKey("execution.checkpointing.dir", None, _text, "where checkpoints are written"),
+    ConfigKey("state.checkpoints.dir", None, _text, "Flink's older name of execution.checkpointing.dir"),
+    ConfigKey("execution.checkpointing.num-retained", "1", _int(1), "completed checkpoints kept"),
+    ConfigKey("state.checkpoints.num-retained", "1", _int(1),
+              "Flink's older name of execution.checkpointing.num-retained"),
+    ConfigKey("execution.checkpointing.max-concurrent-checkpoints", "1", _int(1), "checkpoints in flight at once"),
+    ConfigKey("execution.checkpointing.min-pause", "0 ms", _duration, "pause between two checkpoints"),
+    ConfigKey("execution.checkpointing.timeout", "10 min", _duration, "a checkpoint not complete by then fails"),
     ConfigKey("state.backend.type", "hashmap", _BACKEND, "hashmap (in memory) or rocksdb"),
     ConfigKey("state.backend", "hashmap", _BACKEND, "Flink's older name of state.backend.type"),
     ConfigKey("restart-strategy.type", "none", _RESTART, "none or fixed-delay"),
@@ -128,9 +134,6 @@ NO_EFFECT: dict[str, str] = {
     "pipeline.name": "jobs are not named",
     "pipeline.auto-watermark-interval": "watermarks advance with every batch",
     "execution.checkpointing.mode": "checkpoints are always aligned (exactly once)",
-    "execution.checkpointing.timeout": "checkpoints do not time out",
-    "execution.checkpointing.min-pause": "checkpoints are taken at the interval",
-    "execution.checkpointing.max-concurrent-checkpoints": "one checkpoint is in flight at a time",
     "execution.buffer-timeout": "batches are sent when full or when the source pauses",
     "state.backend.incremental": "checkpoints are full snapshots",
     "state.savepoints.dir": "give the savepoint directory to the savepoint command",
@@ -139,6 +142,11 @@ NO_EFFECT: dict[str, str] = {
     "table.exec.sink.upsert-materialize": "sinks are written as the changelog arrives",
     "table.exec.source.cdc-events-duplicate": "changelog sources are not deduplicated",
     "table.generated-code.max-length": "sqlstream generates no code",
+}
+
+# Families of Flink keys without effect here, by prefix.
+NO_EFFECT_PREFIXES: dict[str, str] = {
+    "fs.": "Flink file system plugin settings: sqlstream's filesystem connector reads local paths",
 }
 
 
@@ -156,6 +164,9 @@ def validate(key: str, value: str) -> str | None:
         return None
     if key in NO_EFFECT:
         return f"'{key}' has no effect in sqlstream ({NO_EFFECT[key]})"
+    prefix = next((p for p in NO_EFFECT_PREFIXES if key.startswith(p)), None)
+    if prefix is not None:
+        return f"'{key}' has no effect in sqlstream ({NO_EFFECT_PREFIXES[prefix]})"
     close = difflib.get_close_matches(key, [*KEYS, *NO_EFFECT], n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     raise PlanError(f"unknown configuration key '{key}'{hint}")
