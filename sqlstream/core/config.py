@@ -72,7 +72,8 @@ def _text(text: str) -> str:
 
 
 def _zone(text: str) -> str:
-    if text.strip().upper() not in ("UTC", "Z", "GMT", "+00:00", "UTC+00:00", "GMT+00:00"):
+    # the zone ids Flink accepts that mean UTC (it refuses bare offsets such as '+00:00')
+    if text.strip().upper() not in ("UTC", "GMT", "GMT+00:00", "GMT-00:00", "ETC/UTC", "ETC/GMT"):
         raise ValueError(
             f"'{text}': sqlstream evaluates TIMESTAMP_LTZ and the current-time functions in UTC only "
             "for now; set 'UTC' or leave the key unset")
