@@ -88,7 +88,7 @@ def test_without_ray_the_error_says_how_to_install_it(monkeypatch: pytest.Monkey
 
 
 def test_an_unknown_target_is_refused() -> None:
-    with pytest.raises(SqlStreamError, match="execution.target 'yarn'"):
+    with pytest.raises(SqlStreamError, match="'execution.target': 'yarn' is not one of local, ray"):
         Session().execute_script("SET 'execution.target' = 'yarn'; SELECT 1 AS x;")
 
 

@@ -217,7 +217,8 @@ def test_result_modes_show_a_changelog_or_its_materialized_table() -> None:
     assert shown == final and "query finished" in last
 
     bad = _shell_output("nonsense", query)
-    assert "[ERROR] 'sql-client.execution.result-mode' must be one of tableau, changelog, table" in bad
+    assert ("invalid value for 'sql-client.execution.result-mode': 'nonsense' is not one of tableau, changelog, "
+            "table") in bad
 
 
 def test_non_interactive_input_runs_like_a_script(tmp_path: Path) -> None:

@@ -10,10 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from sqlstream.catalog.persistent import CatalogManager, FunctionDef, parse_statements
-from sqlstream.core.errors import PlanError, SqlError, SqlStreamError
+from sqlstream.core import config as config_keys
+from sqlstream.core.config import setting
+from sqlstream.core.errors import PlanError, SqlError
 from sqlstream.core.functions import REGISTRY, udfs
 from sqlstream.core.secrets import mask_options
 from sqlstream.core.sql import dialect
@@ -67,6 +70,8 @@ class Session:
 
     def execute_statement(self, node: exp.Expression, on_rows: RowConsumer | None = None) -> StatementResult:
         # catalogs and databases: CREATE/DROP/USE CATALOG|DATABASE, SHOW CATALOGS|DATABASES|CURRENT ...
+        if isinstance(node, exp.Show):
+            return self._show_like(node)
         shown = self.catalog.execute(node)
         if shown is not None:
             return StatementResult("TABLE", table=shown) if isinstance(shown, pa.Table) else StatementResult("OK", shown)
@@ -74,8 +79,6 @@ class Session:
             return self._create(node)
         if isinstance(node, exp.Drop):
             return self._drop(node)
-        if isinstance(node, exp.Show):
-            return self._show(node)
         if isinstance(node, exp.Describe):
             return self._describe(node)
         if isinstance(node, dialect.Explain):
@@ -98,11 +101,11 @@ class Session:
     def _roots(self, node: exp.Expression) -> list[Sink]:
         self._load_functions()
         if isinstance(node, dialect.StatementSet):
-            return [planner.insert_plan(self.catalog, i) for i in node.expressions]
+            return [planner.insert_plan(self.catalog, i, self.config) for i in node.expressions]
         if isinstance(node, exp.Insert):
-            return [planner.insert_plan(self.catalog, node)]
+            return [planner.insert_plan(self.catalog, node, self.config)]
         if isinstance(node, exp.Query):
-            return [planner.select_plan(self.catalog, node)]
+            return [planner.select_plan(self.catalog, node, self.config)]
         raise PlanError(f"cannot plan '{node.sql(dialect=dialect.Flink)[:60]}'")
 
     def _load_functions(self) -> None:
@@ -125,8 +128,11 @@ class Session:
                 collected.append(chunk.batch)
                 kinds.append(chunk.kinds_or_inserts())
 
-        executor = self._executor_class()(flow, JobConfig.from_settings(self.config), collect, restore=self.restore_from,
-                                          allow_non_restored_state=self.allow_non_restored_state)
+        # `sqlstream run --restore` wins over SET 'execution.savepoint.path', as Flink's -s over the key
+        restore = self.restore_from or setting(self.config, "execution.savepoint.path")
+        allow = self.allow_non_restored_state or setting(self.config, "execution.savepoint.ignore-unclaimed-state")
+        executor = self._executor_class()(flow, JobConfig.from_settings(self.config), collect, restore=restore,
+                                          allow_non_restored_state=allow)
         self.current_executor = executor
         try:
             job = executor.run()
@@ -142,14 +148,11 @@ class Session:
     def _executor_class(self) -> type[JobExecutor]:
         """`SET 'execution.target'`: 'local' (threads in this process, the default) or 'ray' (actors on
         a Ray cluster, `'ray.address'`); Ray is an optional extra, imported only when chosen."""
-        target = self.config.get("execution.target", "local").strip().lower()
-        if target == "local":
+        if setting(self.config, "execution.target") == "local":
             return JobExecutor
-        if target == "ray":
-            from sqlstream.runtime.ray_executor import RayJobExecutor
+        from sqlstream.runtime.ray_executor import RayJobExecutor
 
-            return RayJobExecutor
-        raise SqlStreamError(f"unknown execution.target '{target}'; use 'local' or 'ray'")
+        return RayJobExecutor
 
     # ---------------------------------------------------------------- DDL & meta
     def _create(self, node: exp.Create) -> StatementResult:
@@ -158,17 +161,20 @@ class Session:
         if kind == "TABLE":
             if node.expression is not None:
                 raise PlanError("CREATE TABLE ... AS SELECT is not supported yet; CREATE TABLE then INSERT INTO")
-            table = ddl.table_def(node)
+            table = ddl.table_def(node, self.catalog)
             if exists and self.catalog.get(table.name) is not None:
                 return StatementResult("OK", "[INFO] Table already exists, skipped.")
             ddl.validate_table(table)
             self.catalog.create(table, exists)
             return StatementResult("OK", "[INFO] Execute statement succeeded.")
         if kind == "VIEW":
+            for prop in (node.args.get("properties") or exp.Properties()).expressions:
+                if not isinstance(prop, exp.TemporaryProperty | exp.SchemaCommentProperty):
+                    raise PlanError(f"CREATE VIEW takes no WITH options or other properties: {prop.sql(dialect=dialect.Flink)}")
             view = ddl.view_def(node)
             if exists and self.catalog.get(view.name) is not None:
                 return StatementResult("OK", "[INFO] View already exists, skipped.")
-            QueryBinder(self.catalog).bind_query(node.expression)  # fail now, not at first use
+            QueryBinder(self.catalog, self.config).bind_query(node.expression)  # fail now, not at first use
             self.catalog.create(view, exists)
             return StatementResult("OK", "[INFO] Execute statement succeeded.")
         if kind == "FUNCTION":
@@ -195,9 +201,28 @@ class Session:
         cls = {"TABLE": TableDef, "VIEW": ViewDef}.get(kind)
         if cls is None:
             raise PlanError(f"DROP {kind} is not supported")
+        if node.args.get("cascade") or node.args.get("purge") or node.args.get("constraints"):
+            raise PlanError(f"DROP {kind} takes no CASCADE / PURGE: there is nothing that depends on a {kind.lower()}")
         for t in node.args.get("tables") or [node.this]:
             self.catalog.drop(t.name, cls, bool(node.args.get("exists")))
         return StatementResult("OK", "[INFO] Execute statement succeeded.")
+
+    def _show_like(self, node: exp.Show) -> StatementResult:
+        """SHOW ..., its rows filtered by ``LIKE 'pattern'`` (SQL LIKE: % and _, case-sensitive)."""
+        if node.args.get("db") is not None:
+            raise PlanError(f"SHOW {node.name} FROM <database> is not supported yet; USE the database first")
+        shown = self.catalog.execute(node)
+        if shown is None:
+            result = self._show(node)
+        else:
+            result = StatementResult("TABLE", table=shown) if isinstance(shown, pa.Table) else StatementResult("OK", shown)
+        like = node.args.get("like")
+        if like is None:
+            return result
+        if result.table is None:
+            raise PlanError(f"SHOW {node.name} takes no LIKE clause")
+        names = result.table.column(0)
+        return StatementResult("TABLE", table=result.table.filter(pc.match_like(names, like.name)))
 
     def _show(self, node: exp.Show) -> StatementResult:
         what = node.name.upper()
@@ -246,6 +271,7 @@ class Session:
             keys = sorted(self.config)
             shown = mask_options(self.config)
             return StatementResult("TABLE", table=pa.table({"key": keys, "value": [shown[k] for k in keys]}))
+        warnings = []
         for item in items:
             eq = item.this
             if not isinstance(eq, exp.EQ):
@@ -253,8 +279,11 @@ class Session:
             key, value = eq.this.name, eq.expression.name
             if key == "parallelism.default":
                 parse_parallelism(key, value)  # refused now rather than when a job starts
+            warning = config_keys.validate(key, value)
+            if warning is not None:
+                warnings.append(f"[WARNING] {warning}\n")
             self.config[key] = value
-        return StatementResult("OK", "[INFO] Execute statement succeeded.")
+        return StatementResult("OK", "".join(warnings) + "[INFO] Execute statement succeeded.")
 
 
 def _has_temporary(node: exp.Create) -> bool:

@@ -36,6 +36,7 @@ from prompt_toolkit.lexers import Lexer
 from prompt_toolkit.styles import Style
 from sqlglot.errors import TokenError
 
+from sqlstream.core.config import setting
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.home import home, open_private
 from sqlstream.core.sql.dialect import Flink, split_statements
@@ -47,7 +48,6 @@ from sqlstream.frontend.tableau import TableauPrinter, format_value
 from sqlstream.runtime.elements import Chunk, RowKind
 
 RESULT_MODE = "sql-client.execution.result-mode"
-RESULT_MODES = ("tableau", "changelog", "table")
 
 KEYWORDS = (
     "ADD", "ALL", "ALTER", "AND", "AS", "ASC", "AVG", "BEGIN", "BETWEEN", "BIGINT", "BOOLEAN", "BY", "CASCADE",
@@ -322,9 +322,7 @@ class SqlShell:
 
     # ------------------------------------------------------------ running statements
     def _make_view(self) -> ResultView:
-        mode = self.session.config.get(RESULT_MODE, "tableau").lower()
-        if mode not in RESULT_MODES:
-            raise SqlStreamError(f"'{RESULT_MODE}' must be one of {', '.join(RESULT_MODES)}, got '{mode}'")
+        mode = setting(self.session.config, RESULT_MODE)  # validated by SET: tableau, changelog or table
         return {"tableau": TableauView, "changelog": ChangelogView, "table": LiveTableView}[mode](self.out)
 
     def _on_rows(self, chunk: Chunk, schema: pa.Schema) -> None:

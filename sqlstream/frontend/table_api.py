@@ -27,6 +27,7 @@ import queue
 import re
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -36,6 +37,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from sqlstream.catalog.persistent import FunctionDef, parse_statements
+from sqlstream.core import config as config_keys
 from sqlstream.core.errors import PlanError, SqlStreamError
 from sqlstream.core.functions import udfs
 from sqlstream.core.sql import dialect
@@ -466,7 +468,7 @@ class Table:
 
     # -- execution
     def get_schema(self) -> pa.Schema:
-        return planner.select_plan(self._env.session.catalog, parse_one(self.sql)).schema
+        return planner.select_plan(self._env.session.catalog, parse_one(self.sql), self._env.session.config).schema
 
     def explain(self) -> str:
         return self._env.explain_sql(self.sql)
@@ -834,6 +836,10 @@ class TableConfig:
         self._config = config
 
     def set(self, key: str, value: str) -> TableConfig:
+        """Set a key as SET would: an unknown key or bad value raises, a key without effect warns."""
+        warning = config_keys.validate(key, str(value))
+        if warning is not None:
+            warnings.warn(warning, stacklevel=2)
         self._config[key] = str(value)
         return self
 
@@ -879,7 +885,7 @@ class TableEnvironment:
             raise PlanError(f"execute_sql takes one statement, got {len(statements)}")
         node = statements[0].node
         if isinstance(node, exp.Query):
-            schema = planner.select_plan(self.session.catalog, node).schema
+            schema = planner.select_plan(self.session.catalog, node, self.session.config).schema
             return TableResult(self, schema, query=statement)
         if isinstance(node, exp.Insert | dialect.StatementSet):
             self.session._roots(node)  # plan errors surface here, not in the job's thread
@@ -895,7 +901,7 @@ class TableEnvironment:
         node = parse_one(query)
         if not isinstance(node, exp.Query):
             raise PlanError("sql_query takes a SELECT query; use execute_sql for other statements")
-        planner.select_plan(self.session.catalog, node)  # fail now on unknown tables or columns
+        planner.select_plan(self.session.catalog, node, self.session.config)  # fail now on unknown tables or columns
         alias = self._fresh("q")
         return Table(self, _Spec(f"({query}) AS {quote(alias)}"))
 

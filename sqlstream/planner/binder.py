@@ -7,6 +7,8 @@ window_end`` over them into a window aggregation.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -14,6 +16,7 @@ from sqlglot import exp
 
 from sqlstream.catalog.catalog import Catalog
 from sqlstream.core.aggregates import AggCall
+from sqlstream.core.config import setting
 from sqlstream.core.connectors import connector_spec
 from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import PlanError
@@ -60,6 +63,7 @@ from sqlstream.planner.proctime import with_proctime_attribute
 from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
 from sqlstream.planner.set_operations import coerced_inputs, intersect_or_except
 from sqlstream.planner.subqueries import bind_where, with_scalar_subqueries
+from sqlstream.planner.surface import check_query, table_hint_options
 
 
 @dataclass
@@ -86,12 +90,24 @@ def _parse_expression(text: str) -> exp.Expression:
 
 
 class QueryBinder:
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, settings: Mapping[str, str] | None = None) -> None:
         self.catalog = catalog
+        self.settings = settings or {}
         self.ctes: list[dict[str, exp.Expression]] = []
+        self._depth = 0
 
     # ---------------------------------------------------------------- queries
     def bind_query(self, node: exp.Expression) -> Relation:
+        """The relation of a query; clauses the binder does not carry out are refused first."""
+        if self._depth == 0:
+            check_query(node)
+        self._depth += 1
+        try:
+            return self._bind_query_with(node)
+        finally:
+            self._depth -= 1
+
+    def _bind_query_with(self, node: exp.Expression) -> Relation:
         with_ = node.args.get("with_") or node.args.get("with")
         if with_ is not None:
             frame = {cte.alias_or_name.lower(): cte.this for cte in with_.expressions}
@@ -104,17 +120,28 @@ class QueryBinder:
 
     def _bind_query_body(self, node: exp.Expression) -> Relation:
         if isinstance(node, exp.Subquery):
-            return self.bind_query(node.this)
+            return self._ordered(self.bind_query(node.this), node)
         if isinstance(node, exp.Union):
-            return self._bind_union(node)
+            return self._ordered(self._bind_union(node), node)
         if isinstance(node, exp.Select):
             return self._bind_select(node)
         if isinstance(node, exp.Values):
             return self._bind_values(node)
         if isinstance(node, exp.Intersect | exp.Except):
             out = intersect_or_except(self.bind_query(node.this).node, self.bind_query(node.expression).node, node)
-            return Relation(out, Scope.of(out.schema))
+            return self._ordered(Relation(out, Scope.of(out.schema)), node)
         raise plan_error(f"unsupported query '{node.sql()[:60]}'", node)
+
+    @staticmethod
+    def _ordered(rel: Relation, node: exp.Expression) -> Relation:
+        """ORDER BY / LIMIT after a set operation or a parenthesised query: over its whole result."""
+        order, limit = node.args.get("order"), node.args.get("limit")
+        if order is None and limit is None:
+            return rel
+        from sqlstream.planner.over import bind_order_limit
+
+        out = bind_order_limit(rel.node, order, limit)
+        return Relation(out, Scope.of(out.schema))
 
     def _bind_union(self, node: exp.Union) -> Relation:
         children = coerced_inputs(self.bind_query(node.this).node, self.bind_query(node.expression).node, node)
@@ -187,8 +214,13 @@ class QueryBinder:
     def _bind_table_ref(self, node: exp.Table) -> Relation:
         name = node.name
         alias = node.alias or name
+        if node.args.get("version") is not None:
+            raise plan_error("FOR SYSTEM_TIME AS OF is only supported on the right side of a JOIN "
+                             "(a lookup join or an event-time temporal join)", node.args["version"])
         for frame in reversed(self.ctes):
             if name.lower() in frame:
+                if node.args.get("hints"):
+                    raise plan_error(f"'{name}' is a WITH query; hints can only be applied to tables", node, name)
                 rel = self.bind_query(frame[name.lower()])
                 return Relation(rel.node, rel.scope.requalified(alias))
         obj = self.catalog.get(name)
@@ -197,9 +229,17 @@ class QueryBinder:
             hint = f" Known tables: {', '.join(known)}" if known else " No tables are defined yet."
             raise plan_error(f"table or view '{name}' does not exist.{hint}", node, name)
         if isinstance(obj, ViewDef):
+            if node.args.get("hints"):
+                raise plan_error(f"view '{name}' cannot be enriched with new options; hints can only be "
+                                 "applied to tables", node, name)
             rel = self.bind_query(script.parse_one(obj.query))
             return Relation(rel.node, rel.scope.requalified(alias))
-        return self.table_relation(obj, alias)
+        rel = self.table_relation(with_hint_options(obj, node, self.settings), alias)
+        alias_node = node.args.get("alias")
+        if alias_node is not None and alias_node.columns:  # FROM t AS x (c1, c2, ...) renames the columns
+            rel = _rename(rel, [c.name for c in alias_node.columns], node)
+            rel = Relation(rel.node, rel.scope.requalified(alias))
+        return rel
 
     def table_relation(self, table: TableDef, alias: str | None = None) -> Relation:
         """Scan a table, derive its computed columns, and assign its watermark."""
@@ -312,6 +352,7 @@ class QueryBinder:
         obj = self.catalog.get(table_node.name)
         if not isinstance(obj, TableDef):
             raise plan_error(f"FOR SYSTEM_TIME AS OF needs a table, '{table_node.name}' is not one", table_node)
+        obj = with_hint_options(obj, table_node, self.settings)
         alias = table_node.alias or obj.name
         on = join.args.get("on")
         if on is None:
@@ -758,6 +799,20 @@ def _grouping_id(node: exp.Grouping | exp.GroupingId, present: set[str]) -> exp.
     for arg in node.expressions:
         value = value << 1 | (arg.sql(dialect=dialect.Flink) not in present)
     return exp.Cast(this=exp.Literal.number(value), to=exp.DataType.build("BIGINT"))
+
+
+def with_hint_options(table: TableDef, node: exp.Table, settings: Mapping[str, str]) -> TableDef:
+    """The table with its ``/*+ OPTIONS(...) */`` dynamic options merged over its WITH options,
+    validated by its connector as CREATE TABLE would (``table.dynamic-table-options.enabled``)."""
+    options = table_hint_options(node)
+    if not options:
+        return table
+    if not setting(settings, "table.dynamic-table-options.enabled"):
+        raise plan_error("the OPTIONS hint is allowed only when the config option "
+                         "'table.dynamic-table-options.enabled' is set to true", node, node.name)
+    hinted = dataclasses.replace(table, options={**table.options, **options})
+    connector_spec(hinted.connector).validate(hinted)
+    return hinted
 
 
 def _grouping_sets(group: exp.Group) -> list[list[exp.Expression]] | None:

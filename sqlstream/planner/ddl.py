@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from sqlstream.catalog.catalog import Catalog
 from sqlstream.core.connectors import connector_spec
 from sqlstream.core.errors import ConnectorError, PlanError
 from sqlstream.core.sql import dialect
@@ -15,16 +16,20 @@ from sqlstream.core.sql.script import parse_one
 from sqlstream.core.tables import ColumnDef, TableDef, ViewDef, WatermarkDef
 from sqlstream.core.types import arrow_type
 from sqlstream.planner.scope import plan_error
+from sqlstream.planner.surface import check_create_table
 
 
-def table_def(create: exp.Create) -> TableDef:
+def table_def(create: exp.Create, catalog: Catalog | None = None) -> TableDef:
+    """The table a CREATE TABLE defines; with ``LIKE source``, merged with ``source`` (``catalog``)."""
+    check_create_table(create)
     schema = create.this
-    if not isinstance(schema, exp.Schema):
+    like = _like_property(create)
+    if not isinstance(schema, exp.Schema) and like is None:
         raise plan_error("CREATE TABLE needs a column list: CREATE TABLE t (col TYPE, ...) WITH (...)", create)
-    name = schema.this.name
+    name = schema.this.name if isinstance(schema, exp.Schema) else schema.name
     columns: list[ColumnDef] = []
     primary_key: tuple[str, ...] = ()
-    for item in schema.expressions:
+    for item in schema.expressions if isinstance(schema, exp.Schema) else []:
         if isinstance(item, exp.ColumnDef):
             computed = None
             nullable = True
@@ -35,9 +40,14 @@ def table_def(create: exp.Create) -> TableDef:
                 elif isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
                     nullable = False
                 elif isinstance(kind, exp.PrimaryKeyColumnConstraint):
+                    _require_not_enforced(kind, item)
                     primary_key = (item.name,)
                 elif isinstance(kind, dialect.MetadataColumnConstraint):
                     raise plan_error("METADATA columns are not supported yet", item)
+                elif not isinstance(kind, exp.CommentColumnConstraint | exp.NotNullColumnConstraint):
+                    raise plan_error(f"column constraint '{c.sql(dialect=dialect.Flink)}' of '{item.name}' is not "
+                                     "supported; Flink columns take NOT NULL, PRIMARY KEY NOT ENFORCED and COMMENT",
+                                     item, item.name)
             if computed is None:
                 if item.args.get("kind") is None:
                     raise plan_error(f"column '{item.name}' needs a type", item, item.name)
@@ -46,7 +56,21 @@ def table_def(create: exp.Create) -> TableDef:
                 col_type = None
             columns.append(ColumnDef(item.name, col_type, nullable, computed))  # type: ignore[arg-type]
         elif isinstance(item, exp.PrimaryKey):
+            _require_not_enforced(item, item)
             primary_key = tuple(e.name for e in item.expressions)
+        elif isinstance(item, exp.Constraint) and len(item.expressions) == 1 and isinstance(
+                item.expressions[0], exp.PrimaryKey):  # CONSTRAINT name PRIMARY KEY (...), as SHOW CREATE writes
+            _require_not_enforced(item.expressions[0], item)
+            primary_key = tuple(e.name for e in item.expressions[0].expressions)
+        elif not isinstance(item, exp.WatermarkColumnConstraint):
+            raise plan_error(f"'{item.sql(dialect=dialect.Flink)}' is not supported in CREATE TABLE; a table declares "
+                             "columns, one PRIMARY KEY (...) NOT ENFORCED and one WATERMARK", item)
+    wms = dialect.watermarks(create)
+    watermarks = [WatermarkDef(wm.this.name, wm.expression.sql(dialect=dialect.Flink)) for wm in wms]
+    options = dialect.table_options(create)
+    if like is not None:
+        columns, primary_key, watermarks, options = _merge_like(
+            like, catalog, columns, primary_key, watermarks, options)
     names = [c.name.lower() for c in columns]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
@@ -54,19 +78,109 @@ def table_def(create: exp.Create) -> TableDef:
     for k in primary_key:
         if k.lower() not in names:
             raise plan_error(f"PRIMARY KEY column '{k}' is not a column of '{name}'", create)
-    wms = dialect.watermarks(create)
-    if len(wms) > 1:
-        raise plan_error("a table can declare only one WATERMARK", wms[1])
-    watermark = None
-    if wms:
-        wm = wms[0]
-        col = wm.this.name
-        if col.lower() not in names:
-            raise plan_error(f"WATERMARK column '{col}' is not a column of table '{name}'", wm.this, col)
-        watermark = WatermarkDef(col, wm.expression.sql(dialect=dialect.Flink))
+    if len(watermarks) > 1:
+        raise plan_error("a table can declare only one WATERMARK", wms[-1] if wms else create)
+    for wm in watermarks:
+        if wm.column.lower() not in names:
+            node = next((w.this for w in wms if w.this.name == wm.column), create)
+            raise plan_error(f"WATERMARK column '{wm.column}' is not a column of table '{name}'", node, wm.column)
     temporary = bool(create.args.get("temporary")) or _has_property(create, exp.TemporaryProperty)
-    table = TableDef(name, tuple(columns), dialect.table_options(create), watermark, primary_key, temporary)
+    table = TableDef(name, tuple(columns), options, watermarks[0] if watermarks else None, primary_key, temporary)
     return _type_computed_columns(table, create)
+
+
+def _require_not_enforced(key: exp.Expression, node: exp.Expression) -> None:
+    options = [o.sql() if isinstance(o, exp.Expression) else str(o) for o in key.args.get("options") or []]
+    if not any(o.upper() == "NOT ENFORCED" for o in options):
+        raise plan_error("Flink doesn't support ENFORCED mode for PRIMARY KEY constraint: Flink does not own the "
+                         "data, so the only supported mode is NOT ENFORCED; write PRIMARY KEY (...) NOT ENFORCED", node)
+
+
+def _like_property(create: exp.Create) -> exp.LikeProperty | None:
+    props = create.args.get("properties")
+    likes = [p for p in props.expressions if isinstance(p, exp.LikeProperty)] if props else []
+    if len(likes) > 1:
+        raise plan_error("a CREATE TABLE takes one LIKE clause", likes[1])
+    return likes[0] if likes else None
+
+
+# Flink's merging strategy per feature when a LIKE clause names none: INCLUDING ALL OVERWRITING OPTIONS.
+_LIKE_DEFAULTS = {"CONSTRAINTS": "INCLUDING", "GENERATED": "INCLUDING", "OPTIONS": "OVERWRITING",
+                  "WATERMARKS": "INCLUDING", "PARTITIONS": "INCLUDING", "METADATA": "INCLUDING"}
+_NOT_OVERWRITABLE = ("ALL", "CONSTRAINTS", "PARTITIONS")
+
+
+def like_strategies(like: exp.LikeProperty) -> dict[str, str]:
+    """The merging strategy (INCLUDING, EXCLUDING, OVERWRITING) of each feature, as Flink computes it:
+    the defaults, then the strategy given for ALL, then those given per feature."""
+    given: dict[str, str] = {}
+    for option in like.expressions:
+        strategy, feature = option.this.name.upper(), option.args["value"].name.upper()
+        if feature in given:
+            raise plan_error("Each like option feature can be declared only once.", like)
+        if strategy == "OVERWRITING" and feature in _NOT_OVERWRITABLE:
+            raise plan_error(f"Illegal merging strategy 'OVERWRITING' for '{feature}' option.", like)
+        given[feature] = strategy
+    result = dict(_LIKE_DEFAULTS)
+    if "ALL" in given:
+        result = dict.fromkeys(_LIKE_DEFAULTS, given["ALL"])
+    result.update({f: s for f, s in given.items() if f != "ALL"})
+    return result
+
+
+def _merge_like(
+    like: exp.LikeProperty, catalog: Catalog | None, columns: list[ColumnDef], primary_key: tuple[str, ...],
+    watermarks: list[WatermarkDef], options: dict[str, str],
+) -> tuple[list[ColumnDef], tuple[str, ...], list[WatermarkDef], dict[str, str]]:
+    """Flink's CREATE TABLE ... LIKE: the source's columns first (physical ones always, computed
+    ones per GENERATED), then the new ones; key, watermarks and options merged per strategy."""
+    source_name = like.this.name
+    source = catalog.get(source_name) if catalog is not None else None
+    if source is None:
+        raise plan_error(f"Source table '{source_name}' of the LIKE clause not found in the catalog",
+                         like.this, source_name)
+    if not isinstance(source, TableDef):
+        raise plan_error(f"Source table '{source_name}' of the LIKE clause can not be a VIEW", like.this, source_name)
+    strategy = like_strategies(like)
+
+    merged = [c for c in source.columns if c.computed is None or strategy["GENERATED"] != "EXCLUDING"]
+    for c in columns:
+        existing = next((i for i, m in enumerate(merged) if m.name.lower() == c.name.lower()), None)
+        if existing is None:
+            merged.append(c)
+        elif c.computed is not None and merged[existing].computed is not None:
+            if strategy["GENERATED"] == "INCLUDING":
+                raise plan_error(f"A generated column named '{c.name}' already exists in the base table. "
+                                 "You might want to specify EXCLUDING GENERATED or OVERWRITING GENERATED.", like)
+            merged[existing] = c
+        else:
+            raise plan_error(f"A column named '{c.name}' already exists in the base table.", like)
+
+    key = primary_key
+    if strategy["CONSTRAINTS"] == "INCLUDING" and source.primary_key:
+        if primary_key:
+            raise plan_error("The base table already has a primary key. You might want to specify "
+                             "EXCLUDING CONSTRAINTS.", like)
+        key = source.primary_key
+
+    marks = list(watermarks)
+    if source.watermark is not None and strategy["WATERMARKS"] != "EXCLUDING":
+        own = {w.column.lower() for w in watermarks}
+        if source.watermark.column.lower() not in own:
+            marks.insert(0, source.watermark)
+        elif strategy["WATERMARKS"] == "INCLUDING":
+            raise plan_error(f"There already exists a watermark spec for column '{source.watermark.column}' in the "
+                             "base table. You might want to specify EXCLUDING WATERMARKS or OVERWRITING WATERMARKS.",
+                             like)
+
+    merged_options = dict(options)
+    if strategy["OPTIONS"] != "EXCLUDING":
+        for k, v in source.options.items():
+            if k in options and strategy["OPTIONS"] == "INCLUDING":
+                raise plan_error(f"There already exists an option ['{k}' -> '{v}'] in the base table. "
+                                 "You might want to specify EXCLUDING OPTIONS or OVERWRITING OPTIONS.", like)
+        merged_options = {**source.options, **options}
+    return merged, key, marks, merged_options
 
 
 def _has_property(create: exp.Create, kind: type) -> bool:

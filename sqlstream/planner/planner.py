@@ -8,17 +8,19 @@ import pyarrow as pa
 from sqlglot import exp
 
 from sqlstream.catalog.catalog import Catalog
+from sqlstream.core.config import setting
 from sqlstream.core.expressions import ColumnRef, Expr, Literal
 from sqlstream.core.physical import Dataflow
 from sqlstream.core.tables import TableDef
 from sqlstream.core.types import is_numeric, sql_type_name
-from sqlstream.planner.binder import QueryBinder
+from sqlstream.planner.binder import QueryBinder, with_hint_options
 from sqlstream.planner.changelog import check_sink
 from sqlstream.planner.expr_binder import coerce
 from sqlstream.planner.logical import LogicalNode, Project, Sink, explain
 from sqlstream.planner.optimizer import optimize
 from sqlstream.planner.physical import Lowering
 from sqlstream.planner.scope import plan_error
+from sqlstream.planner.surface import check_insert
 
 
 def _assignable(source: pa.DataType, target: pa.DataType) -> bool:
@@ -33,8 +35,9 @@ def _assignable(source: pa.DataType, target: pa.DataType) -> bool:
     return False
 
 
-def insert_plan(catalog: Catalog, insert: exp.Insert) -> Sink:
+def insert_plan(catalog: Catalog, insert: exp.Insert, settings: Mapping[str, str] | None = None) -> Sink:
     """The logical plan of INSERT INTO t [(cols)] <query>, cast to the sink's column types."""
+    check_insert(insert)
     target = insert.this
     columns_node = None
     if isinstance(target, exp.Schema):
@@ -45,8 +48,15 @@ def insert_plan(catalog: Catalog, insert: exp.Insert) -> Sink:
         raise plan_error(f"sink table '{target.name}' does not exist", target, target.name)
     if not isinstance(obj, TableDef):
         raise plan_error(f"'{target.name}' is a view; INSERT INTO needs a table", target, target.name)
+    if insert.args.get("overwrite"):
+        # Flink overwrites only in batch mode (filesystem sinks); sqlstream runs streaming only
+        raise plan_error(
+            f"INSERT OVERWRITE is not supported in streaming mode ('Streaming mode not support overwrite.' in Flink) "
+            f"(execution.runtime-mode = '{setting(settings or {}, 'execution.runtime-mode')}'); "
+            "Flink only overwrites in batch mode. Use INSERT INTO", insert)
+    obj = with_hint_options(obj, target, settings or {})
     query = insert.expression
-    rel = QueryBinder(catalog).bind_query(query)
+    rel = QueryBinder(catalog, settings).bind_query(query)
     node = rel.node
     sink_cols = list(obj.physical_columns)
     produced = list(node.schema)
@@ -89,8 +99,8 @@ def insert_plan(catalog: Catalog, insert: exp.Insert) -> Sink:
     return Sink(node, obj)
 
 
-def select_plan(catalog: Catalog, query: exp.Expression) -> Sink:
-    rel = QueryBinder(catalog).bind_query(query)
+def select_plan(catalog: Catalog, query: exp.Expression, settings: Mapping[str, str] | None = None) -> Sink:
+    rel = QueryBinder(catalog, settings).bind_query(query)
     return Sink(rel.node, None)
 
 

@@ -270,6 +270,10 @@ CLAUSE_KEYWORDS = (
     "VALUES",
 )
 
+# CREATE TABLE ... LIKE source (<strategy> <feature> ...): Flink's merging strategies and features.
+LIKE_STRATEGIES = ("INCLUDING", "EXCLUDING", "OVERWRITING")
+LIKE_FEATURES = ("ALL", "CONSTRAINTS", "GENERATED", "OPTIONS", "WATERMARKS", "PARTITIONS", "METADATA")
+
 SHOW_KINDS = (
     ("USER", "FUNCTIONS"),
     ("FULL", "MODULES"),
@@ -531,6 +535,11 @@ class Flink(Dialect):
             "MATCH_RECOGNIZE": TokenType.MATCH_RECOGNIZE,
         }
 
+        # ``/*+ ... */`` is a hint wherever it stands, as in Calcite: after SELECT or INSERT a query
+        # hint, after a table name (a keyword such as ``out`` included) a table hint, and a syntax
+        # error anywhere else, never a comment that silently drops it.
+        TOKENS_PRECEDING_HINT: t.ClassVar[set[TokenType]] = set(TokenType)
+
         # sqlglot swallows the rest of a "command" statement into one string;
         # every Flink statement is tokenized normally and parsed structurally.
         COMMANDS: t.ClassVar[set[TokenType]] = set()
@@ -609,6 +618,11 @@ class Flink(Dialect):
         }
 
         SCHEMA_UNNAMED_CONSTRAINTS = {*BaseParser.SCHEMA_UNNAMED_CONSTRAINTS, "WATERMARK"}
+
+        PROPERTY_PARSERS = {
+            **BaseParser.PROPERTY_PARSERS,
+            "LIKE": lambda self: self._parse_flink_create_like(),
+        }
 
         # -- statements and error reporting ---------------------------------
 
@@ -770,6 +784,57 @@ class Flink(Dialect):
             return self.expression(
                 exp.WatermarkColumnConstraint(this=column, expression=self._parse_disjunction())
             )
+
+        def _parse_flink_create_like(self) -> exp.LikeProperty:
+            """``LIKE source [( {INCLUDING | EXCLUDING | OVERWRITING} feature ... )]``.
+
+            Each like option is an ``exp.Property(this=strategy, value=Var feature)``, in the
+            order written (later options refine ``ALL``); :func:`like_options` reads them.
+            """
+            source = self._parse_table_parts(schema=True)  # schema: 't1 (' is no function call
+            options: list[exp.Expr] = []
+            if self._match(TokenType.L_PAREN):
+                while not self._match(TokenType.R_PAREN):
+                    if not self._match_texts(LIKE_STRATEGIES):
+                        self.raise_error(
+                            "expected INCLUDING, EXCLUDING or OVERWRITING in the LIKE options"
+                        )
+                        break
+                    strategy = self._prev.text.upper()
+                    if not self._match_texts(LIKE_FEATURES):
+                        self.raise_error(
+                            f"expected one of {', '.join(LIKE_FEATURES)} after {strategy}"
+                        )
+                        break
+                    options.append(
+                        exp.Property(this=exp.var(strategy), value=exp.var(self._prev.text.upper()))
+                    )
+            return self.expression(exp.LikeProperty(this=source, expressions=options))
+
+        def _parse_table_parts(
+            self, schema: bool = False, is_db_reference: bool = False, wildcard: bool = False,
+            fast: bool = False,
+        ) -> exp.Table | exp.Dot | None:
+            """A table name and its ``/*+ OPTIONS(...) */`` hints (``Table.args["hints"]``)."""
+            self._table_hints: list[exp.Expr] | None = None
+            table = super()._parse_table_parts(
+                schema=schema, is_db_reference=is_db_reference, wildcard=wildcard, fast=fast
+            )
+            hints = []
+            while isinstance(table, exp.Table) and self._match(TokenType.HINT):
+                comment = self._prev_comments[0] if self._prev_comments else ""
+                hints.append(exp.maybe_parse(comment, into=exp.Hint, dialect=self.dialect))
+                self._prev_comments = []  # the hint is no comment of the next node
+            if hints:
+                assert isinstance(table, exp.Table)
+                table.set("hints", hints)
+                self._table_hints = hints
+            return table
+
+        def _parse_table_hints(self) -> list[exp.Expr] | None:
+            """The hints read after the table's name (sqlglot asks once the alias is read)."""
+            hints, self._table_hints = getattr(self, "_table_hints", None), None
+            return hints or super()._parse_table_hints()
 
         # -- Flink statements -------------------------------------------------
 
@@ -1107,7 +1172,26 @@ class Flink(Dialect):
         PROPERTIES_LOCATION = {
             **BaseGenerator.PROPERTIES_LOCATION,
             exp.PartitionedByProperty: exp.Properties.Location.POST_SCHEMA,
+            exp.LikeProperty: exp.Properties.Location.POST_EXPRESSION,
         }
+
+        def table_sql(self, expression: exp.Table, sep: str = " AS ") -> str:
+            """Table hints go right after the name, as Flink writes them: ``t /*+ OPTIONS(...) */ AS a``."""
+            hints = expression.args.get("hints")
+            if not hints:
+                return super().table_sql(expression, sep)
+            bare = expression.copy()
+            bare.set("hints", None)
+            text = super().table_sql(bare, sep)
+            name = self.table_parts(bare)
+            written = "".join(self.sql(h) for h in hints)
+            return text[: len(name)] + written + text[len(name) :]
+
+        def likeproperty_sql(self, expression: exp.LikeProperty) -> str:
+            options = " ".join(
+                f"{o.this.name} {o.args['value'].name}" for o in expression.expressions
+            )
+            return f"LIKE {self.sql(expression, 'this')}" + (f" ({options})" if options else "")
 
         def partitionedbyproperty_sql(self, expression: exp.PartitionedByProperty) -> str:
             return f"PARTITIONED BY {self.sql(expression, 'this')}"

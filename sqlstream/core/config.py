@@ -1,0 +1,185 @@
+"""Every configuration key sqlstream reads (``SET 'key' = 'value'``), typed and validated.
+
+A SET of a misspelt key used to be stored and never read, so the job silently ran without it.
+Now a key is either registered here (checked when set, read through :func:`setting`), a known
+Flink key that has no effect in sqlstream (accepted with a warning naming it), or refused with
+the closest registered key as a suggestion.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlstream.core.durations import parse_duration_ms
+from sqlstream.core.errors import PlanError
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One key: its default (as text) and how its text becomes a value (raising ValueError)."""
+
+    key: str
+    default: str | None
+    parse: Callable[[str], Any]
+    description: str
+    # only the default is supported (any other value is refused), so nothing has to read it
+    fixed: bool = False
+
+
+def _int(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ValueError(f"'{text}' is not an integer") from None
+        if value < minimum:
+            raise ValueError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _enum(*choices: str, refused: Mapping[str, str] | None = None) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if refused and value in refused:
+            raise ValueError(refused[value])
+        if value not in choices:
+            raise ValueError(f"'{text}' is not one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"'{text}' is not a boolean (true or false)")
+    return value == "true"
+
+
+def _duration(text: str) -> int:
+    return parse_duration_ms(text)
+
+
+def _text(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text
+
+
+def _zone(text: str) -> str:
+    # the zone ids Flink accepts that mean UTC (it refuses bare offsets such as '+00:00')
+    if text.strip().upper() not in ("UTC", "GMT", "GMT+00:00", "GMT-00:00", "ETC/UTC", "ETC/GMT"):
+        raise ValueError(
+            f"'{text}': sqlstream evaluates TIMESTAMP_LTZ and the current-time functions in UTC only "
+            "for now; set 'UTC' or leave the key unset")
+    return "UTC"
+
+
+_RESTART = _enum("none", "off", "disable", "fixed-delay", "fixeddelay", refused={
+    s: f"restart strategy '{s}' is not supported; use 'none' or 'fixed-delay'"
+    for s in ("failure-rate", "failurerate", "exponential-delay", "exponentialdelay")})
+_BACKEND = _enum("hashmap", "rocksdb")
+
+KEYS: dict[str, ConfigKey] = {k.key: k for k in (
+    ConfigKey("parallelism.default", "1", _int(1), "subtasks per operator"),
+    ConfigKey("pipeline.max-parallelism", "128", _int(1), "key groups: the upper bound of rescaling"),
+    ConfigKey("execution.checkpointing.interval", None, _duration, "checkpoint every this long (unset: never)"),
+    ConfigKey("execution.checkpointing.dir", None, _text, "where checkpoints are written"),
+    ConfigKey("state.checkpoints.dir", None, _text, "Flink's older name of execution.checkpointing.dir"),
+    ConfigKey("execution.checkpointing.num-retained", "1", _int(1), "completed checkpoints kept"),
+    ConfigKey("state.checkpoints.num-retained", "1", _int(1),
+              "Flink's older name of execution.checkpointing.num-retained"),
+    ConfigKey("execution.checkpointing.max-concurrent-checkpoints", "1", _int(1), "checkpoints in flight at once"),
+    ConfigKey("execution.checkpointing.min-pause", "0 ms", _duration, "pause between two checkpoints"),
+    ConfigKey("execution.checkpointing.timeout", "10 min", _duration, "a checkpoint not complete by then fails"),
+    ConfigKey("state.backend.type", "hashmap", _BACKEND, "hashmap (in memory) or rocksdb"),
+    ConfigKey("state.backend", "hashmap", _BACKEND, "Flink's older name of state.backend.type"),
+    ConfigKey("restart-strategy.type", "none", _RESTART, "none or fixed-delay"),
+    ConfigKey("restart-strategy", "none", _RESTART, "Flink's older name of restart-strategy.type"),
+    ConfigKey("restart-strategy.fixed-delay.attempts", "3", _int(0), "restarts before the job fails"),
+    ConfigKey("restart-strategy.fixed-delay.delay", "1 s", _duration, "pause before a restart"),
+    ConfigKey("table.exec.batch-size", "32768", _int(1), "rows per Arrow batch a source emits (sqlstream)"),
+    ConfigKey("table.exec.state.ttl", "0", _duration, "idle keyed state expires after this long (0: never)"),
+    ConfigKey("table.exec.source.idle-timeout", "0", _duration,
+              "a source split without data this long stops holding the watermark (0: never)"),
+    ConfigKey("table.exec.sink.not-null-enforcer", "ERROR", _enum("error", "drop"),
+              "a NULL into a NOT NULL sink column: ERROR fails the job, DROP drops the row"),
+    ConfigKey("table.dynamic-table-options.enabled", "true", _bool,
+              "whether /*+ OPTIONS(...) */ table hints are allowed"),
+    ConfigKey("table.local-time-zone", "UTC", _zone, "the session time zone of TIMESTAMP_LTZ values", fixed=True),
+    ConfigKey("execution.runtime-mode", "streaming", _enum("streaming", refused={
+        m: f"execution.runtime-mode '{m}' is not supported: sqlstream runs every job in streaming mode"
+        for m in ("batch", "automatic")}), "streaming (the only mode)", fixed=True),
+    ConfigKey("execution.target", "local", _enum("local", "ray"), "local threads or a Ray cluster (sqlstream)"),
+    ConfigKey("ray.address", None, _text, "the Ray cluster to run on (sqlstream)"),
+    ConfigKey("execution.savepoint.path", None, _text, "the next job restores from this savepoint or checkpoint"),
+    ConfigKey("execution.savepoint.ignore-unclaimed-state", "false", _bool,
+              "restore even if some saved state belongs to no operator of the job"),
+    ConfigKey("sql-client.execution.result-mode", "tableau", _enum("tableau", "changelog", "table"),
+              "how the shell shows a query's result"),
+)}
+
+# Flink keys sqlstream knows but does not act on: accepted, with a warning that says so.
+NO_EFFECT: dict[str, str] = {
+    "table.exec.mini-batch.enabled": "sqlstream aggregates whole Arrow batches already",
+    "table.exec.mini-batch.allow-latency": "sqlstream aggregates whole Arrow batches already",
+    "table.exec.mini-batch.size": "sqlstream aggregates whole Arrow batches already",
+    "table.optimizer.agg-phase-strategy": "sqlstream plans one-phase aggregations",
+    "table.optimizer.distinct-agg.split.enabled": "sqlstream does not split distinct aggregations",
+    "table.exec.resource.default-parallelism": "set parallelism.default instead",
+    "pipeline.name": "jobs are not named",
+    "pipeline.auto-watermark-interval": "watermarks advance with every batch",
+    "execution.checkpointing.mode": "checkpoints are always aligned (exactly once)",
+    "execution.buffer-timeout": "batches are sent when full or when the source pauses",
+    "state.backend.incremental": "checkpoints are full snapshots",
+    "state.savepoints.dir": "give the savepoint directory to the savepoint command",
+    "sql-client.execution.max-table-result.rows": "the shell keeps every row",
+    "table.display.max-column-width": "the shell shows whole values",
+    "table.exec.sink.upsert-materialize": "sinks are written as the changelog arrives",
+    "table.exec.source.cdc-events-duplicate": "changelog sources are not deduplicated",
+    "table.generated-code.max-length": "sqlstream generates no code",
+}
+
+# Families of Flink keys without effect here, by prefix.
+NO_EFFECT_PREFIXES: dict[str, str] = {
+    "fs.": "Flink file system plugin settings: sqlstream's filesystem connector reads local paths",
+}
+
+
+def validate(key: str, value: str) -> str | None:
+    """Check ``SET 'key' = 'value'``; returns a warning for a key without effect, else None.
+
+    Raises PlanError for an unknown key (suggesting the closest known one) or a bad value.
+    """
+    spec = KEYS.get(key)
+    if spec is not None:
+        try:
+            spec.parse(value)
+        except ValueError as e:
+            raise PlanError(f"invalid value for '{key}': {e}") from None
+        return None
+    if key in NO_EFFECT:
+        return f"'{key}' has no effect in sqlstream ({NO_EFFECT[key]})"
+    prefix = next((p for p in NO_EFFECT_PREFIXES if key.startswith(p)), None)
+    if prefix is not None:
+        return f"'{key}' has no effect in sqlstream ({NO_EFFECT_PREFIXES[prefix]})"
+    close = difflib.get_close_matches(key, [*KEYS, *NO_EFFECT], n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    raise PlanError(f"unknown configuration key '{key}'{hint}")
+
+
+def setting(settings: Mapping[str, str], key: str) -> Any:
+    """The typed value of a registered key: the one set, else the default (None if it has none)."""
+    spec = KEYS[key]
+    text = settings.get(key, spec.default)
+    if text is None:
+        return None
+    try:
+        return spec.parse(text)
+    except ValueError as e:
+        raise PlanError(f"invalid value for '{key}': {e}") from None
