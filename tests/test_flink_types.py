@@ -336,7 +336,7 @@ def test_not_null_enforcer_drop_drops_the_row_and_shows_in_explain(tmp_path: Pat
 
 
 def test_not_null_enforcer_takes_only_error_or_drop(tmp_path: Path) -> None:
-    with pytest.raises(PlanError, match="not-null-enforcer: 'IGNORE' is not one of ERROR, DROP"):
+    with pytest.raises(PlanError, match="'table.exec.sink.not-null-enforcer': 'IGNORE' is not one of ERROR, DROP"):
         Session().execute_script(_insert_with_a_null(tmp_path, "SET 'table.exec.sink.not-null-enforcer' = 'IGNORE';"))
 
 

@@ -247,7 +247,7 @@ def test_misspelt_key_is_refused_with_did_you_mean(session: Session) -> None:
     ("pipeline.max-parallelism", "0", "must be at least 1"),
     ("state.checkpoints.num-retained", "two", "'two' is not an integer"),
     ("execution.checkpointing.interval", "soon", "'soon' is not a duration"),
-    ("table.exec.sink.not-null-enforcer", "IGNORE", "'IGNORE' is not one of error, drop"),
+    ("table.exec.sink.not-null-enforcer", "IGNORE", "'IGNORE' is not one of ERROR, DROP"),
     ("restart-strategy.type", "failure-rate", "restart strategy 'failure-rate' is not supported"),
     ("table.local-time-zone", "Asia/Tokyo", "UTC only"),
 ])

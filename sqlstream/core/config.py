@@ -42,13 +42,15 @@ def _int(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def _enum(*choices: str, refused: Mapping[str, str] | None = None) -> Callable[[str], str]:
+def _enum(*choices: str, refused: Mapping[str, str] | None = None,
+          shown: tuple[str, ...] | None = None) -> Callable[[str], str]:
     def parse(text: str) -> str:
         value = text.strip().lower()
         if refused and value in refused:
             raise ValueError(refused[value])
         if value not in choices:
-            raise ValueError(f"'{text}' is not one of {', '.join(choices)}")
+            # shown as the option's values are written (Flink's enum options are upper case)
+            raise ValueError(f"'{text}' is not one of {', '.join(shown or choices)}")
         return value
 
     return parse
@@ -107,7 +109,7 @@ KEYS: dict[str, ConfigKey] = {k.key: k for k in (
     ConfigKey("table.exec.state.ttl", "0", _duration, "idle keyed state expires after this long (0: never)"),
     ConfigKey("table.exec.source.idle-timeout", "0", _duration,
               "a source split without data this long stops holding the watermark (0: never)"),
-    ConfigKey("table.exec.sink.not-null-enforcer", "ERROR", _enum("error", "drop"),
+    ConfigKey("table.exec.sink.not-null-enforcer", "ERROR", _enum("error", "drop", shown=("ERROR", "DROP")),
               "a NULL into a NOT NULL sink column: ERROR fails the job, DROP drops the row"),
     ConfigKey("table.dynamic-table-options.enabled", "true", _bool,
               "whether /*+ OPTIONS(...) */ table hints are allowed"),
