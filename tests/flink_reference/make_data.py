@@ -1,0 +1,146 @@
+"""Writes the reference suite's input files into data/, deterministically (a fixed seed, no clock).
+
+Event-time rows arrive out of order, but never by more than the tables' 5 s watermark delay, so no
+row is late in Flink or in sqlstream and the final rows do not depend on how the input is split into
+batches. CSV files hold NULLs as empty unquoted fields; the empty string only appears in the JSON
+files (Flink's CSV reader with 'csv.null-literal' = '' reads a quoted "" as NULL too, sqlstream as
+''; the `quoted` table pins that difference down on purpose). Re-run after editing, then re-record:
+
+    python tests/flink_reference/make_data.py
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import random
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data"
+BASE = dt.datetime(2024, 3, 1, 10, 0, 0)
+PRODUCTS = ["apple", "Äpfel", "香蕉", "cherry", "date fruit", None]
+CURRENCIES = ["EUR", "USD", "JPY", None]
+
+
+def ts(ms: int) -> str:
+    """Flink's SQL timestamp text, yyyy-MM-dd HH:mm:ss.SSS."""
+    return (BASE + dt.timedelta(milliseconds=ms)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def shuffle_within(times: list[int], rng: random.Random, delay_ms: int) -> list[int]:
+    """``times`` (ascending) reordered so that no element comes after one more than ``delay_ms`` later
+    than it: each element is late by less than the watermark delay, never beyond it."""
+    keyed = sorted(times, key=lambda t: t + rng.randrange(0, delay_ms))
+    for i, t in enumerate(keyed):  # guard: the running maximum before t must be within the delay
+        assert max(keyed[: i + 1]) - t < delay_ms
+    return keyed
+
+
+def write_csv(name: str, rows: list[list[object]]) -> None:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    for row in rows:
+        writer.writerow(["" if v is None else v for v in row])
+    (DATA / name).write_text(out.getvalue(), encoding="utf-8")
+
+
+def write_json(name: str, rows: list[dict[str, object]]) -> None:
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    (DATA / name).write_text(text, encoding="utf-8")
+
+
+def orders(rng: random.Random) -> None:
+    times = sorted(rng.sample(range(0, 180_000, 250), 40))
+    rows = []
+    for i, t in enumerate(shuffle_within(times, rng, 5000)):
+        user = rng.choice([1, 2, 3, 4, 5, None])
+        product = rng.choice(PRODUCTS)
+        amount = None if i % 11 == 7 else f"{rng.randrange(-5000, 100000) / 100:.2f}"
+        qty = None if i % 13 == 5 else rng.choice([-2, 0, 1, 2, 3, 5, 10])
+        price = None if i % 9 == 4 else round(rng.uniform(-10, 100), 3)
+        rows.append([i + 1, user, product, amount, qty, price, rng.choice(CURRENCIES), ts(t)])
+    write_csv("orders.csv", rows)
+
+
+def users() -> None:
+    write_csv("users.csv", [
+        [1, "Ann", "DE", 34], [2, "Bo", "US", None], [3, "Ça va", "FR", 27], [4, "李雷", "CN", 41],
+        [6, "Zoë", None, 19], [None, "nobody", "US", 50], [2, "Bo again", "US", 22],
+    ])
+
+
+def payments(rng: random.Random) -> None:
+    rows = []
+    pay_times = []
+    for order_id in range(1, 41, 2):
+        pay_times.append((order_id, rng.randrange(0, 180_000 + 60_000, 500)))
+    pay_times.sort(key=lambda r: r[1])
+    times = shuffle_within([t for _, t in pay_times], rng, 5000)
+    for i, t in enumerate(times):
+        order_id = pay_times[i][0] if i % 7 != 3 else None
+        rows.append([i + 100, order_id, f"{rng.randrange(0, 50000) / 100:.2f}", ts(t)])
+    write_csv("payments.csv", rows)
+
+
+def rates() -> None:
+    write_csv("rates.csv", [
+        ["EUR", "1.1000", ts(0)], ["USD", "1.0000", ts(0)], ["JPY", "0.0070", ts(1000)],
+        ["EUR", "1.1200", ts(60_000)], ["JPY", "0.0068", ts(90_000)], ["EUR", "1.0900", ts(120_000)],
+        ["USD", "0.9900", ts(150_000)],
+    ])
+
+
+def events(rng: random.Random) -> None:
+    kinds = ["click", "view", "", None, "büy", "click"]
+    times = sorted(rng.sample(range(0, 120_000, 100), 30))
+    rows = []
+    for i, t in enumerate(shuffle_within(times, rng, 5000)):
+        score = None if i % 8 == 3 else round(rng.uniform(-50, 50), 2)
+        rows.append({"id": i + 1, "uid": rng.choice([1, 2, 3, None]), "kind": rng.choice(kinds),
+                     "score": score, "flag": rng.choice([True, False, None]), "ts": ts(t)})
+    write_json("events.json", rows)
+
+
+def nums() -> None:
+    write_csv("nums.csv", [
+        [1, 0, 0, 0.0, "0.000", "0"],
+        [2, 7, 7, 7.5, "7.125", "7"],
+        [3, -7, -7, -7.5, "-7.125", "-7"],
+        [4, 2147483647, 9223372036854775807, 1e300, "999999999.999", "2147483647"],
+        [5, -2147483648, -9223372036854775808, -1e-300, "-999999999.999", "-2147483648"],
+        [6, None, None, None, None, None],
+        [7, 3, 10, 2.5, "0.500", " 42 "],
+        [8, -1, 1, 0.1, "0.001", "abc"],
+        [9, 100, -100, 123.456, "123.456", "1e3"],
+    ])
+
+
+def strs() -> None:
+    values = ["Hello World", "", None, "  padded  ", "ÄÖÜ straße", "日本語テキスト", "a,b,,c", "42",
+              "3.75", "-8", "2024-02-29", "2024-02-29 23:59:59.123", "ABCabc", "%_like_%", "true",
+              "emoji 🙂 here"]
+    write_json("strs.json", [{"id": i + 1, "s": v, "n": (i * 3 - 10) if i % 5 else None}
+                             for i, v in enumerate(values)])
+
+
+def quoted() -> None:
+    (DATA / "quoted.csv").write_text('1,""\n2,\n3,a\n4," "\n', encoding="utf-8")
+
+
+def main() -> None:
+    DATA.mkdir(exist_ok=True)
+    rng = random.Random(14)
+    orders(rng)
+    users()
+    payments(rng)
+    rates()
+    events(rng)
+    nums()
+    strs()
+    quoted()
+
+
+if __name__ == "__main__":
+    main()
