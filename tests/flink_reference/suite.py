@@ -35,9 +35,10 @@ class Case:
         return f"{self.group}.{self.name}"
 
     def statements(self) -> list[str]:
-        """The case's statements without their ``;``; comment-only pieces dropped."""
+        """The case's statements without their ``;``, comment lines dropped and ``{data}`` replaced by
+        the data folder's absolute path."""
         out = []
-        for piece in _END.split(self.sql):
+        for piece in _END.split(self.sql.replace("{data}", str(DATA.resolve()))):
             code = "\n".join(line for line in piece.splitlines() if not line.strip().startswith("--")).strip()
             if code:
                 out.append(code)
@@ -46,7 +47,7 @@ class Case:
 
 def tables_ddl() -> list[str]:
     """The CREATE TABLE statements every case starts from, with the data folder's absolute path."""
-    text = (HERE / "tables.sql").read_text(encoding="utf-8").replace("{data}", str(DATA.resolve()))
+    text = (HERE / "tables.sql").read_text(encoding="utf-8")
     return Case("tables", "ddl", text).statements()
 
 

@@ -1,0 +1,84 @@
+"""sqlstream's side of the reference suite: each case run on a fresh Session over the suite's tables,
+its answer put in the golden file's form and compared with Flink's (used by the test and triage.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import zoneinfo
+from functools import cache
+from typing import Any
+
+import pyarrow as pa
+
+from sqlstream.core.types import sql_type_name
+from sqlstream.frontend.session import Session
+from tests.conftest import apply_changelog
+from tests.flink_reference import suite
+
+_TIME_ZONE = re.compile(r"^SET\s+'table\.local-time-zone'\s*=\s*'([^']*)'$", re.IGNORECASE)
+
+
+@cache
+def golden(group: str) -> dict[str, dict[str, Any]]:
+    return suite.load_golden(group)
+
+
+@cache
+def ddl_script() -> str:
+    return "".join(f"{s};\n" for s in suite.tables_ddl())
+
+
+def sqlstream_answer(case: suite.Case, parallelism: int) -> dict[str, Any]:
+    """sqlstream's answer in the golden file's form: column names and types and final rows, or error."""
+    session = Session()
+    session.config["parallelism.default"] = str(parallelism)
+    statements = case.statements()
+    try:
+        results = session.execute_script(ddl_script() + "".join(f"{s};\n" for s in statements))
+    except Exception as e:  # noqa: BLE001 - compared with Flink's refusal
+        return {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
+    table = results[-1].table
+    assert table is not None, f"{case.id}: the last statement must be a query"
+    table = apply_changelog(table)
+    zone = next((m.group(1) for s in statements if (m := _TIME_ZONE.match(s))), "UTC")
+    columns = [[f.name, sql_type_name(f.type)] for f in table.schema]
+    rows = list(zip(*(_values(c, f.type, zone) for c, f in zip(table.columns, table.schema, strict=True)),
+                    strict=True)) if table.num_columns else []
+    return {"columns": columns, "rows": [[suite.encode(v) for v in r] for r in rows]}
+
+
+def _values(column: pa.ChunkedArray, t: pa.DataType, zone: str) -> list[Any]:
+    """A column's Python values; TIMESTAMP_LTZ instants as wall-clock time in the session's zone, as
+    Flink shows them (and as the recorder collected them)."""
+    values = column.to_pylist()
+    if pa.types.is_timestamp(t) and t.tz:
+        tz = zoneinfo.ZoneInfo(zone)
+        return [v.replace(tzinfo=v.tzinfo or dt.UTC).astimezone(tz).replace(tzinfo=None) if v else v for v in values]
+    return values
+
+
+def compare(case: suite.Case, parallelism: int) -> str | None:
+    """Why sqlstream's answer differs from Flink's recorded one, or None if it agrees."""
+    expected = golden(case.group).get(case.name)
+    if expected is None or expected["sql"] != case.sql:
+        return f"no golden answer for this text of {case.id}: re-record it with tests/flink_reference/record.py"
+    actual = sqlstream_answer(case, parallelism)
+    if "error" in expected:
+        if "error" not in actual:
+            return f"Flink fails ({expected['error']}), sqlstream gives {len(actual['rows'])} rows"
+        return None
+    if "error" in actual:
+        return f"sqlstream fails: {actual['error']}"
+    problems = []
+    flink_types = [suite.normalize_type(t) for _, t in expected["columns"]]
+    ours = [t for _, t in actual["columns"]]
+    if flink_types != ours:
+        problems.append(f"column types differ: Flink {flink_types}, sqlstream {ours}")
+    want, got = suite.canonical_rows(expected["rows"]), suite.canonical_rows(actual["rows"])
+    if want != got:
+        missing = [tuple(v for _, v in r) for r in want if r not in got][:3]
+        extra = [tuple(v for _, v in r) for r in got if r not in want][:3]
+        problems.append(f"rows differ ({len(want)} from Flink, {len(got)} from sqlstream): "
+                        f"missing {missing}, extra {extra}")
+    return "; ".join(problems) or None
