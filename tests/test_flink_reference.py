@@ -3,8 +3,11 @@ what Apache Flink 2.3 gave, as recorded in the case's golden file: the column ty
 rows as a multiset (changelog applied, floats to 9 significant digits, NULLs as NULLs), or an error
 where Flink refused or failed. No JVM is needed; re-record with tests/flink_reference/record.py.
 
-Cases where sqlstream differs today are listed in tests/flink_reference/pending.toml (``group.case``,
-or ``group.case@p2`` for a difference at parallelism 2 only) and are strict xfails: a fix makes them pass, which fails the suite until the case is removed from the list.
+Each case runs at parallelism 1; a third of the cases of the keyed groups at 2 as well (see
+``Case.parallelisms``). Cases where sqlstream differs today are listed in
+tests/flink_reference/pending.toml (``group.case``, or ``group.case@p2`` for a difference at
+parallelism 2 only) and are strict xfails: a fix makes them pass, which fails the suite until the
+case is removed from the list.
 Deliberate differences (deliberate.toml) are skipped with their reason."""
 
 from __future__ import annotations
@@ -20,14 +23,12 @@ from tests.flink_reference.check import compare, golden
 PENDING: dict[str, str] = tomllib.loads((suite.HERE / "pending.toml").read_text(encoding="utf-8"))["pending"]
 DELIBERATE: dict[str, str] = tomllib.loads((suite.HERE / "deliberate.toml").read_text(encoding="utf-8"))["deliberate"]
 CASES = {case.id: case for case in suite.all_cases()}
-# run again at parallelism 2: the groups whose operators exchange rows by key
-PARALLEL_GROUPS = ("aggregates", "grouping_sets", "joins", "over", "setops", "topn", "windows", "group_windows")
 
 
 def _params() -> list[Any]:
     params = []
     for case_id, case in CASES.items():
-        for parallelism in (1, 2) if case.group in PARALLEL_GROUPS else (1,):
+        for parallelism in case.parallelisms:
             marks = []
             pending = PENDING.get(case_id) or PENDING.get(f"{case_id}@p{parallelism}")
             if pending:

@@ -19,8 +19,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.flink_reference import suite  # noqa: E402
 from tests.flink_reference.check import compare  # noqa: E402
 
-PARALLEL_GROUPS = ("aggregates", "grouping_sets", "joins", "over", "setops", "topn", "windows", "group_windows")
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -37,7 +35,7 @@ def main() -> int:
         for case in suite.load_group(group):
             if case.id in deliberate:
                 continue
-            differences = {p: compare(case, p) for p in ((1, 2) if group in PARALLEL_GROUPS else (1,))}
+            differences = {p: compare(case, p) for p in case.parallelisms}
             if differences[1] is not None:
                 failing[case.id] = pending.get(case.id) or differences[1]
             elif differences.get(2) is not None:
