@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import tempfile
+import threading
 import zoneinfo
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -18,6 +21,7 @@ from sqlstream.frontend.session import Session
 from tests.conftest import apply_changelog
 from tests.flink_reference import suite
 
+CASE_TIMEOUT_S = 5  # a job that hangs is cancelled and reported, not left to block the suite
 _TIME_ZONE = re.compile(r"^SET\s+'table\.local-time-zone'\s*=\s*'([^']*)'$", re.IGNORECASE)
 
 
@@ -37,17 +41,23 @@ def sqlstream_answer(case: suite.Case, parallelism: int) -> dict[str, Any]:
     """sqlstream's answer in the golden file's form: column names and types and final rows, or error."""
     session = Session()
     session.config["parallelism.default"] = str(parallelism)
-    statements = case.statements()
+    statements = case.statements(Path(tempfile.mkdtemp(prefix="flinkref-")))
     for statement in table_statements():
         session.execute_statement(statement.node)
+    timer = threading.Timer(CASE_TIMEOUT_S, lambda: session.current_executor and session.current_executor.cancel())
+    timer.start()
     try:
         results = session.execute_script("".join(f"{s};\n" for s in statements))
     except Exception as e:  # noqa: BLE001 - compared with Flink's refusal
         return {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
+    finally:
+        timer.cancel()
+    if any(r.job is not None and r.job.cancelled for r in results):
+        return {"error": f"timed out: the job was still running after {CASE_TIMEOUT_S} s and was cancelled"}
     table = results[-1].table
     assert table is not None, f"{case.id}: the last statement must be a query"
     table = apply_changelog(table)
-    zone = next((m.group(1) for s in statements if (m := _TIME_ZONE.match(s))), "UTC")
+    zone = ([m.group(1) for s in statements if (m := _TIME_ZONE.match(s))] or ["UTC"])[-1]  # the last SET wins
     columns = [[f.name, sql_type_name(f.type)] for f in table.schema]
     rows = list(zip(*(_values(c, f.type, zone) for c, f in zip(table.columns, table.schema, strict=True)),
                     strict=True)) if table.num_columns else []
@@ -62,6 +72,12 @@ def _values(column: pa.ChunkedArray, t: pa.DataType, zone: str) -> list[Any]:
         tz = zoneinfo.ZoneInfo(zone)
         return [v.replace(tzinfo=v.tzinfo or dt.UTC).astimezone(tz).replace(tzinfo=None) if v else v for v in values]
     return values
+
+
+def _single_precision(row: list[Any], single: list[bool]) -> list[Any]:
+    """FLOAT values to the 7 significant digits a 4-byte float holds: PyFlink hands Flink's FLOAT
+    over as the shortest decimal text (0.1), Arrow's float32 as its exact binary value (0.100000001)."""
+    return [float(f"{v:.7g}") if flag and isinstance(v, float) else v for v, flag in zip(row, single, strict=False)]
 
 
 def compare(case: suite.Case, parallelism: int) -> str | None:
@@ -81,7 +97,9 @@ def compare(case: suite.Case, parallelism: int) -> str | None:
     ours = [t for _, t in actual["columns"]]
     if flink_types != ours:
         problems.append(f"column types differ: Flink {flink_types}, sqlstream {ours}")
-    want, got = suite.canonical_rows(expected["rows"]), suite.canonical_rows(actual["rows"])
+    single = [t == "FLOAT" for t in flink_types]
+    want, got = (suite.canonical_rows([_single_precision(r, single) for r in answer["rows"]])
+                 for answer in (expected, actual))
     if want != got:
         missing = [tuple(v for _, v in r) for r in want if r not in got][:3]
         extra = [tuple(v for _, v in r) for r in got if r not in want][:3]

@@ -16,9 +16,11 @@ import argparse
 import os
 import re
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import suite
@@ -73,9 +75,9 @@ def _error(e: BaseException) -> str:
     """The first line of the Java exception that explains the failure (the deepest cause)."""
     text = str(e)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    causes = [line for line in lines if line.startswith("Caused by:")]
+    causes = [line for line in lines if line.startswith(("Caused by:", ": "))]  # py4j puts the Java one after ": "
     line = causes[-1] if causes else (lines[0] if lines else type(e).__name__)
-    return line.removeprefix("Caused by: ")[:300]
+    return line.removeprefix("Caused by: ").removeprefix(": ")[:300]
 
 
 def run_case(case: suite.Case) -> dict[str, Any]:
@@ -83,7 +85,7 @@ def run_case(case: suite.Case) -> dict[str, Any]:
     env = _environment()
     for ddl in suite.tables_ddl():
         env.execute_sql(ddl)
-    *setup, query = case.statements()
+    *setup, query = case.statements(Path(tempfile.mkdtemp(prefix="flinkref-")))
     entry: dict[str, Any] = {"sql": case.sql}
     try:
         for statement in setup:

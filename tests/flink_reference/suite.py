@@ -44,11 +44,17 @@ class Case:
             return (1, 2)
         return (1,)
 
-    def statements(self) -> list[str]:
-        """The case's statements without their ``;``, comment lines dropped and ``{data}`` replaced by
-        the data folder's absolute path."""
+    def statements(self, tmp: Path | None = None) -> list[str]:
+        """The case's statements without their ``;``, comment lines dropped, ``{data}`` replaced by
+        the data folder's absolute path and ``{tmp}`` by ``tmp``, a fresh folder for what the case
+        writes (sink tables)."""
+        sql = self.sql.replace("{data}", str(DATA.resolve()))
+        if "{tmp}" in sql:
+            if tmp is None:
+                raise ValueError(f"{self.id} writes into {{tmp}}: pass a folder")
+            sql = sql.replace("{tmp}", str(tmp))
         out = []
-        for piece in _END.split(self.sql.replace("{data}", str(DATA.resolve()))):
+        for piece in _END.split(sql):
             code = "\n".join(line for line in piece.splitlines() if not line.strip().startswith("--")).strip()
             if code:
                 out.append(code)

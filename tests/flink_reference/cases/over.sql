@@ -1,0 +1,28 @@
+-- OVER aggregates on the event-time attribute: ROWS and RANGE frames.
+
+-- case: over_rows_unbounded_count_sum
+SELECT order_id, user_id, COUNT(*) OVER w AS c, SUM(qty) OVER w AS s FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
+-- case: over_rows_preceding
+SELECT order_id, SUM(amount) OVER (PARTITION BY currency ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s FROM orders;
+-- case: over_rows_min_max
+SELECT order_id, MIN(price) OVER w AS mi, MAX(price) OVER w AS ma FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW);
+-- case: over_range_interval
+SELECT order_id, COUNT(*) OVER (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '30' SECOND PRECEDING AND CURRENT ROW) AS c FROM orders;
+-- case: over_range_interval_sum_avg
+SELECT order_id, SUM(qty) OVER w AS s, AVG(price) OVER w AS a FROM orders WINDOW w AS (PARTITION BY currency ORDER BY ts RANGE BETWEEN INTERVAL '1' MINUTE PRECEDING AND CURRENT ROW);
+-- case: over_range_unbounded
+SELECT order_id, MAX(amount) OVER (PARTITION BY product ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS m FROM orders;
+-- case: over_no_partition
+SELECT id, COUNT(*) OVER (ORDER BY ts ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS c, SUM(score) OVER (ORDER BY ts ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS s FROM events;
+-- case: over_avg_int
+SELECT order_id, AVG(qty) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS a FROM orders;
+-- case: over_default_frame
+SELECT order_id, SUM(qty) OVER (PARTITION BY user_id ORDER BY ts) AS s FROM orders;
+-- case: over_count_column_nulls
+SELECT order_id, COUNT(qty) OVER (PARTITION BY currency ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS c FROM orders;
+-- case: over_on_json
+SELECT id, kind, MIN(score) OVER (PARTITION BY kind ORDER BY ts RANGE BETWEEN INTERVAL '20' SECOND PRECEDING AND CURRENT ROW) AS m FROM events;
+-- case: over_expression_argument
+SELECT order_id, SUM(qty * price) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS r FROM orders;
+-- case: over_row_number_not_topn_refused
+SELECT order_id, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ts) AS rn FROM orders;
