@@ -39,9 +39,14 @@ def table_statements() -> list[Statement]:
 
 def sqlstream_answer(case: suite.Case, parallelism: int) -> dict[str, Any]:
     """sqlstream's answer in the golden file's form: column names and types and final rows, or error."""
+    with tempfile.TemporaryDirectory(prefix="flinkref-") as tmp:  # for the sink tables of {tmp}
+        return _answer(case, parallelism, Path(tmp))
+
+
+def _answer(case: suite.Case, parallelism: int, tmp: Path) -> dict[str, Any]:
     session = Session()
     session.config["parallelism.default"] = str(parallelism)
-    statements = case.statements(Path(tempfile.mkdtemp(prefix="flinkref-")))
+    statements = case.statements(tmp)
     for statement in table_statements():
         session.execute_statement(statement.node)
     timer = threading.Timer(CASE_TIMEOUT_S, lambda: session.current_executor and session.current_executor.cancel())

@@ -85,7 +85,8 @@ def run_case(case: suite.Case) -> dict[str, Any]:
     env = _environment()
     for ddl in suite.tables_ddl():
         env.execute_sql(ddl)
-    *setup, query = case.statements(Path(tempfile.mkdtemp(prefix="flinkref-")))
+    tmp = Path(tempfile.mkdtemp(prefix="flinkref-")) if "{tmp}" in case.sql else None  # sink tables
+    *setup, query = case.statements(tmp)
     entry: dict[str, Any] = {"sql": case.sql}
     try:
         for statement in setup:
