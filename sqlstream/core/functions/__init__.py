@@ -323,9 +323,13 @@ def _is_in(value: Value, *options: Value) -> Value:
             out = pc.or_kleene(out, pc.equal(value, o))
         return out
     values = pa.array([o.as_py() for o in options], value.type)
-    result = pc.is_in(value, value_set=values)
-    # SQL: x IN (...) is NULL when x is NULL
-    return pc.if_else(pc.is_null(value), pa.scalar(None, pa.bool_()), result)
+    result = pc.is_in(value, value_set=values, skip_nulls=True)
+    # SQL: x IN (...) is NULL when x is NULL, and when x matches nothing but the list holds a NULL
+    # (so x NOT IN (1, NULL) is never TRUE)
+    unknown = pc.is_null(value)
+    if values.null_count:
+        unknown = pc.or_(unknown, pc.invert(result))
+    return pc.if_else(unknown, pa.scalar(None, pa.bool_()), result)
 
 
 register("+", _numeric_result("+"), _add, 2, coerce_args=False)
