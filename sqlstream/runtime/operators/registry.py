@@ -94,7 +94,7 @@ def _temporal_join(c: p.TemporalJoinConfig, schema: pa.Schema) -> Operator:
 def _union(c: p.UnionConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.union import UnionOperator
 
-    return UnionOperator()
+    return UnionOperator(schema)
 
 
 def _replicate_rows(c: p.ReplicateRowsConfig, schema: pa.Schema) -> Operator:
