@@ -127,3 +127,15 @@ def test_interval_join_state_stays_flat_over_a_million_events() -> None:
     first, second = max(sizes[: len(sizes) // 2]), max(sizes[len(sizes) // 2:])
     assert second <= first * 1.1  # flat: no growth with the number of events
     assert second < 4 * batch_rows  # bounded by the interval (2 s) plus one batch per side
+
+
+def test_a_using_column_is_one_column_first_in_select_star_and_each_side_answers_qualified() -> None:
+    views = """CREATE TEMPORARY VIEW a AS SELECT * FROM (VALUES (1, 'x'), (3, 'y')) AS t(v, k);
+        CREATE TEMPORARY VIEW b AS SELECT * FROM (VALUES ('x', 2)) AS t(k, w);
+        """
+    star = run_sql(views + "SELECT * FROM a LEFT JOIN b USING (k);")
+    # Flink: root |-- k |-- v |-- w
+    assert star.schema.names == ["k", "v", "w"]
+    assert rows(star) == [("x", 1, 2), ("y", 3, None)]
+    qualified = run_sql(views + "SELECT k, a.k, b.k FROM a JOIN b USING (k);")
+    assert rows(qualified) == [("x", "x", "x")]

@@ -60,7 +60,7 @@ from sqlstream.planner.logical import (
 )
 from sqlstream.planner.optimizer.constant_folding import fold
 from sqlstream.planner.proctime import with_proctime_attribute
-from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
+from sqlstream.planner.scope import USING, Scope, ScopeColumn, plan_error
 from sqlstream.planner.set_operations import coerced_inputs, intersect_or_except
 from sqlstream.planner.subqueries import bind_where, with_scalar_subqueries
 from sqlstream.planner.surface import check_query, table_hint_options
@@ -327,12 +327,19 @@ class QueryBinder:
             require_boolean(condition, on, "JOIN ON")
         elif using:
             parts = []
+            merged: set[int] = set()
             for ident in using:
                 lref = left.scope.resolve(exp.column(ident.name))
                 rref = right.scope.resolve(exp.column(ident.name))
                 parts.append(ExprBinder(scope)._call(
                     "=", [lref, ColumnRef(width + rref.index, rref.name, rref.type)], join))
+                merged.add(width + rref.index)
             condition = conjoin(parts)
+            if side in ("", "INNER", "LEFT"):
+                # a USING column is one column: unqualified (and in SELECT *) it is the left's, whose
+                # value it has in every output row of these joins; t.col still names either side
+                scope = Scope([ScopeColumn(c.qualifier, f"{USING}{c.name}", c.type) if i in merged else c
+                               for i, c in enumerate(scope.columns)])
         elif side:
             raise plan_error(f"{side} JOIN needs an ON condition", join)
         node = Join(left.node, right.node, side or "INNER", condition)
@@ -504,7 +511,13 @@ class QueryBinder:
             star_qualifier = _star(item)
             if star_qualifier is not None:
                 matched = False
-                for i, c in enumerate(scope.columns):
+                order = list(range(len(scope.columns)))
+                if star_qualifier == "":
+                    # SELECT * over JOIN ... USING: the USING columns first, as Flink (Calcite) expands it
+                    twins = {c.name[len(USING):].lower() for c in scope.columns if c.name.startswith(USING)}
+                    order.sort(key=lambda i: scope.columns[i].name.lower() not in twins)
+                for i in order:
+                    c = scope.columns[i]
                     if c.name.startswith("$"):
                         continue
                     if star_qualifier == "" or (c.qualifier or "").lower() == star_qualifier.lower():

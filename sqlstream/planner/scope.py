@@ -36,6 +36,9 @@ def plan_error(message: str, node: exp.Expression | None, token: str | None = No
     return PlanError(message, line, col, token)
 
 
+USING = "$using:"  # the prefix of a USING join's right-side column in the join's scope
+
+
 @dataclass(frozen=True)
 class ScopeColumn:
     qualifier: str | None
@@ -62,7 +65,9 @@ class Scope:
         matches = [
             i
             for i, c in enumerate(self.columns)
-            if c.name.lower() == name.lower()
+            if (c.name.lower() == name.lower()
+                # the right side's column of a JOIN ... USING answers only to its qualified name
+                or (qualifier is not None and c.name.lower() == f"{USING}{name}".lower()))
             and (qualifier is None or (c.qualifier or "").lower() == qualifier.lower())
         ]
         if len(matches) > 1:
