@@ -282,6 +282,19 @@ class Sequence(AggFunction):
         return (self.call.separator if self.call.separator is not None else ",").join(kept)
 
 
+class DistinctSum(CountDistinct):
+    """SUM(DISTINCT x) and AVG(DISTINCT x): the set of distinct values, summed (and averaged) as
+    SUM and AVG would sum them (over an append-only input, like COUNT(DISTINCT))."""
+
+    def result(self, acc: list[Any]) -> Any:
+        values = acc[0]
+        if not values:
+            return None
+        total = sum(values)
+        as_sum = [total, len(values)]
+        return (Avg if self.call.function == "AVG" else Sum).result(self, as_sum)  # type: ignore[arg-type]
+
+
 class UserAggregateFunction(AggFunction):
     """An AggregateFunction UDF: Arrow collects each group's values, the UDF folds them."""
 
@@ -325,7 +338,7 @@ def make(call: AggCall, retracting: bool = False) -> AggFunction:
         return CountDistinct(call, retracting) if call.distinct else Count(call, retracting)
     if call.function in ("SUM", "AVG"):
         if call.distinct:
-            raise ValueError(f"{call.function}(DISTINCT ...) is not supported")
+            return DistinctSum(call, retracting)
         return Sum(call, retracting) if call.function == "SUM" else Avg(call, retracting)
     if call.function in ("MIN", "MAX"):
         return MinMax(call, retracting)
