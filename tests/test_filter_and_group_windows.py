@@ -166,7 +166,7 @@ def duckdb_sessions(aggregates: str, events: pa.Table) -> list[tuple]:
     """Per key sessions with a 3 s gap, computed in DuckDB: start, end, then ``aggregates``."""
     return duckdb_rows(f"""
         WITH o AS (
-            SELECT *, CASE WHEN {EPOCH} - lag({EPOCH}) OVER (PARTITION BY k ORDER BY ts) < 3000
+            SELECT *, CASE WHEN {EPOCH} - lag({EPOCH}) OVER (PARTITION BY k ORDER BY ts) <= 3000
                       THEN 0 ELSE 1 END AS new_session FROM events
         ), s AS (SELECT *, SUM(new_session) OVER (PARTITION BY k ORDER BY ts) AS sid FROM o)
         SELECT MIN(ts), epoch_ms(MAX({EPOCH}) + 3000), {aggregates}

@@ -118,7 +118,7 @@ def test_q11_user_sessions(tables: dict[str, pa.Table]) -> None:
     ms = 'epoch_ms(CAST("dateTime" AS TIMESTAMP))'
     expected = duckdb_rows(
         f"WITH g AS (SELECT bidder, \"dateTime\","
-        f"  CASE WHEN {ms} - lag({ms}) OVER w < 10000 THEN 0 ELSE 1 END AS new_session"
+        f"  CASE WHEN {ms} - lag({ms}) OVER w <= 10000 THEN 0 ELSE 1 END AS new_session"
         "  FROM bid WINDOW w AS (PARTITION BY bidder ORDER BY \"dateTime\")),"
         " s AS (SELECT *, SUM(new_session) OVER (PARTITION BY bidder ORDER BY \"dateTime\") AS sid"
         "  FROM g)"

@@ -63,7 +63,9 @@ class SessionWindowAggOperator(Operator):
         ts = ts_arrow.take(order).to_numpy(zero_copy_only=False)
         new_session = np.ones(len(ts), dtype=bool)
         if len(ts) > 1:
-            jump = (ts[1:] - ts[:-1]) >= self.gap
+            # a row exactly one gap after the previous one still joins its session: Flink merges
+            # windows [t, t + gap) that touch (TimeWindow.intersects is inclusive)
+            jump = (ts[1:] - ts[:-1]) > self.gap
             changed = np.zeros(len(ts) - 1, dtype=bool)
             for k in self.partition:
                 col = batch.column(k)
@@ -112,7 +114,7 @@ class SessionWindowAggOperator(Operator):
         keep = []
         merged = False
         for s in self.sessions.get(group, key) or ():
-            if s[0] < end and start < s[1]:
+            if s[0] <= end and start <= s[1]:
                 start, end = min(start, s[0]), max(end, s[1])
                 merged = True
                 for fi, fn in enumerate(self.functions):
