@@ -37,6 +37,20 @@ def _cast(value: Value, target: pa.DataType, safe: bool) -> Value:
     try:
         if pa.types.is_string(value.type) and pa.types.is_boolean(target):
             return _string_to_bool(value)
+        if is_string(value.type) and pa.types.is_date(target):
+            return _string_to_date(value, target, safe)
+        if is_string(value.type) and is_numeric(target):
+            # Flink trims, and reads '3.75' as INT 3 (BinaryStringDataUtil)
+            value = pc.utf8_trim_whitespace(value)
+            if pa.types.is_integer(target):
+                try:
+                    return pc.cast(value, target)
+                except pa.ArrowInvalid:
+                    # digits with a fraction are truncated; anything else (an exponent) is no INT
+                    plain = pc.match_substring_regex(value, pattern=r"^[+-]?(\d+\.?\d*|\.\d+)$")
+                    if not pc.all(pc.or_kleene(plain, pc.is_null(value))).as_py():
+                        raise
+                    return cast_number(pc.cast(value, pa.decimal128(38, 9)), target)
         if is_numeric(value.type) and (pa.types.is_integer(target) or pa.types.is_decimal(target)):
             return cast_number(value, target)
         if pa.types.is_decimal(value.type) and pa.types.is_floating(target):
@@ -56,6 +70,18 @@ def _cast(value: Value, target: pa.DataType, safe: bool) -> Value:
         raise DataError(f"CAST to {sql_type_name(target)} failed: {e}") from None
 
 
+def _string_to_date(value: Value, target: pa.DataType, safe: bool) -> Value:
+    """Flink's date parsing: trimmed, 'yyyy[-M[-d]]' with any time after a space or 'T' ignored
+    ('42' is 0042-01-01, '2024-02-29 23:59:59' is 2024-02-29)."""
+    text = pc.replace_substring_regex(pc.utf8_trim_whitespace(value), pattern=r"[ T].*$", replacement="")
+    text = pc.replace_substring_regex(text, pattern=r"^(\d{1,4})$", replacement=r"\1-01-01")
+    text = pc.replace_substring_regex(text, pattern=r"^(\d{1,4}-\d{1,2})$", replacement=r"\1-01")
+    parsed = pc.strptime(text, format="%Y-%m-%d", unit="s", error_is_null=True)
+    if not safe and pc.sum(pc.and_(pc.is_valid(value), pc.is_null(parsed))).as_py():
+        raise pa.ArrowInvalid("a string is not a date (yyyy-MM-dd)")
+    return pc.cast(parsed, target)
+
+
 def _string_to_bool(value: Value) -> Value:
     lowered = pc.utf8_lower(pc.utf8_trim_whitespace(value))
     true = pc.is_in(lowered, value_set=pa.array(["true", "t", "1", "yes"]))
@@ -67,14 +93,14 @@ def _try_cast_each(value: Value, target: pa.DataType) -> Value:
     """Slow path for TRY_CAST, reached only when the vectorized cast failed."""
     if isinstance(value, pa.Scalar):
         try:
-            return pc.cast(value, target)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return _cast(value, target, False)
+        except DataError:
             return pa.scalar(None, target)
     out = []
     for item in value:
         try:
-            out.append(pc.cast(item, target).as_py())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            out.append(_cast(item, target, False).as_py())
+        except DataError:
             out.append(None)
     return pa.array(out, target)
 

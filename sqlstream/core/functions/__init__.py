@@ -353,7 +353,12 @@ register("IN", _comparison, _is_in, 2, None, coerce_args=True)
 register("LIKE", _returns(pa.bool_(), is_string, "STRING"), _like, 2, 3)
 register("SIMILAR", _returns(pa.bool_(), is_string, "STRING"), _similar, 2, 3)
 register("CONCAT", _returns(pa.string()), _concat, 1, None, aliases=("||",))
-register("UPPER", _returns(pa.string(), is_string, "STRING"), pc.utf8_upper, 1)
+def _upper(s: Value) -> Value:
+    """Java's toUpperCase: Arrow maps characters one to one, Java turns 'ß' into 'SS'."""
+    return pc.utf8_upper(pc.replace_substring(s, pattern="ß", replacement="SS"))
+
+
+register("UPPER", _returns(pa.string(), is_string, "STRING"), _upper, 1)
 register("LOWER", _returns(pa.string(), is_string, "STRING"), pc.utf8_lower, 1)
 register("SUBSTRING", _returns(pa.string()), _substring, 2, 3, aliases=("SUBSTR",))
 register("CHAR_LENGTH", _returns(pa.int32(), is_string, "STRING"), lambda s: pc.cast(pc.utf8_length(s), pa.int32()), 1, aliases=("CHARACTER_LENGTH",))
