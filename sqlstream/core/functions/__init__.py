@@ -69,6 +69,9 @@ def lookup(name: str) -> ScalarFunction | None:
 _INT_RANK = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
 
 
+_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
 def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     """The type both sides are cast to for comparison/arithmetic/COALESCE; None if incompatible."""
     if a == b:
@@ -81,8 +84,9 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         if pa.types.is_floating(a) or pa.types.is_floating(b):
             return pa.float64()
         if pa.types.is_decimal(a) or pa.types.is_decimal(b):
-            da = a if pa.types.is_decimal(a) else pa.decimal128(19, 0)
-            db = b if pa.types.is_decimal(b) else pa.decimal128(19, 0)
+            # an integer type as the DECIMAL that holds it (Flink: TINYINT 3, SMALLINT 5, INT 10, BIGINT 19 digits)
+            da = a if pa.types.is_decimal(a) else pa.decimal128(_INT_DIGITS[a.bit_width], 0)
+            db = b if pa.types.is_decimal(b) else pa.decimal128(_INT_DIGITS[b.bit_width], 0)
             scale = max(da.scale, db.scale)
             integral = max(da.precision - da.scale, db.precision - db.scale)
             return pa.decimal128(min(integral + scale, 38), scale)
