@@ -364,8 +364,35 @@ def _prune_two_inputs(left: LogicalNode, right: LogicalNode, needed: set[int], p
     return new_left, new_right, lmap, rmap, mapping
 
 
+class _TwoInputs(LogicalNode):
+    """What joins share: two inputs, and a condition over the left's columns then the right's."""
+
+    left: LogicalNode
+    right: LogicalNode
+    condition: Expr | None
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.left, self.right]
+
+    def with_inputs(self, inputs: list[LogicalNode]) -> LogicalNode:
+        return replace(self, left=inputs[0], right=inputs[1])  # type: ignore[type-var]
+
+    def map_expressions(self, fn: Callable[[Expr], Expr]) -> LogicalNode:
+        return replace(self, condition=None if self.condition is None else fn(self.condition))  # type: ignore[type-var]
+
+    def _pruned_inputs(self, required: set[int], prune: Prune
+                       ) -> tuple[LogicalNode, LogicalNode, Expr | None, dict[int, int], dict[int, int]]:
+        """Both inputs pruned to ``required`` and the condition's columns: (left, right, the
+        condition remapped, the left's column map, the concatenation's column map)."""
+        needed = set(required) | (referenced_columns(self.condition) if self.condition is not None else set())
+        left, right, lmap, _, mapping = _prune_two_inputs(self.left, self.right, needed, prune)
+        condition = None if self.condition is None else remap_columns(self.condition, mapping)
+        return left, right, condition, lmap, mapping
+
+
 @dataclass
-class Join(LogicalNode):
+class Join(_TwoInputs):
     """left JOIN right ON condition; the condition reads left columns then right columns.
 
     How it runs (equi keys, an interval on the time attributes, a window
@@ -414,16 +441,6 @@ class Join(LogicalNode):
             return False  # outer rows are emitted once, when the bound has passed
         return self.left.updating or self.right.updating or self.kind != "INNER"
 
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.left, self.right]
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> Join:
-        return replace(self, left=inputs[0], right=inputs[1])
-
-    def map_expressions(self, fn: Callable[[Expr], Expr]) -> Join:
-        return replace(self, condition=None if self.condition is None else fn(self.condition))
-
     def describe(self) -> str:
         from sqlstream.planner.joins import analyze
 
@@ -431,14 +448,12 @@ class Join(LogicalNode):
         return f"{'WindowJoin' if spec.window is not None else 'Join'}({self.kind}, {spec.describe(True)})"
 
     def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
-        needed = set(required) | (referenced_columns(self.condition) if self.condition is not None else set())
-        left, right, _, _, mapping = _prune_two_inputs(self.left, self.right, needed, prune)
-        condition = None if self.condition is None else remap_columns(self.condition, mapping)
+        left, right, condition, _, mapping = self._pruned_inputs(required, prune)
         return Join(left, right, self.kind, condition), mapping
 
 
 @dataclass
-class SemiJoin(LogicalNode):
+class SemiJoin(_TwoInputs):
     """left rows for which some right row satisfies ``condition`` (SEMI), or none does (ANTI):
     what ``IN``/``EXISTS`` subqueries and their negations become, as in Flink.
 
@@ -461,25 +476,13 @@ class SemiJoin(LogicalNode):
     def updating(self) -> bool:
         return self.left.updating or self.right.updating or self.anti
 
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.left, self.right]
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> SemiJoin:
-        return replace(self, left=inputs[0], right=inputs[1])
-
-    def map_expressions(self, fn: Callable[[Expr], Expr]) -> SemiJoin:
-        return replace(self, condition=None if self.condition is None else fn(self.condition))
-
     def describe(self) -> str:
         from sqlstream.planner.joins import analyze
 
         return f"Join({'ANTI' if self.anti else 'SEMI'}, {analyze(self).describe()})"
 
     def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
-        needed = set(required) | (referenced_columns(self.condition) if self.condition is not None else set())
-        left, right, lmap, _, mapping = _prune_two_inputs(self.left, self.right, needed, prune)
-        condition = None if self.condition is None else remap_columns(self.condition, mapping)
+        left, right, condition, lmap, _ = self._pruned_inputs(required, prune)
         return SemiJoin(left, right, self.anti, condition), lmap
 
     @property
