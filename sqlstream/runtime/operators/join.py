@@ -168,6 +168,15 @@ class RegularJoinOperator(Operator):
                 matches[i].append(j)
         return rows, kinds, keys, groups, candidates, matches
 
+    @staticmethod
+    def _store(state: Any, changed: dict[tuple, tuple[int, list[list[Any]]]]) -> None:
+        """Write back the entries of the keys a batch changed, deleting keys left with none."""
+        for k, (g, entries) in changed.items():
+            if entries:
+                state.put(g, k, tuple(tuple(e) for e in entries))
+            else:
+                state.delete(g, k)
+
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
         if self.columnar is not None:
             out = self.columnar.process(chunk.batch, input_index)
@@ -216,17 +225,11 @@ class RegularJoinOperator(Operator):
                     entry[1] -= 1
                     if self.outer[other_side] and entry[1] == 0:
                         emit(RowKind.INSERT, self._pad(other_side, entry[0]))
-        for k, (g, mine) in changed_own.items():
-            if mine:
-                own.put(g, k, tuple(tuple(e) for e in mine))
-            else:
-                own.delete(g, k)
+        self._store(own, changed_own)
         if self.outer[other_side]:
             # association counts of the other side's rows changed; only outer sides read them
             group_of = dict(zip(keys, groups, strict=True))
-            for k, entries in candidates.items():
-                if entries:
-                    other.put(group_of[k], k, tuple(tuple(e) for e in entries))
+            self._store(other, {k: (group_of[k], entries) for k, entries in candidates.items() if entries})
         if not out_rows:
             return []
         append_only = all(kd == RowKind.INSERT for kd in out_kinds) and self.kind == "INNER" and chunk.kinds is None

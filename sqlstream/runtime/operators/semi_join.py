@@ -76,18 +76,11 @@ class SemiAntiJoinOperator(RegularJoinOperator):
                     if entry[1] == 0:
                         out_rows.append(entry[0])
                         out_kinds.append(hidden)
-        for k, (g, mine) in changed_own.items():
-            if mine:
-                own.put(g, k, tuple(tuple(e) for e in mine))
-            else:
-                own.delete(g, k)
+        self._store(own, changed_own)
         if side == 1:
             # the left rows' match counts changed
-            other = self.sides[0]
             group_of = dict(zip(keys, groups, strict=True))
-            for k, entries in candidates.items():
-                if entries:
-                    other.put(group_of[k], k, tuple(tuple(e) for e in entries))
+            self._store(self.sides[0], {k: (group_of[k], entries) for k, entries in candidates.items() if entries})
         if not out_rows:
             return []
         append_only = chunk.kinds is None and all(kd == RowKind.INSERT for kd in out_kinds) and not self.anti
