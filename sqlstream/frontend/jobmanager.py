@@ -70,7 +70,7 @@ from sqlstream.core import status as job_status
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.home import home, open_private, private_dir
 from sqlstream.core.secrets import redact
-from sqlstream.frontend.jobs import request_savepoint
+from sqlstream.frontend.jobs import alive, request_savepoint
 from sqlstream.runtime.elements import MAX_WATERMARK
 
 HOST = "127.0.0.1"
@@ -225,7 +225,7 @@ class JobManager:
                 continue  # not one of ours, or from an incompatible version: not listed
             if not isinstance(job.name, str):
                 job.name = json.dumps(job.name)
-            if job.state == RUNNING and not _alive(job.pid):
+            if job.state == RUNNING and not alive(job.pid):
                 final = job.final_state()
                 job.state = final or FAILED
                 job.error = job.error or (None if final else "the job manager stopped while the job ran")
@@ -296,14 +296,14 @@ class JobManager:
         job = self._require_running(job_id)
         job.requested = "cancel"
         job.save()
-        if job.pid is not None and _alive(job.pid):
+        if job.pid is not None and alive(job.pid):
             os.kill(job.pid, signal.SIGINT)  # `sqlstream run` cancels its job on Ctrl-C
 
             def kill_if_stuck() -> None:
                 deadline = time.monotonic() + 15
-                while time.monotonic() < deadline and _alive(job.pid) and job.state == RUNNING:
+                while time.monotonic() < deadline and alive(job.pid) and job.state == RUNNING:
                     time.sleep(0.1)
-                if job.state == RUNNING and job.pid is not None and _alive(job.pid):
+                if job.state == RUNNING and job.pid is not None and alive(job.pid):
                     os.kill(job.pid, signal.SIGKILL)
 
             threading.Thread(target=kill_if_stuck, daemon=True).start()
@@ -327,7 +327,7 @@ class JobManager:
                 running = [j for j in self.jobs.values() if j.state == RUNNING]
             for job in running:
                 proc = self.procs.get(job.id)
-                code = proc.poll() if proc is not None else (None if _alive(job.pid) else -1)
+                code = proc.poll() if proc is not None else (None if alive(job.pid) else -1)
                 if code is not None:
                     self._ended(job, code)
 
@@ -359,18 +359,6 @@ class JobManager:
         while time.monotonic() < deadline and any(j.state == RUNNING for j in self.list()):
             time.sleep(0.1)
         self.stop_event.set()
-
-
-def _alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _last_error(log: Path) -> str | None:
@@ -759,7 +747,7 @@ def serve(options: ServerOptions | None = None) -> int:
     """Runs the job manager in the foreground until SIGTERM or Ctrl-C."""
     options = options or ServerOptions()
     existing = _read_json(state_file())
-    if existing and _alive(existing.get("pid")) and existing.get("pid") != os.getpid() and _responds(existing):
+    if existing and alive(existing.get("pid")) and existing.get("pid") != os.getpid() and _responds(existing):
         raise SqlStreamError(f"a job manager is already running at {existing.get('url')} (pid {existing['pid']})")
     token = access_token()
     if not options.loopback and not options.ssl_cert:
@@ -841,7 +829,7 @@ class Client:
     @staticmethod
     def _find() -> dict[str, Any] | None:
         info = _read_json(state_file())
-        if isinstance(info, dict) and _alive(info.get("pid")) and isinstance(info.get("port"), int) and _responds(info):
+        if isinstance(info, dict) and alive(info.get("pid")) and isinstance(info.get("port"), int) and _responds(info):
             return info
         return None
 

@@ -65,7 +65,7 @@ def list_jobs() -> list[dict[str, Any]]:
     out = []
     for f in sorted(jobs_dir().glob("*.json")):
         info = _entry(f)
-        if info is None or not _alive(info["pid"]):
+        if info is None or not alive(info["pid"]):
             f.unlink(missing_ok=True)  # the process is gone (or never finished writing a readable entry)
             continue
         out.append(info)
@@ -80,7 +80,10 @@ def _entry(path: Path) -> dict[str, Any] | None:
     return info if isinstance(info, dict) and isinstance(info.get("pid"), int) and "id" in info else None
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int | None) -> bool:
+    """Whether process ``pid`` exists (a process of another user counts)."""
+    if pid is None:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -94,7 +97,7 @@ def request_savepoint(job_id: str, directory: Path, stop: bool, timeout_s: float
     """Asks the running job ``job_id`` for a savepoint under ``directory``; a job that is gone is a clear error."""
     entry = jobs_dir() / f"{job_id}.json" if job_id.isalnum() else None
     info = _entry(entry) if entry is not None else None
-    if info is None or not _alive(info["pid"]):
+    if info is None or not alive(info["pid"]):
         if entry is not None:
             entry.unlink(missing_ok=True)
         known = ", ".join(j["id"] for j in list_jobs()) or "none"
@@ -109,7 +112,7 @@ def request_savepoint(job_id: str, directory: Path, stop: bool, timeout_s: float
         raise SqlStreamError(f"job '{job_id}' ended before it could take a savepoint") from None
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if not result.exists() and not _alive(pid) and not result.exists():  # (it may answer, then exit)
+        if not result.exists() and not alive(pid) and not result.exists():  # (it may answer, then exit)
             raise SqlStreamError(f"job '{job_id}' ended before it completed a savepoint")
         if result.exists():
             answer = json.loads(result.read_text())
