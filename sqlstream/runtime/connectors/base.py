@@ -123,6 +123,15 @@ class SourceReader(ABC):
         """Release resources."""
 
 
+def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with the sink table's schema: columns of another type (an INT into a BIGINT
+    column) cast to the declared one, the table's column names."""
+    if batch.schema.equals(schema):
+        return batch
+    arrays = [col if col.type == f.type else col.cast(f.type) for col, f in zip(batch.columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 class SinkWriter(ABC):
     """Writes one subtask's share of the result.
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sqlstream.core.errors import ConnectorError
-from sqlstream.runtime.connectors.base import SinkContext, SinkWriter
+from sqlstream.runtime.connectors.base import SinkContext, SinkWriter, conform
 from sqlstream.runtime.connectors.filesystem.options import FileSystemOptions
 from sqlstream.runtime.elements import RowKind
 from sqlstream.runtime.formats import FileWriter, create_format
@@ -57,13 +57,6 @@ class FileSystemSink(SinkWriter):
         self._writer = None
         self._current = None
 
-    def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        schema = self._ctx.schema
-        if batch.schema.equals(schema):
-            return batch
-        arrays = [col if col.type == f.type else col.cast(f.type) for col, f in zip(batch.columns, schema, strict=True)]
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
     def write(self, batch: pa.RecordBatch, kinds: pa.Array | None) -> None:
         if kinds is not None and pc.any(pc.not_equal(kinds, int(RowKind.INSERT))).as_py():
             raise ConnectorError(
@@ -75,7 +68,7 @@ class FileSystemSink(SinkWriter):
         if self._writer is None:
             self._new_file()
         assert self._writer is not None
-        self._writer.write(self._conform(batch))
+        self._writer.write(conform(batch, self._ctx.schema))
         if self._roll_bytes is not None and self._writer.size >= self._roll_bytes:
             self._roll()
 

@@ -25,7 +25,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from sqlstream.core.errors import ConnectorError
-from sqlstream.runtime.connectors.base import SinkContext, SinkWriter
+from sqlstream.runtime.connectors.base import SinkContext, SinkWriter, conform
 from sqlstream.runtime.connectors.kafka.client import (
     LOG,
     METADATA_TIMEOUT_S,
@@ -193,13 +193,6 @@ class KafkaSink(SinkWriter):
 
     # -- writing ---------------------------------------------------------
 
-    def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        schema = self._ctx.schema
-        if batch.schema.equals(schema):
-            return batch
-        arrays = [col if col.type == f.type else col.cast(f.type) for col, f in zip(batch.columns, schema, strict=True)]
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
     def _assign_partitions(self, rows: int) -> list[int]:
         """Target partition per row; -1 leaves the choice to librdkafka (key hash, or sticky if no key)."""
         if self._partitioner == "fixed":
@@ -218,7 +211,7 @@ class KafkaSink(SinkWriter):
         if batch.num_rows == 0:
             return
         assert self._producer is not None, "open() first"
-        batch = self._conform(batch)
+        batch = conform(batch, self._ctx.schema)
         values = self._format.encode_messages(batch)
         keys: list[bytes | None]
         if self._key_format is not None:
