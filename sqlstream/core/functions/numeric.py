@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -214,6 +215,10 @@ def _floor_ceil(arrow_fn: Callable[[Value], Value]) -> Kernel:
 @strict(pa.null())
 def _sign(x: Value) -> Value:
     # Arrow's sign gives int8/int64 for integers and decimals; Flink keeps the argument type
+    if pa.types.is_decimal(x.type):
+        # an int64 does not cast to a narrow DECIMAL, -1, 0 and 1 do
+        one, zero = pa.scalar(Decimal(1), x.type), pa.scalar(Decimal(0), x.type)
+        return pc.if_else(pc.greater(x, zero), one, pc.if_else(pc.less(x, zero), pc.negate(one), zero))
     return _cast(pc.sign(x), x.type)
 
 
