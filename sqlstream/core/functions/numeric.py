@@ -64,9 +64,9 @@ def _same_numeric(name: str, *more: ArgKind) -> Infer:
 
 
 def _integral_decimal(t: pa.Decimal128Type) -> pa.DataType:
-    """DECIMAL(p, s) rounded to an integer: one more integral digit when a carry can happen."""
-    digits = t.precision - t.scale + (1 if t.scale > 0 else 0)
-    return pa.decimal128(min(max(digits, 1), _MAX_PRECISION), 0)
+    """CEIL/FLOOR of DECIMAL(p, s): DECIMAL(p, 0), as Flink types it (the argument's precision,
+    which also holds the carry of CEIL(9.99))."""
+    return pa.decimal128(t.precision, 0)
 
 
 def _round_infer(name: str) -> Callable[[list[pa.DataType], list[Any]], pa.DataType]:
