@@ -205,7 +205,7 @@ def with_scalar_subqueries(binder: QueryBinder, rel: Relation, nodes: list[exp.E
             if "unknown column" not in str(e):
                 raise
             raise plan_error(f"correlated scalar subqueries are not supported; join with the aggregated table "
-                             f"instead ({e.message if hasattr(e, 'message') else e})", node) from None
+                             f"instead ({e.message})", node) from None
         if len(sub.node.schema) != 1:
             raise plan_error(f"a scalar subquery returns one column, this one {len(sub.node.schema)}", node)
         current = state["rel"]

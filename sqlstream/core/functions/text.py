@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.functions import Value, lookup, register
+from sqlstream.core.functions import Kernel, Value, lookup, register
 from sqlstream.core.functions.strings import INTEGER, STRING, constant, returns, strict
 
 _NULL_INT = pa.scalar(None, pa.int32())
@@ -35,7 +35,7 @@ def _overlay(s: Value, replacement: Value, start: Value, length: Value | None = 
     return pc.if_else(pc.greater(pc.utf8_length(s), begin - 1), overlaid, s)
 
 
-def _affix(name: str, kernel: str) -> object:
+def _affix(name: str, kernel: str) -> Kernel:
     @strict(pa.bool_())
     def test(s: Value, affix: Value) -> Value:
         return getattr(pc, kernel)(s, pattern=constant(affix, name, "the prefix or suffix"))
