@@ -396,3 +396,12 @@ def test_a_udf_exception_names_the_call_and_the_row() -> None:
             run("TENTH_OF(i)", i=pa.array([1, 0], pa.int32()))
     finally:
         udfs.unregister("TENTH_OF")
+
+
+def test_a_double_beyond_the_long_range_saturates_at_long_max_as_java() -> None:
+    # Flink 2.3: CAST(1e300 AS BIGINT) is 9223372036854775807 (reference case cast_double_to_bigint_out_of_range)
+    from sqlstream.frontend.session import Session
+
+    table = Session().execute_script(
+        "SELECT CAST(d AS BIGINT) AS v FROM (VALUES (CAST(1e300 AS DOUBLE)), (CAST(-1e300 AS DOUBLE))) AS t(d);")[-1].table
+    assert table.column("v").to_pylist() == [9223372036854775807, -9223372036854775808]

@@ -42,7 +42,13 @@ def cast_number(value: Value, target: pa.DataType) -> Value:
             pc.max_element_wise(wide, float(low), skip_nulls=False), float(high), skip_nulls=False
         )
         clipped = pc.if_else(pc.is_nan(clipped), 0.0, clipped)
-        value = pc.cast(clipped, through, safe=False)
+        if through == pa.int64():
+            # Long.MAX_VALUE is no double: the bound rounds up to 2^63, which would wrap to MIN_VALUE
+            too_big = pc.greater_equal(clipped, 2.0 ** 63)
+            in_range = pc.cast(pc.if_else(too_big, 0.0, clipped), through, safe=False)
+            value = pc.if_else(too_big, pa.scalar(high, pa.int64()), in_range)
+        else:
+            value = pc.cast(clipped, through, safe=False)
     elif pa.types.is_decimal(source):
         value = pc.cast(value, pa.int64(), safe=False)  # truncates toward zero
     return pc.cast(value, target, safe=False)
