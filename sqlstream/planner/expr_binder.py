@@ -189,12 +189,13 @@ class ExprBinder:
             pass
         if "e" in text.lower():  # 1.5e0 is an approximate numeric literal: DOUBLE
             return Literal(float(text), pa.float64())
-        # an exact numeric literal is a DECIMAL of its digits: 2.50 is DECIMAL(3, 2)
+        # an exact numeric literal is a DECIMAL of its digits: 2.50 is DECIMAL(3, 2), and one below 1
+        # counts its leading zero, as Calcite types it: 0.1 is DECIMAL(2, 1), 0.125 DECIMAL(4, 3)
         number = Decimal(text)
         sign, digits, exponent = number.as_tuple()
         assert isinstance(exponent, int)
         scale = max(-exponent, 0)
-        precision = max(len(digits), scale, 1)
+        precision = max(len(digits), scale + 1)
         if precision > 38:
             raise plan_error(f"numeric literal {text} has more than 38 digits", node)
         return Literal(number, pa.decimal128(precision, scale))
