@@ -16,6 +16,7 @@ from sqlstream.core.sql.dialect import (
     Reset,
     StatementSet,
     WindowTVF,
+    interval_months,
     interval_ms,
     position_of,
     table_options,
@@ -443,10 +444,32 @@ def test_interval_ms(interval: str, ms: int) -> None:
 
 
 @pytest.mark.parametrize(
+    ("interval", "months"),
+    [
+        ("INTERVAL '14' MONTH", 14),
+        ("INTERVAL '2' YEARS", 24),
+        ("INTERVAL '1' QUARTER", 3),
+        ("INTERVAL '-1-2' YEAR TO MONTH", -14),
+        ("INTERVAL '1' DAY", None),
+        ("INTERVAL '1:30' MINUTE TO SECOND", None),
+    ],
+)
+def test_interval_months(interval: str, months: int | None) -> None:
+    assert interval_months(parse_one(interval)) == months
+
+
+def test_year_to_month_value_must_match() -> None:
+    with pytest.raises(PlanError, match="does not match YEAR TO MONTH"):
+        interval_months(parse_one("INTERVAL '1:2' YEAR TO MONTH"))
+
+
+@pytest.mark.parametrize(
     ("interval", "message"),
     [
-        ("INTERVAL '1' MONTH", "unsupported interval unit MONTH"),
-        ("INTERVAL '1' YEAR", "unsupported interval unit YEAR"),
+        ("INTERVAL '1' MONTH", "a year-month interval has no fixed length"),
+        ("INTERVAL '1' YEAR", "a year-month interval has no fixed length"),
+        ("INTERVAL '1-2' YEAR TO MONTH", "a year-month interval has no fixed length"),
+        ("INTERVAL '1' QUARTER", "a year-month interval has no fixed length"),
         ("INTERVAL x SECOND", "must be a constant"),
         ("INTERVAL '1:xx' MINUTE TO SECOND", "does not match MINUTE TO SECOND"),
     ],

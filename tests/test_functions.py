@@ -869,3 +869,56 @@ def test_current_time_functions_are_evaluated_per_batch() -> None:
     assert one("CURRENT_DATE") in (before.date(), after.date())
     assert type_of("CURRENT_TIME") == pa.time32("ms")
     assert one("CURRENT_TIME").microsecond == 0  # TIME(0)
+
+
+# Values checked against PyFlink 2.3 (one JVM session): calendar months, the day of month
+# clamped to the target month's last day; a DATE plus any interval stays a DATE.
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("DATE '2024-01-31' + INTERVAL '1' MONTH", dt.date(2024, 2, 29)),
+        ("TIMESTAMP '2024-02-29 10:00:00' + INTERVAL '1' YEAR", dt.datetime(2025, 2, 28, 10, 0)),
+        ("TIMESTAMP '2024-02-29 10:00:00' - INTERVAL '13' MONTH", dt.datetime(2023, 1, 29, 10, 0)),
+        ("DATE '2024-03-31' - INTERVAL '13' MONTH", dt.date(2023, 2, 28)),
+        ("DATE '2024-01-31' + INTERVAL '1-2' YEAR TO MONTH", dt.date(2025, 3, 31)),
+        ("INTERVAL '1' MONTH + DATE '2024-01-31'", dt.date(2024, 2, 29)),
+        ("DATE '2024-01-31' + INTERVAL '1' QUARTER", dt.date(2024, 4, 30)),
+        ("TIMESTAMP '2024-01-31 23:59:59.123' + INTERVAL '1' MONTH", dt.datetime(2024, 2, 29, 23, 59, 59, 123000)),
+        ("DATE '2024-01-31' + INTERVAL '1' MONTH + INTERVAL '1' DAY", dt.date(2024, 3, 1)),
+        ("DATE '2024-01-01' + INTERVAL '25' HOUR", dt.date(2024, 1, 2)),
+    ],
+)
+def test_datetime_plus_interval_matches_flink(sql: str, expected: object) -> None:
+    assert one(sql) == expected
+
+
+def test_month_interval_arithmetic_is_vectorized_with_nulls() -> None:
+    days = pa.array([dt.date(2024, 1, 31), None, dt.date(2023, 12, 31), dt.date(2024, 3, 31)])
+    assert run("d + INTERVAL '1' MONTH", d=days) == [
+        dt.date(2024, 2, 29), None, dt.date(2024, 1, 31), dt.date(2024, 4, 30),
+    ]
+    assert run("d - INTERVAL '1' YEAR", d=days) == [
+        dt.date(2023, 1, 31), None, dt.date(2022, 12, 31), dt.date(2023, 3, 31),
+    ]
+    assert run("d - -INTERVAL '1' MONTH", d=days)[0] == dt.date(2024, 2, 29)
+
+
+def test_datetime_plus_interval_keeps_its_type() -> None:
+    assert type_of("d + INTERVAL '1' MONTH", d=pa.date32()) == pa.date32()
+    assert type_of("d + INTERVAL '1' DAY", d=pa.date32()) == pa.date32()
+    assert type_of("INTERVAL '1' YEAR + t", t=pa.timestamp("us")) == pa.timestamp("us")
+
+
+def test_month_interval_is_not_a_number() -> None:
+    with pytest.raises(PlanError, match="INTERVAL MONTH"):
+        bind("n + INTERVAL '1' MONTH", pa.schema([("n", pa.int64())]))
+
+
+def test_month_interval_array_operand_reads_each_rows_months() -> None:
+    from sqlstream.core.functions.temporal import shift_by_interval
+
+    months = pa.array([(1, 0, 0), None, (-13, 0, 0), (14, 0, 0)], pa.month_day_nano_interval())
+    dates = pa.array([dt.date(2024, 1, 31)] * 3)
+    assert shift_by_interval("+", dates, months.slice(1)).to_pylist() == [
+        None, dt.date(2022, 12, 31), dt.date(2025, 3, 31),
+    ]

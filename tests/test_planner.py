@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from sqlstream.core.errors import PlanError
 from sqlstream.core.sql.script import parse_one
 from sqlstream.frontend.session import Session
 from sqlstream.planner.logical import Filter, Project, Scan, WindowAggregate
@@ -94,3 +95,34 @@ def test_is_distinct_from_treats_nulls_as_equal() -> None:
         FROM (VALUES (1, 1), (1, CAST(NULL AS INT)), (CAST(NULL AS INT), CAST(NULL AS INT))) AS t(a, b);""")
     assert list(zip(got.column("d").to_pylist(), got.column("nd").to_pylist(), strict=True)) == [
         (False, True), (True, False), (False, True)]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MONTH))"
+        " GROUP BY window_start, window_end",
+        "SELECT window_start, COUNT(*) FROM TABLE(HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '1' DAY,"
+        " INTERVAL '1-0' YEAR TO MONTH)) GROUP BY window_start, window_end",
+    ],
+)
+def test_month_interval_window_sizes_are_refused(session: Session, sql: str) -> None:
+    with pytest.raises(PlanError, match="year-month interval has no fixed length"):
+        _plan(session, sql)
+
+
+def test_month_interval_watermark_expression_is_accepted_as_in_flink(tmp_path: Path) -> None:
+    # Flink plans WATERMARK FOR ts AS ts - INTERVAL '1' MONTH (an expression, not a fixed delay)
+    p = tmp_path / "w.csv"
+    p.write_text("1,2024-03-31 10:00:00.000\n2,2024-04-01 10:00:00.000\n")
+    got = run_sql(f"""CREATE TABLE w (id INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' MONTH)
+        WITH ('connector' = 'filesystem', 'path' = '{p}', 'format' = 'csv');
+        SELECT id, ts + INTERVAL '1' MONTH AS m FROM w;""")
+    assert [str(v) for v in got.column("m").to_pylist()] == ["2024-04-30 10:00:00", "2024-05-01 10:00:00"]
+
+
+def test_timestamp_plus_month_interval_runs_end_to_end() -> None:
+    got = run_sql("""SELECT d + INTERVAL '1' MONTH AS m, d - INTERVAL '1-1' YEAR TO MONTH AS y
+        FROM (VALUES (DATE '2024-01-31'), (DATE '2024-03-31')) AS t(d);""")
+    assert [str(v) for v in got.column("m").to_pylist()] == ["2024-02-29", "2024-04-30"]
+    assert [str(v) for v in got.column("y").to_pylist()] == ["2022-12-31", "2023-02-28"]

@@ -86,6 +86,16 @@ def parse_type(text: str) -> pa.DataType:
         raise PlanError(f"unknown SQL type '{text}'") from None
 
 
+# Flink's INTERVAL MONTH (year-month interval): a count of calendar months.  Arrow's
+# month_day_nano interval marks it, so it never passes for a fixed-length day-time
+# interval (a duration); only its months field is ever set.
+INTERVAL_MONTH = pa.month_day_nano_interval()
+
+
+def is_month_interval(t: pa.DataType) -> bool:
+    return t == INTERVAL_MONTH
+
+
 def sql_type_name(t: pa.DataType) -> str:
     """The Flink SQL spelling of an Arrow type, for DESCRIBE and error messages."""
     if pa.types.is_boolean(t):
@@ -113,6 +123,8 @@ def sql_type_name(t: pa.DataType) -> str:
         return f"DECIMAL({t.precision}, {t.scale})"
     if pa.types.is_list(t):
         return f"ARRAY<{sql_type_name(t.value_type)}>"
+    if is_month_interval(t):
+        return "INTERVAL MONTH"
     return str(t).upper()
 
 

@@ -16,8 +16,15 @@ from sqlstream.core.errors import PlanError
 from sqlstream.core.expressions import Call, Case, Cast, ColumnRef, Expr, Literal
 from sqlstream.core.functions import ArgumentTypeError, common_type, lookup
 from sqlstream.core.functions.udfs import USER_AGGREGATES
+from sqlstream.core.sql.dialect import interval_months
 from sqlstream.core.sql.dialect import interval_ms as dialect_interval_ms
-from sqlstream.core.types import arrow_type, is_string, sql_type_name
+from sqlstream.core.types import (
+    INTERVAL_MONTH,
+    arrow_type,
+    is_month_interval,
+    is_string,
+    sql_type_name,
+)
 from sqlstream.planner.function_calls import translate_call
 from sqlstream.planner.scope import Scope, plan_error
 
@@ -86,6 +93,9 @@ class ExprBinder:
         if isinstance(node, exp.Null):
             return Literal(None, pa.null())
         if isinstance(node, exp.Interval):
+            months = interval_months(node)
+            if months is not None:
+                return Literal(pa.MonthDayNano((months, 0, 0)), INTERVAL_MONTH)
             return Literal(interval_ms(node), pa.duration("ms"))
         if is_aggregate(node):
             raise plan_error(
@@ -98,6 +108,9 @@ class ExprBinder:
             if isinstance(inner, Literal) and isinstance(inner.value, int | float | Decimal) and not isinstance(inner.value, bool):
                 # -2 is a numeric literal, as in Flink's parser (ROUND(d, -2) types by its value)
                 return Literal(-inner.value, inner.type)
+            if isinstance(inner, Literal) and is_month_interval(inner.type):
+                # - INTERVAL '13' MONTH: a month interval literal, negated
+                return Literal(pa.MonthDayNano((-inner.value.months, 0, 0)), inner.type)
             return self._call("NEGATE", [inner], node)
         if isinstance(node, exp.Not):
             inner = node.this

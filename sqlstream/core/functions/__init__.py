@@ -15,7 +15,13 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.types import is_numeric, is_string, is_temporal, sql_type_name
+from sqlstream.core.types import (
+    is_month_interval,
+    is_numeric,
+    is_string,
+    is_temporal,
+    sql_type_name,
+)
 
 Value = pa.Array | pa.ChunkedArray | pa.Scalar
 Kernel = Callable[..., Value]
@@ -124,13 +130,13 @@ def _common_of(types: list[pa.DataType], what: str) -> pa.DataType:
 def _numeric_result(op: str) -> Infer:
     def infer(types: list[pa.DataType]) -> pa.DataType:
         a, b = types
-        # timestamp +/- interval keeps the timestamp type
-        if op in ("+", "-") and pa.types.is_timestamp(a) and pa.types.is_duration(b):
+        # DATE/TIMESTAMP +/- an interval keeps the DATE/TIMESTAMP type, as in Flink
+        if op == "+" and _is_interval(a) and _is_datetime(b):
+            a, b = b, a
+        if _is_datetime(a) and _is_interval(b):
             return a
-        if op == "+" and pa.types.is_duration(a) and pa.types.is_timestamp(b):
-            return b
-        if op in ("+", "-") and pa.types.is_date(a) and pa.types.is_duration(b):
-            return pa.timestamp("ms")
+        if is_month_interval(a) or is_month_interval(b):
+            raise ArgumentTypeError(f"cannot apply '{op}' to {_names(types)}")
         return arithmetic.result_type(op, a, b)
 
     return infer
@@ -167,24 +173,32 @@ def _common(types: list[pa.DataType]) -> pa.DataType:
     return _common_of(types, "arguments")
 
 
+def _is_interval(t: pa.DataType) -> bool:
+    return pa.types.is_duration(t) or is_month_interval(t)
+
+
+def _is_datetime(t: pa.DataType) -> bool:
+    return pa.types.is_date(t) or pa.types.is_timestamp(t)
+
+
 def _temporal(a: Value, b: Value) -> bool:
-    return pa.types.is_duration(a.type) or pa.types.is_duration(b.type)
+    return _is_interval(a.type) or _is_interval(b.type)
 
 
 def _add(a: Value, b: Value) -> Value:
     if not _temporal(a, b):
         return arithmetic.evaluate("+", a, b)
-    if pa.types.is_date(a.type):
-        a = pc.cast(a, pa.timestamp("ms"))
-    return pc.add_checked(a, b)
+    if pa.types.is_duration(a.type) and pa.types.is_duration(b.type):
+        return pc.add_checked(a, b)
+    return temporal.shift_by_interval("+", a, b)
 
 
 def _subtract(a: Value, b: Value) -> Value:
     if not _temporal(a, b):
         return arithmetic.evaluate("-", a, b)
-    if pa.types.is_date(a.type):
-        a = pc.cast(a, pa.timestamp("ms"))
-    return pc.subtract_checked(a, b)
+    if pa.types.is_duration(a.type) and pa.types.is_duration(b.type):
+        return pc.subtract_checked(a, b)
+    return temporal.shift_by_interval("-", a, b)
 
 
 def _arithmetic(op: str) -> Kernel:

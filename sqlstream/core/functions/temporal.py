@@ -19,6 +19,7 @@ import functools
 import time
 from collections.abc import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -34,7 +35,7 @@ from sqlstream.core.functions.strings import (
     returns,
     strict,
 )
-from sqlstream.core.types import is_string, is_temporal
+from sqlstream.core.types import is_month_interval, is_string, is_temporal
 
 _MS_PER_DAY = 86_400_000
 _MS_PER_UNIT = {
@@ -151,6 +152,46 @@ def _add_months(days: Value, months: Value) -> Value:
     new_month = pc.add(pc.subtract(total, pc.multiply(new_year, 12)), 1)
     clamped = pc.min_element_wise(day, _days_in_month(new_year, new_month))
     return pc.add(_month_start(new_year, new_month), pc.subtract(clamped, 1))
+
+
+def _interval_months(interval: Value) -> Value:
+    """The int64 months of an INTERVAL MONTH value (Arrow month_day_nano, only months set)."""
+    if isinstance(interval, pa.Scalar):
+        return pa.scalar(interval.value.months if interval.is_valid else None, pa.int64())
+    array = interval.combine_chunks() if isinstance(interval, pa.ChunkedArray) else interval
+    # each value is (int32 months, int32 days, int64 nanoseconds); view the months column
+    fields = np.frombuffer(
+        array.buffers()[1], dtype=np.dtype([("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")]),
+        count=len(array), offset=16 * array.offset,
+    )
+    return pa.array(fields["months"].astype(np.int64), mask=array.is_null().to_numpy(zero_copy_only=False))
+
+
+def shift_by_interval(op: str, a: Value, b: Value) -> Value:
+    """DATE/TIMESTAMP ``+``/``-`` an interval (either operand order for ``+``), as Flink.
+
+    An INTERVAL MONTH moves by calendar months with the day of month clamped to the
+    target month's last day (2024-01-31 + 1 month = 2024-02-29, Calcite's addMonths);
+    a DATE plus a day-time interval stays a DATE, moved by the interval's whole days
+    (truncated toward zero, as Flink's generated code divides).
+    """
+    if op == "+" and (pa.types.is_duration(a.type) or is_month_interval(a.type)):
+        a, b = b, a
+    if is_month_interval(b.type):
+        months = _interval_months(b)
+        if op == "-":
+            months = pc.negate_checked(months)
+        ticks, per_day = _ticks(a)
+        days = _floor_div(ticks, per_day)
+        time_of_day = pc.subtract(ticks, pc.multiply(days, per_day))
+        moved = _add_months(days, months)
+        return _from_ticks(pc.add_checked(pc.multiply_checked(moved, per_day), time_of_day), a.type)
+    if pa.types.is_date(a.type):
+        days = pc.divide(pc.cast(b, pa.int64()), _MS_PER_DAY)
+        ticks, _ = _ticks(a)
+        moved = pc.add_checked(ticks, days) if op == "+" else pc.subtract_checked(ticks, days)
+        return _from_ticks(moved, a.type)
+    return pc.add_checked(a, b) if op == "+" else pc.subtract_checked(a, b)
 
 
 def _whole_months(later: Value, earlier: Value) -> Value:

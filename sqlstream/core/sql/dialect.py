@@ -372,12 +372,52 @@ _SPAN_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 
+# Year-month interval units, in months: calendar lengths, so they never become milliseconds.
+_UNIT_MONTHS: dict[str, int] = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
+
+
 def _unit_name(unit: exp.Expr) -> str:
     """Normalises ``SECONDS`` / ``second`` / ``SECOND(3)`` to ``SECOND``."""
     name = unit.name.upper()
-    if name.endswith("S") and name[:-1] in _UNIT_MS:
+    if name.endswith("S") and (name[:-1] in _UNIT_MS or name[:-1] in _UNIT_MONTHS):
         name = name[:-1]
     return name
+
+
+def interval_months(node: exp.Expr) -> int | None:
+    """Months of a constant year-month interval, or None when ``node`` is not one.
+
+    Flink's INTERVAL YEAR / MONTH / YEAR TO MONTH (``INTERVAL '1-2' YEAR TO MONTH``
+    is 14 months) counts calendar months, whose length varies; it is kept apart
+    from day-time intervals (:func:`interval_ms`), which have a fixed length.
+    """
+    if not isinstance(node, exp.Interval) or not isinstance(node.this, exp.Literal):
+        return None
+    unit = node.args.get("unit")
+    if unit is None:
+        return None
+    raw = node.this.name.strip()
+    sign = -1 if raw.startswith("-") else 1
+    raw = raw.lstrip("+-").strip()
+    if isinstance(unit, exp.IntervalSpan):
+        if (_unit_name(unit.this), _unit_name(unit.expression)) != ("YEAR", "MONTH"):
+            return None
+        match = re.fullmatch(r"(\d+)-(\d+)", raw)
+        if not match:
+            line, col = position_of(node)
+            text = node.sql(dialect=Flink)
+            raise PlanError(
+                f"interval value '{node.this.name}' does not match YEAR TO MONTH: {text}", line, col, text
+            )
+        return sign * (int(match.group(1)) * 12 + int(match.group(2)))
+    name = _unit_name(unit)
+    if name not in _UNIT_MONTHS:
+        return None
+    if not re.fullmatch(r"\d+", raw):
+        line, col = position_of(node)
+        text = node.sql(dialect=Flink)
+        raise PlanError(f"interval value '{node.this.name}' is not a whole number: {text}", line, col, text)
+    return sign * int(raw) * _UNIT_MONTHS[name]
 
 
 def interval_ms(node: exp.Expr) -> int:
@@ -385,8 +425,8 @@ def interval_ms(node: exp.Expr) -> int:
 
     Also accepts ``INTERVAL '1:30' MINUTE TO SECOND``-style spans, plural
     units and a leading sign.  Windows and watermarks need a fixed length,
-    so anything else (a column, ``MONTH``/``YEAR``) is a :class:`PlanError`
-    located at the interval.
+    so anything else (a column, a year-month interval, which Flink also refuses
+    for windows) is a :class:`PlanError` located at the interval.
     """
     line, col = position_of(node)
     text = node.sql(dialect=Flink)
@@ -402,6 +442,11 @@ def interval_ms(node: exp.Expr) -> int:
         return interval_ms(node.this) + interval_ms(node.expression)
     if not isinstance(node, exp.Interval):
         fail("expected a constant INTERVAL literal")
+    if interval_months(node) is not None:
+        fail(
+            "a year-month interval has no fixed length; windows take SECOND, MINUTE, HOUR or DAY"
+            " units (Flink: MONTH and YEAR time unit are not supported yet)"
+        )
     value = node.this
     if not isinstance(value, exp.Literal):
         fail("interval value must be a constant")
