@@ -886,6 +886,9 @@ def test_current_time_functions_are_evaluated_per_batch() -> None:
         ("TIMESTAMP '2024-01-31 23:59:59.123' + INTERVAL '1' MONTH", dt.datetime(2024, 2, 29, 23, 59, 59, 123000)),
         ("DATE '2024-01-31' + INTERVAL '1' MONTH + INTERVAL '1' DAY", dt.date(2024, 3, 1)),
         ("DATE '2024-01-01' + INTERVAL '25' HOUR", dt.date(2024, 1, 2)),
+        ("DATE '2024-01-01' - INTERVAL '25' HOUR", dt.date(2023, 12, 31)),
+        ("DATE '2024-01-01' + INTERVAL '-1' HOUR", dt.date(2024, 1, 1)),  # whole days, truncated
+        ("DATE '2024-01-01' - INTERVAL '1' SECOND", dt.date(2024, 1, 1)),
     ],
 )
 def test_datetime_plus_interval_matches_flink(sql: str, expected: object) -> None:
@@ -922,3 +925,21 @@ def test_month_interval_array_operand_reads_each_rows_months() -> None:
     assert shift_by_interval("+", dates, months.slice(1)).to_pylist() == [
         None, dt.date(2022, 12, 31), dt.date(2025, 3, 31),
     ]
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("CAST(INTERVAL '1-2' YEAR TO MONTH AS STRING)", "+1-02"),
+        ("CAST(INTERVAL '-13' MONTH AS STRING)", "-1-01"),
+        ("CAST(INTERVAL '3' YEAR AS STRING)", "+3-00"),
+        ("CAST(-INTERVAL '13' MONTH AS STRING)", "-1-01"),
+    ],
+)
+def test_month_interval_casts_to_flinks_text(sql: str, expected: str) -> None:
+    assert one(sql) == expected  # as PyFlink 2.3 prints them
+
+
+def test_month_interval_comparison_is_refused_at_plan_time() -> None:
+    with pytest.raises(PlanError, match="comparing INTERVAL MONTH values is not supported"):
+        bind("INTERVAL '12' MONTH = INTERVAL '1' YEAR", pa.schema([("x", pa.int64())]))

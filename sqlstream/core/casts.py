@@ -14,6 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sqlstream.core.functions.arithmetic import as_decimal, fit_decimal
+from sqlstream.core.functions.temporal import months_of_interval
+from sqlstream.core.types import is_month_interval
 
 Value = pa.Array | pa.Scalar
 
@@ -77,7 +79,19 @@ def to_string(value: Value) -> Value | None:
         return _plain_decimal_string(value)
     if pa.types.is_time(t):
         return _time_string(value)
+    if is_month_interval(t):
+        return _month_interval_string(value)
     return None
+
+
+def _month_interval_string(value: Value) -> Value:
+    """Flink's INTERVAL MONTH text: sign, years, '-', two-digit months ('+1-02', '-1-01')."""
+    months = months_of_interval(value)
+    magnitude = pc.abs(months)
+    years = pc.cast(pc.divide(magnitude, 12), pa.string())
+    rest = pc.utf8_lpad(pc.cast(pc.subtract(magnitude, pc.multiply(pc.divide(magnitude, 12), 12)), pa.string()), 2, "0")
+    sign = pc.if_else(pc.less(months, 0), "-", "+")
+    return pc.binary_join_element_wise(sign, years, "-", rest, "")
 
 
 def _java_double_string(x: Value) -> Value:

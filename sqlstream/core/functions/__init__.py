@@ -150,6 +150,9 @@ def _boolean(types: list[pa.DataType]) -> pa.DataType:
 
 
 def _comparison(types: list[pa.DataType]) -> pa.DataType:
+    if any(is_month_interval(t) for t in types):
+        # Arrow has no ordering of month_day_nano values; refused rather than failing per batch
+        raise ArgumentTypeError(f"comparing INTERVAL MONTH values is not supported: {_names(types)}")
     _common_of(types, "comparison")
     return pa.bool_()
 

@@ -154,7 +154,7 @@ def _add_months(days: Value, months: Value) -> Value:
     return pc.add(_month_start(new_year, new_month), pc.subtract(clamped, 1))
 
 
-def _interval_months(interval: Value) -> Value:
+def months_of_interval(interval: Value) -> Value:
     """The int64 months of an INTERVAL MONTH value (Arrow month_day_nano, only months set)."""
     if isinstance(interval, pa.Scalar):
         return pa.scalar(interval.value.months if interval.is_valid else None, pa.int64())
@@ -178,7 +178,7 @@ def shift_by_interval(op: str, a: Value, b: Value) -> Value:
     if op == "+" and (pa.types.is_duration(a.type) or is_month_interval(a.type)):
         a, b = b, a
     if is_month_interval(b.type):
-        months = _interval_months(b)
+        months = months_of_interval(b)
         if op == "-":
             months = pc.negate_checked(months)
         ticks, per_day = _ticks(a)
