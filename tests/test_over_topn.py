@@ -375,7 +375,7 @@ ERRORS = [
     ("SELECT SUM(v) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM e", "FOLLOWING"),
     ("SELECT SUM(v) OVER (ORDER BY ts RANGE BETWEEN 3 PRECEDING AND CURRENT ROW) FROM e", "takes an INTERVAL"),
     ("SELECT SUM(v) OVER (PARTITION BY k ORDER BY ts), COUNT(*) OVER (ORDER BY ts) FROM e", "must be the same"),
-    ("SELECT LAG(v) OVER (ORDER BY ts) FROM e", "LAG is not supported"),
+    ("SELECT LEAD(v) OVER (ORDER BY ts) FROM e", "LEAD is not supported on streams"),
     ("SELECT COUNT(DISTINCT v) OVER (ORDER BY ts) FROM e", "DISTINCT"),
     ("SELECT SUM(v) OVER w FROM e WINDOW w2 AS (ORDER BY ts)", "unknown window 'w'"),
     ("SELECT k, SUM(v), SUM(v) OVER (ORDER BY ts) FROM e GROUP BY k", "cannot be combined with GROUP BY"),

@@ -15,6 +15,8 @@ class AggCall:
     type: pa.DataType
     name: str
     separator: str | None = None  # LISTAGG's, a constant
+    offset: int | None = None  # LAG's: how many rows back, a constant
+    default: object = None  # LAG's: the value when there is no row that far back, a constant of ``type``
 
     def remapped(self, mapping: dict[int, int]) -> AggCall:
         """The same call over an input whose columns moved (old index -> new)."""
@@ -24,6 +26,8 @@ class AggCall:
         inner = "*" if self.arg is None else f"{'DISTINCT ' if self.distinct else ''}${self.arg}"
         if self.separator is not None:
             inner += f", '{self.separator}'"
+        if self.offset is not None:
+            inner += f", {self.offset}, {'NULL' if self.default is None else repr(self.default)}"
         return f"{self.function}({inner})"
 
 

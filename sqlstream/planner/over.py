@@ -28,6 +28,7 @@ Binding follows Flink's streaming rules:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -36,8 +37,17 @@ from sqlglot import exp
 
 from sqlstream.core.aggregates import AggCall
 from sqlstream.core.errors import PlanError
-from sqlstream.core.expressions import Call, ColumnRef, Expr, Literal, substitute
+from sqlstream.core.evaluator import compile_expr
+from sqlstream.core.expressions import (
+    Call,
+    ColumnRef,
+    Expr,
+    Literal,
+    referenced_columns,
+    substitute,
+)
 from sqlstream.core.sql import dialect
+from sqlstream.core.types import sql_type_name
 from sqlstream.core.windows import WINDOW_COLUMNS
 from sqlstream.planner.expr_binder import AGGREGATES, ExprBinder
 from sqlstream.planner.joins import conjoin, conjuncts
@@ -54,6 +64,7 @@ from sqlstream.planner.logical import (
     WindowAggregate,
     WindowTVF,
 )
+from sqlstream.planner.optimizer.constant_folding import deterministic
 from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
 
 if TYPE_CHECKING:
@@ -102,11 +113,14 @@ def bind_window_items(binder: QueryBinder, rel: Relation, items: list[exp.Expres
                              windows[1])
         return _bind_row_number(binder, rel, items, windows[0], select)
     for f, w in zip(functions, windows, strict=True):
-        if not isinstance(f, AGGREGATES):
+        if isinstance(f, exp.Lead):
+            raise plan_error("LEAD is not supported on streams (Flink: LEAD Function is not supported in stream "
+                             "mode); LAG is", w)
+        if not isinstance(f, (*AGGREGATES, exp.Lag)):
             name = f.sql_name() if isinstance(f, exp.Func) else f.sql()
             raise plan_error(
-                f"window function {name} is not supported on streams; OVER takes COUNT, SUM, MIN, MAX or AVG, "
-                "and ROW_NUMBER() for Top-N and deduplication",
+                f"window function {name} is not supported on streams; OVER takes COUNT, SUM, MIN, MAX, AVG "
+                "and LAG, and ROW_NUMBER() for Top-N and deduplication",
                 w,
             )
     return _bind_over_aggregates(binder, rel, items, windows, select)
@@ -255,6 +269,10 @@ def _bind_over_aggregates(binder: QueryBinder, rel: Relation, items: list[exp.Ex
             "Flink supports no other ordering for streaming OVER aggregates",
             windows[0],
         )
+    lag = next((w for w in windows if isinstance(w.this, exp.Lag)), None)
+    if lag is not None and spec.frame is not None:
+        raise plan_error("LAG takes no ROWS/RANGE frame, and the OVER windows of one streaming SELECT are one "
+                         "window: drop the frame (Flink: ROW/RANGE not allowed)", lag)
     frame = spec.frame or OverFrame("RANGE", None)  # the SQL default with ORDER BY
     expr_binder = ExprBinder(pre.scope)
     aggs: list[AggCall] = []
@@ -263,7 +281,12 @@ def _bind_over_aggregates(binder: QueryBinder, rel: Relation, items: list[exp.Ex
         key = w.this.sql()
         if key in agg_of:
             continue
-        call = binder._agg_call(w.this, expr_binder, pre.column_of, f"$over{len(aggs)}")
+        name = f"$over{len(aggs)}"
+        if isinstance(w.this, exp.Lag):
+            aggs.append(_lag_call(w.this, expr_binder, pre.column_of, name))
+            agg_of[key] = len(aggs) - 1
+            continue
+        call = binder._agg_call(w.this, expr_binder, pre.column_of, name)
         if call.distinct:
             raise plan_error(f"{call.function}(DISTINCT ...) OVER is not supported on streams", w)
         agg_of[key] = len(aggs)
@@ -281,6 +304,32 @@ def _bind_over_aggregates(binder: QueryBinder, rel: Relation, items: list[exp.Ex
 
     exprs, names = binder._bind_items(items, scope, ExprBinder(scope, intercept))
     return Project(node, exprs, names, _rowtime_through(exprs, node.rowtime))
+
+
+def _lag_call(node: exp.Lag, binder: ExprBinder, column_of: Callable[[Expr], int], name: str) -> AggCall:
+    """``LAG(x [, offset [, default]])``: typed as x, with a constant offset (default 1) and default."""
+    arg = binder.bind(node.this)
+    offset_node = node.args.get("offset")
+    offset = 1
+    if offset_node is not None:
+        if not (isinstance(offset_node, exp.Literal) and not offset_node.is_string and str(offset_node.this).isdigit()):
+            raise plan_error(f"LAG takes a constant non-negative offset, got '{offset_node.sql()}'", offset_node)
+        offset = int(offset_node.this)
+    default = None
+    default_node = node.args.get("default")
+    if default_node is not None:
+        bound = binder.bind(default_node)
+        if referenced_columns(bound) or not deterministic(bound):
+            raise plan_error(f"LAG takes a constant default, got '{default_node.sql()}'", default_node)
+        value = compile_expr(bound)(pa.record_batch([pa.array([0])], names=["x"]))
+        value = (value if isinstance(value, pa.Scalar) else value[0]).as_py()
+        same = bound.type == arg.type or (pa.types.is_string(bound.type) and pa.types.is_string(arg.type))
+        if value is not None and not same:
+            raise plan_error(
+                f"LAG's default must have the type of its value: explicitly cast the default "
+                f"{sql_type_name(bound.type)} to {sql_type_name(arg.type)} (as Flink asks)", default_node)
+        default = value
+    return AggCall("LAG", column_of(arg), False, arg.type, name, offset=offset, default=default)
 
 
 def _bind_row_number(binder: QueryBinder, rel: Relation, items: list[exp.Expression], window: exp.Window,

@@ -76,8 +76,7 @@ class OverAggregate(LogicalNode):
         needed = {i for i in required if i < width} | set(self.partition_keys) | {self.time_index}
         needed |= {a.arg for a in self.aggs if a.arg is not None}
         child, mapping = prune(self.input, needed)
-        aggs = [AggCall(a.function, None if a.arg is None else mapping[a.arg], a.distinct, a.type, a.name)
-                for a in self.aggs]
+        aggs = [a.remapped(mapping) for a in self.aggs]
         node = OverAggregate(child, [mapping[k] for k in self.partition_keys], mapping[self.time_index],
                              self.frame, aggs)
         out = dict(mapping)

@@ -86,6 +86,18 @@ def _arrow_values(values: np.ndarray, valid: np.ndarray, t: pa.DataType) -> pa.A
     return pa.array(values, mask=~valid).cast(t)
 
 
+def _null_in_not_null(t: pa.DataType) -> pa.Scalar:
+    """What a NULL becomes in a NOT NULL field of Flink's generated code (CodeGenUtils.primitiveDefaultValue):
+    -1 for numbers, '' for strings, false for booleans; other types stay NULL."""
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return pa.scalar(-1, pa.int64()).cast(t)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.scalar("", t)
+    if pa.types.is_boolean(t):
+        return pa.scalar(False)
+    return pa.scalar(None, t)
+
+
 class _OverAgg:
     """One aggregate: its contribution columns, and its result over frames of them."""
 
@@ -173,12 +185,16 @@ class OverAggOperator(Operator):
         self.kind = kind  # ROWS | RANGE
         self.preceding = preceding  # rows or ms; None: UNBOUNDED
         self.schema = schema
+        self.calls = aggs
         self.aggs: list[_OverAgg] = []
         width = 2  # contribution columns 0 and 1: time, row count
         for a in aggs:
+            if a.function == "LAG":
+                continue
             agg = _OverAgg(a, None if a.arg is None else schema.field(a.arg).type, width)
             width += len(agg.columns)
             self.aggs.append(agg)
+        self.lags = [a for a in aggs if a.function == "LAG"]
         self.width = width
         # a bounded RANGE frame expires as event time passes; ROWS and UNBOUNDED frames never do
         self.range_ms = preceding if kind == "RANGE" else None
@@ -193,6 +209,9 @@ class OverAggOperator(Operator):
         self.waiting = ctx.keyed_state.state("waiting")
         # (key group, partition key) -> the contributions that frames of its future rows reach
         self.frames = ctx.keyed_state.state("frames")
+        # (key group, partition key) -> per LAG call, the key's last ``offset`` values of its argument
+        # (a one-column batch each)
+        self.lag_history = ctx.keyed_state.state("lag")
 
     # ------------------------------------------------------------ input
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
@@ -252,9 +271,12 @@ class OverAggOperator(Operator):
         ordered = due_rows.take(pa.array(np.concatenate([g[2] for g in groups])))
         owner = np.repeat(np.arange(len(groups)), [len(g[2]) for g in groups])
         frames = [self.frames.get(kg, key) for kg, key, _ in groups]
-        batch, new_frames = self._evaluate(ordered, owner, frames, watermark)
+        histories = [self.lag_history.get(kg, key) for kg, key, _ in groups] if self.lags else []
+        batch, new_frames, new_histories = self._evaluate(ordered, owner, frames, histories, watermark)
         for (kg, key, _), frame in zip(groups, new_frames, strict=True):
             self._store_frame(kg, key, frame)
+        for (kg, key, _), history in zip(groups if self.lags else [], new_histories, strict=True):
+            self.lag_history.put(kg, key, history)
         return batch
 
     def _store_frame(self, kg: int, key: tuple, frame: Frame | None) -> None:
@@ -273,8 +295,10 @@ class OverAggOperator(Operator):
         return columns
 
     def _evaluate(self, due_rows: pa.RecordBatch, due_owner: np.ndarray, frames: list[Frame | None],
-                  watermark: int) -> tuple[pa.RecordBatch, list[Frame | None]]:
-        """Output rows for the due rows of ``len(frames)`` keys (owners 0..n-1), and each key's next frame."""
+                  histories: list[tuple[pa.RecordBatch, ...] | None], watermark: int,
+                  ) -> tuple[pa.RecordBatch, list[Frame | None], list[tuple[pa.RecordBatch, ...]]]:
+        """Output rows for the due rows of ``len(frames)`` keys (owners 0..n-1), each key's next frame,
+        and its next LAG history."""
         keys = len(frames)
         present = [f for f in frames if f is not None]
         contributions = self._contributions(due_rows)
@@ -291,12 +315,62 @@ class OverAggOperator(Operator):
 
         n_frame = _range_sum(cols[1], lo, hi)
         per_agg = [a.evaluate(cols, lo, hi) for a in self.aggs]
-        results = [a.result(f, n_frame) for a, f in zip(self.aggs, per_agg, strict=True)]
+        computed = iter([a.result(f, n_frame) for a, f in zip(self.aggs, per_agg, strict=True)])
         emitted = due_rows.take(pa.array(order[positions] - first_due))
+        lagged, next_histories = self._lag(emitted, owner[positions], np.searchsorted(positions, hi), histories, keys)
+        lag_results = iter(lagged)
+        results = [next(lag_results) if c.function == "LAG" else next(computed) for c in self.calls]
         output = pa.RecordBatch.from_arrays(list(emitted.columns) + results, schema=self.schema)
         by_time = np.argsort(cols[0][positions], kind="stable")  # emit in event-time order across keys
         output = output.take(pa.array(by_time))
-        return output, self._next_frames(cols, owner, positions, starts, n_frame, per_agg, watermark)
+        return output, self._next_frames(cols, owner, positions, starts, n_frame, per_agg, watermark), next_histories
+
+    def _lag(self, emitted: pa.RecordBatch, due_key: np.ndarray, last_peer: np.ndarray,
+             histories: list[tuple[pa.RecordBatch, ...] | None], keys: int,
+             ) -> tuple[list[pa.Array], list[tuple[pa.RecordBatch, ...]]]:
+        """LAG of every due row (``emitted``, in (key, time) order; ``due_key`` its key's number,
+        ``last_peer`` the index of the last due row of its frame), and each key's next history.
+
+        Flink runs LAG as an aggregate over the frame, so a row reads the value ``offset`` rows
+        before the *last* row of its frame: rows with equal timestamps (RANGE peers) all see the
+        same value.  Per key the sequence is its history (the last ``offset`` values before this
+        firing) followed by its due rows; a target before the key's sequence is ``default``.
+        """
+        if not self.lags:
+            return [], []
+        n = len(due_key)
+        due_counts = np.bincount(due_key, minlength=keys)
+        due_first = np.concatenate([[0], np.cumsum(due_counts)[:-1]])
+        results: list[pa.Array] = []
+        per_key: list[list[pa.Array]] = [[] for _ in range(keys)]
+        for j, call in enumerate(self.lags):
+            hist = [pa.array([], call.type) if h is None else h[j].column(0) for h in histories]
+            hist_lens = np.array([len(h) for h in hist], dtype=np.int64)
+            seg_len = hist_lens + due_counts
+            seg_start = np.concatenate([[0], np.cumsum(seg_len)[:-1]]).astype(np.int64)
+            # the sequence: each key's history, then its due rows, gathered from [histories..., due values]
+            source = np.empty(int(seg_len.sum()), dtype=np.int64)
+            hist_total = int(hist_lens.sum())
+            hist_key = np.repeat(np.arange(keys), hist_lens)
+            hist_first = np.concatenate([[0], np.cumsum(hist_lens)[:-1]]).astype(np.int64)
+            source[seg_start[hist_key] + np.arange(hist_total) - hist_first[hist_key]] = np.arange(hist_total)
+            due_at = seg_start[due_key] + hist_lens[due_key] + np.arange(n) - due_first[due_key]
+            source[due_at] = hist_total + np.arange(n)
+            values = emitted.column(call.arg)
+            sequence = pa.concat_arrays([*hist, values]).take(pa.array(source))
+            target = due_at[last_peer] - call.offset
+            found = target >= seg_start[due_key]
+            picked = sequence.take(pa.array(np.where(found, target, 0)))
+            if call.default is not None:
+                # a non-NULL default makes Flink's result type NOT NULL, and a NULL value read through it
+                # comes out as the Java primitive default of Flink's code generator: -1, '' or false
+                picked = pc.coalesce(picked, _null_in_not_null(call.type))
+            results.append(pc.if_else(pa.array(found), picked, pa.scalar(call.default, call.type)))
+            seg_end = seg_start + seg_len
+            for k in range(keys):
+                kept = sequence.slice(max(seg_start[k], seg_end[k] - call.offset), min(call.offset, seg_len[k]))
+                per_key[k].append(pa.record_batch([kept], names=["v"]))  # state holds batches, not arrays
+        return results, [tuple(h) for h in per_key]
 
     def _frames(self, ts: np.ndarray, owner: np.ndarray, positions: np.ndarray,
                 starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
