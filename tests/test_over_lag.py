@@ -127,3 +127,20 @@ def test_explain_shows_lag_with_offset_and_default() -> None:
 def test_lag_refusals_name_the_construct(sql: str, message: str) -> None:
     with pytest.raises(PlanError, match=message):
         _plan(sql)
+
+
+def test_first_and_last_value_skip_nulls_across_firings_and_a_restore() -> None:
+    calls = [AggCall("FIRST_VALUE", 1, False, pa.int32(), "f"), AggCall("LAST_VALUE", 1, False, pa.int32(), "l"),
+             AggCall("LAG", 1, False, pa.int32(), "p", offset=1)]
+    schema = pa.schema(list(INPUT) + [pa.field(c.name, c.type) for c in calls])
+
+    def make() -> OverAggOperator:
+        return OverAggOperator([0], 2, "RANGE", None, calls, schema)
+
+    harness = OperatorHarness(make())
+    out = _feed(harness, [(0, None, 1)], 1) + _feed(harness, [(0, 5, 2), (0, None, 3)], 3)
+    restored = OperatorHarness(make(), restore=harness.snapshot())
+    # two peers at 4: both see the frame up to the last of them, LAG included
+    out += _feed(restored, [(0, 7, 4), (0, None, 4)], 4) + _feed(restored, [(0, None, 5)], 5)
+    assert out == [(0, None, 1, None, None, None), (0, 5, 2, 5, 5, None), (0, None, 3, 5, 5, 5),
+                   (0, 7, 4, 5, 7, 7), (0, None, 4, 5, 7, 7), (0, None, 5, 5, 7, None)]

@@ -4,7 +4,8 @@ Binding follows Flink's streaming rules:
 
 * ``agg(x) OVER (PARTITION BY k ORDER BY <time attribute> ROWS|RANGE ... PRECEDING)``
   is an :class:`OverAggregate`: append-only, each row emitted once the watermark
-  passes its timestamp.  All OVER windows of one SELECT must be the same (Flink's
+  passes its timestamp.  ``LAG(x [, offset [, default]])`` is one of its calls (no
+  frame allowed, as in Flink); ``LEAD`` is refused, as Flink refuses it in stream mode.  All OVER windows of one SELECT must be the same (Flink's
   streaming limitation), and the only ordering is the time attribute ascending.
 * ``ROW_NUMBER() OVER (PARTITION BY k ORDER BY ...)`` is a :class:`Rank`.  On its
   own it has no end on a stream, so it is only plannable once a condition on the
@@ -116,11 +117,11 @@ def bind_window_items(binder: QueryBinder, rel: Relation, items: list[exp.Expres
         if isinstance(f, exp.Lead):
             raise plan_error("LEAD is not supported on streams (Flink: LEAD Function is not supported in stream "
                              "mode); LAG is", w)
-        if not isinstance(f, (*AGGREGATES, exp.Lag)):
+        if not isinstance(f, (*AGGREGATES, exp.Lag, exp.FirstValue, exp.LastValue)):
             name = f.sql_name() if isinstance(f, exp.Func) else f.sql()
             raise plan_error(
-                f"window function {name} is not supported on streams; OVER takes COUNT, SUM, MIN, MAX, AVG "
-                "and LAG, and ROW_NUMBER() for Top-N and deduplication",
+                f"window function {name} is not supported on streams; OVER takes COUNT, SUM, MIN, MAX, AVG, "
+                "FIRST_VALUE, LAST_VALUE and LAG, and ROW_NUMBER() for Top-N and deduplication",
                 w,
             )
     return _bind_over_aggregates(binder, rel, items, windows, select)

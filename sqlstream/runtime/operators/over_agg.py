@@ -98,6 +98,9 @@ def _null_in_not_null(t: pa.DataType) -> pa.Scalar:
     return pa.scalar(None, t)
 
 
+_VALUE_PICKS = ("MIN", "MAX", "FIRST_VALUE", "LAST_VALUE")  # contributions [value, is valid]
+
+
 class _OverAgg:
     """One aggregate: its contribution columns, and its result over frames of them."""
 
@@ -110,15 +113,16 @@ class _OverAgg:
             # sums are kept in 64 bits (exact for integers, as Flink's BIGINT), decimals as Decimal objects
             self.sum_type = (pa.float64() if pa.types.is_floating(arg_type)
                              else arg_type if pa.types.is_decimal(arg_type) else pa.int64())
-        width = {"COUNT": 1, "SUM": 2, "AVG": 2, "MIN": 2, "MAX": 2}[call.function] if call.arg is not None else 0
-        # COUNT(x): [non-NULL count]; SUM/AVG: [sum, non-NULL count]; MIN/MAX: [value, is valid]
+        width = 1 if call.function == "COUNT" else 2
+        width = width if call.arg is not None else 0
+        # COUNT(x): [non-NULL count]; SUM/AVG: [sum, non-NULL count]; MIN/MAX/FIRST_VALUE/LAST_VALUE: [value, is valid]
         self.columns = list(range(first_column, first_column + width))
 
     def contributions(self, rows: pa.RecordBatch) -> list[np.ndarray]:
         if self.call.arg is None:
             return []  # COUNT(*) is the row count
         x = rows.column(self.call.arg)
-        if self.function in ("MIN", "MAX"):
+        if self.function in _VALUE_PICKS:
             return list(_numpy_values(x))
         count = x.is_valid().to_numpy(zero_copy_only=False).astype(np.int64)
         if self.function == "COUNT":
@@ -131,6 +135,16 @@ class _OverAgg:
 
     def evaluate(self, cols: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> list[np.ndarray]:
         """The frame of every due row, in contribution form (so it can also seed a running total)."""
+        if self.function in ("FIRST_VALUE", "LAST_VALUE"):
+            # the first / last non-NULL value of the frame (Flink's FIRST_VALUE and LAST_VALUE skip NULLs);
+            # a running total's one row sorts first in its key, so it stays the first and is overridden as last
+            values, valid = cols[self.columns[0]], cols[self.columns[1]]
+            last = self.function == "LAST_VALUE"
+            sentinel = -1 if last else len(values)
+            where = np.where(valid, np.arange(len(values)), sentinel)
+            best = _range_extreme(where, lo, hi, last)
+            found = best != sentinel
+            return [values[np.where(found, best, 0)] if len(values) else values[:0], found]
         if self.function in ("MIN", "MAX"):
             values, valid = cols[self.columns[0]], cols[self.columns[1]]
             maximum = self.function == "MAX"
@@ -151,7 +165,7 @@ class _OverAgg:
             return pa.array(n_frame, pa.int64())
         if self.function == "COUNT":
             return pa.array(frame[0], pa.int64())
-        if self.function in ("MIN", "MAX"):
+        if self.function in _VALUE_PICKS:
             return _arrow_values(frame[0], frame[1], t)
         total, count = frame
         filled = count > 0

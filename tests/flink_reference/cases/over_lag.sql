@@ -44,3 +44,11 @@ SELECT order_id, LAG(qty, 1, CAST(7 AS BIGINT)) OVER (PARTITION BY user_id ORDER
 CREATE TEMPORARY TABLE t (k INT, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = '{tmp}/t', 'format' = 'csv', 'csv.null-literal' = '');
 INSERT INTO t VALUES (1, 10, TIMESTAMP '2024-01-01 00:00:01'), (1, 11, TIMESTAMP '2024-01-01 00:00:01.5'), (1, 20, TIMESTAMP '2024-01-01 00:00:02'), (1, 20, TIMESTAMP '2024-01-01 00:00:02'), (1, 30, TIMESTAMP '2024-01-01 00:00:03');
 SELECT k, v, ts, LAG(v, 2, 0) OVER (PARTITION BY k ORDER BY ts) AS p FROM t;
+-- case: lag_decimal_default_null_value
+SELECT order_id, amount, LAG(amount, 1, CAST(0 AS DECIMAL(10, 2))) OVER (PARTITION BY currency ORDER BY ts) AS p FROM orders;
+-- case: lag_boolean_and_double_default_null_value
+SELECT id, LAG(flag, 1, TRUE) OVER w AS pf, LAG(score, 1, CAST(0.5 AS DOUBLE)) OVER w AS ps FROM events WINDOW w AS (PARTITION BY uid ORDER BY ts);
+-- case: first_last_value_range_interval
+SELECT order_id, FIRST_VALUE(amount) OVER w AS f, LAST_VALUE(currency) OVER w AS l, COUNT(*) OVER w AS c FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '30' SECOND PRECEDING AND CURRENT ROW);
+-- case: first_last_value_timestamp
+SELECT id, FIRST_VALUE(ts) OVER w AS f, LAST_VALUE(kind) OVER w AS l FROM events WINDOW w AS (PARTITION BY flag ORDER BY ts ROWS BETWEEN 3 PRECEDING AND CURRENT ROW);
