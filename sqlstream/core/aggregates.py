@@ -27,7 +27,8 @@ class AggCall:
         if self.separator is not None:
             inner += f", '{self.separator}'"
         if self.offset is not None:
-            inner += f", {self.offset}, {'NULL' if self.default is None else repr(self.default)}"
+            d = self.default
+            inner += f", {self.offset}, {'NULL' if d is None else repr(d) if isinstance(d, str) else d}"
         return f"{self.function}({inner})"
 
 

@@ -16,6 +16,10 @@ UNBOUNDED frames one row holding the running totals.  RANGE frames are pruned
 each time their key fires, and removed by a cleanup timer once event time
 has passed them all.
 
+LAG needs no frame (Flink allows none with it): per key the state keeps the
+last ``offset`` values of each LAG argument, read back before the key's next
+due rows.
+
 When the watermark fires, the waiting rows of all due key groups are split
 into due and later at once, and every key with due rows is evaluated in one
 vectorized pass: contributions sorted by (key, time), frame bounds found by
