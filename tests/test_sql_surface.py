@@ -249,7 +249,10 @@ def test_misspelt_key_is_refused_with_did_you_mean(session: Session) -> None:
     ("execution.checkpointing.interval", "soon", "'soon' is not a duration"),
     ("table.exec.sink.not-null-enforcer", "IGNORE", "'IGNORE' is not one of ERROR, DROP"),
     ("restart-strategy.type", "failure-rate", "restart strategy 'failure-rate' is not supported"),
-    ("table.local-time-zone", "Asia/Tokyo", "UTC only"),
+    ("table.local-time-zone", "+08:00", "'+08:00' is not a supported zone"),  # Flink wants 'GMT+08:00'
+    ("table.local-time-zone", "UTC+8", "'UTC+8' is not a supported zone"),
+    ("table.local-time-zone", "EST", "'EST' is not a supported zone"),  # Flink refuses short ids
+    ("table.local-time-zone", "Mars/Olympus", "'Mars/Olympus' is not a known zone"),
 ])
 def test_bad_values_are_refused(session: Session, key: str, value: str, message: str) -> None:
     _refused(session, f"SET '{key}' = '{value}'", f"invalid value for '{key}'", message)
