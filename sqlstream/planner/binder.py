@@ -26,7 +26,7 @@ from sqlstream.core.functions.arithmetic import avg_type, sum_type
 from sqlstream.core.functions.udfs import USER_AGGREGATES
 from sqlstream.core.sql import dialect, script
 from sqlstream.core.tables import TableDef, ViewDef
-from sqlstream.core.types import sql_type_name
+from sqlstream.core.types import is_ltz, sql_type_name
 from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
 from sqlstream.planner.expr_binder import (
     GROUP_AGGREGATES,
@@ -301,6 +301,7 @@ class QueryBinder:
             ms.append(dialect.interval_ms(tvf.offset))
         partition = tuple(inner.scope.resolve(c).index for c in tvf.partition_by)
         spec = window_spec(tvf.kind, rowtime, ms, tvf, partition)
+        self._refuse_zoned_window(inner.node, rowtime, tvf.kind, tvf)
         out = WindowTVF(inner.node, spec)
         qualifier = tvf.alias or None
         cols = list(inner.scope.columns) + [
@@ -687,7 +688,18 @@ class QueryBinder:
         time = calls[0].expressions[0] if calls[0].expressions else None
         if isinstance(time, exp.Column):
             rel = Relation(with_proctime_attribute(rel.node, rel.scope.resolve(time).index), rel.scope)
-        return rel, bind_group_window(calls[0], rel.scope, rel.node.rowtime)
+        window = bind_group_window(calls[0], rel.scope, rel.node.rowtime)
+        self._refuse_zoned_window(rel.node, window.window.time_index, window.kind, calls[0])
+        return rel, window
+
+    def _refuse_zoned_window(self, node: LogicalNode, time_index: int, kind: str, at: exp.Expression) -> None:
+        """Flink aligns a window on a TIMESTAMP_LTZ time attribute (a PROCTIME() column too) in the
+        session zone and types its bounds TIMESTAMP(3); sqlstream aligns it in UTC only, so under
+        another zone it refuses rather than give other windows than Flink's."""
+        if self.zone != "UTC" and is_ltz(node.schema.field(time_index).type):
+            raise plan_error(
+                f"{kind} windows on a TIMESTAMP_LTZ time attribute are aligned in UTC only for now; "
+                f"'table.local-time-zone' is '{self.zone}'", at)
 
     def _window_grouping(self, rel: Relation, key_nodes: list[exp.Expression]) -> WindowGrouping | None:
         """GROUP BY window_start, window_end, ... over windowed rows: how to build the window aggregation.
