@@ -29,17 +29,17 @@ from sqlstream.planner.scope import Scope
 UTC = dt.UTC
 
 
-def bind(sql: str, schema: pa.Schema) -> Expr:
+def bind(sql: str, schema: pa.Schema, zone: str = "UTC") -> Expr:
     node = sqlglot.parse_one(f"SELECT {sql}", read="flink").expressions[0]
-    return ExprBinder(Scope.of(schema)).bind(node)
+    return ExprBinder(Scope.of(schema), zone=zone).bind(node)
 
 
-def run(sql: str, **columns: pa.Array) -> list:
-    """Evaluate ``sql`` over the given columns (one dummy row if none)."""
+def run(sql: str, zone: str = "UTC", **columns: pa.Array) -> list:
+    """Evaluate ``sql`` over the given columns (one dummy row if none) in the session zone ``zone``."""
     if not columns:
         columns = {"dummy": pa.array([0])}
     batch = pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns))
-    expr = bind(sql, batch.schema)
+    expr = bind(sql, batch.schema, zone)
     value = compile_expr(expr)(batch)
     if isinstance(value, pa.Array) and not pa.types.is_null(expr.type):
         assert value.type == expr.type, f"{sql}: kernel returned {value.type}, typed {expr.type}"
@@ -943,3 +943,44 @@ def test_month_interval_casts_to_flinks_text(sql: str, expected: str) -> None:
 def test_month_interval_comparison_is_refused_at_plan_time() -> None:
     with pytest.raises(PlanError, match="comparing INTERVAL MONTH values is not supported"):
         bind("INTERVAL '12' MONTH = INTERVAL '1' YEAR", pa.schema([("x", pa.int64())]))
+
+
+# ---------------------------------------------------------------- the session time zone
+
+
+def test_ltz_cast_to_timestamp_is_the_wall_clock_of_the_session_zone_with_its_dst() -> None:
+    # 2024-03-10 06:30Z is 01:30 EST; 07:30Z is 03:30 EDT (clocks went forward at 02:00)
+    sql = "CAST(TO_TIMESTAMP_LTZ(m, 3) AS TIMESTAMP(3))"
+    millis = pa.array([1710052200000, 1710055800000])
+    assert run(sql, "America/New_York", m=millis) == [dt.datetime(2024, 3, 10, 1, 30), dt.datetime(2024, 3, 10, 3, 30)]
+    assert run(sql, "+08:00", m=millis) == [dt.datetime(2024, 3, 10, 14, 30), dt.datetime(2024, 3, 10, 15, 30)]
+
+
+def test_timestamp_cast_to_ltz_reads_the_wall_clock_as_java_time_does() -> None:
+    # an ambiguous time (clocks turned back) is the earlier instant; a skipped one moves on by the gap
+    ts = pa.array([dt.datetime(2024, 11, 3, 1, 30), dt.datetime(2024, 3, 10, 2, 30)], pa.timestamp("ms"))
+    got = run("CAST(t AS TIMESTAMP_LTZ(3))", "America/New_York", t=ts)
+    assert got == [dt.datetime(2024, 11, 3, 5, 30, tzinfo=UTC), dt.datetime(2024, 3, 10, 7, 30, tzinfo=UTC)]
+
+
+def test_ltz_to_string_has_no_zone_suffix_and_uses_the_session_zone() -> None:
+    assert one("CAST(TO_TIMESTAMP_LTZ(1709287200123, 3) AS STRING)") == "2024-03-01 10:00:00.123"
+    assert run("CAST(TO_TIMESTAMP_LTZ(1709287200123, 3) AS STRING)", "Asia/Tokyo") == ["2024-03-01 19:00:00.123"]
+
+
+def test_zoned_functions_follow_the_session_zone() -> None:
+    assert run("FROM_UNIXTIME(1709287200)", "Asia/Kolkata") == ["2024-03-01 15:30:00"]
+    assert run("UNIX_TIMESTAMP('2024-03-01 10:00:00')", "America/Los_Angeles") == [1709316000]
+    assert run("DATE_FORMAT(TO_TIMESTAMP_LTZ(1709287200000, 3), 'yyyy-MM-dd HH:mm')", "Asia/Shanghai") == [
+        "2024-03-01 18:00"]
+    # LOCALTIMESTAMP is the zone's wall clock: nine hours ahead of UTC's in Tokyo (no DST there)
+    tokyo = run("LOCALTIMESTAMP()", "Asia/Tokyo")[0]
+    utc = one("LOCALTIMESTAMP()")
+    assert abs((tokyo - utc) - dt.timedelta(hours=9)) < dt.timedelta(minutes=1)
+
+
+def test_string_cast_to_ltz_is_wall_clock_in_the_session_zone_unless_it_names_an_offset() -> None:
+    assert run("CAST('2024-03-01 10:00:00' AS TIMESTAMP_LTZ(3))", "Asia/Tokyo") == [
+        dt.datetime(2024, 3, 1, 1, 0, tzinfo=UTC)]
+    assert run("CAST('2024-03-01 10:00:00Z' AS TIMESTAMP_LTZ(3))", "Asia/Tokyo") == [
+        dt.datetime(2024, 3, 1, 10, 0, tzinfo=UTC)]

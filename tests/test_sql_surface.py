@@ -7,6 +7,7 @@ and error texts were recorded from Flink 2.3 (PyFlink).
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import warnings
 from pathlib import Path
@@ -249,7 +250,10 @@ def test_misspelt_key_is_refused_with_did_you_mean(session: Session) -> None:
     ("execution.checkpointing.interval", "soon", "'soon' is not a duration"),
     ("table.exec.sink.not-null-enforcer", "IGNORE", "'IGNORE' is not one of ERROR, DROP"),
     ("restart-strategy.type", "failure-rate", "restart strategy 'failure-rate' is not supported"),
-    ("table.local-time-zone", "Asia/Tokyo", "UTC only"),
+    ("table.local-time-zone", "+08:00", "'+08:00' is not a supported zone"),  # Flink wants 'GMT+08:00'
+    ("table.local-time-zone", "UTC+8", "'UTC+8' is not a supported zone"),
+    ("table.local-time-zone", "EST", "'EST' is not a supported zone"),  # Flink refuses short ids
+    ("table.local-time-zone", "Mars/Olympus", "'Mars/Olympus' is not a known zone"),
 ])
 def test_bad_values_are_refused(session: Session, key: str, value: str, message: str) -> None:
     _refused(session, f"SET '{key}' = '{value}'", f"invalid value for '{key}'", message)
@@ -339,3 +343,20 @@ def test_drop_cascade_and_view_options_are_refused(session: Session) -> None:
     _refused(session, "DROP TABLE t CASCADE", "DROP TABLE takes no CASCADE")
     assert session.catalog.get("t") is not None
     _refused(session, "CREATE VIEW w WITH ('k' = 'v') AS SELECT a FROM t", "CREATE VIEW takes no WITH options")
+
+
+def test_windows_on_an_ltz_time_attribute_are_refused_outside_utc(session: Session, tmp_path: Path) -> None:
+    # Flink aligns them in the session zone; sqlstream would align them in UTC, so it refuses
+    session.execute_script(f"""
+        CREATE TABLE l (a INT, lt AS TO_TIMESTAMP_LTZ(a, 3), WATERMARK FOR lt AS lt)
+            WITH ('connector' = 'filesystem', 'path' = '{tmp_path / "a.csv"}', 'format' = 'csv');
+        SET 'table.local-time-zone' = 'Asia/Tokyo'""")
+    _refused(session, "SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE l, DESCRIPTOR(lt), INTERVAL '1' DAY)) "
+             "GROUP BY window_start, window_end", "TUMBLE windows on a TIMESTAMP_LTZ time attribute",
+             "'table.local-time-zone' is 'Asia/Tokyo'")
+    _refused(session, "SELECT COUNT(*) FROM l GROUP BY TUMBLE(lt, INTERVAL '1' DAY)",
+             "TUMBLE windows on a TIMESTAMP_LTZ time attribute")
+    # windows on a TIMESTAMP time attribute do not depend on the zone
+    rows = _rows(session, "SELECT window_start, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), "
+                 "INTERVAL '1' DAY)) GROUP BY window_start, window_end")
+    assert rows == [(dt.datetime(2024, 1, 1), 5)]

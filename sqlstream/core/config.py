@@ -9,6 +9,8 @@ the closest registered key as a suggestion.
 from __future__ import annotations
 
 import difflib
+import re
+import zoneinfo
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -73,13 +75,32 @@ def _text(text: str) -> str:
     return text
 
 
+_GMT_OFFSET = re.compile(r"^GMT([+-])(\d{1,2})(?::?(\d{2}))?$")
+
+
 def _zone(text: str) -> str:
-    # the zone ids Flink accepts that mean UTC (it refuses bare offsets such as '+00:00')
-    if text.strip().upper() not in ("UTC", "GMT", "GMT+00:00", "GMT-00:00", "ETC/UTC", "ETC/GMT"):
-        raise ValueError(
-            f"'{text}': sqlstream evaluates TIMESTAMP_LTZ and the current-time functions in UTC only "
-            "for now; set 'UTC' or leave the key unset")
-    return "UTC"
+    """The zone as Arrow names it: an IANA id ('Asia/Tokyo') or a fixed offset ('+08:00').
+
+    Flink takes what java.time.ZoneId.of takes except 'UTC+8' and the three-letter short ids
+    ('EST'); a bare offset such as '+08:00' it refuses too (TableConfigValidation)."""
+    value = text.strip()
+    upper = value.upper()
+    hint = ("the zone is an id such as 'America/Los_Angeles' or a custom one such as 'GMT-08:00'")
+    if upper in ("UTC", "GMT", "Z", "UT", "ETC/UTC", "ETC/GMT"):
+        return "UTC"
+    gmt = _GMT_OFFSET.match(upper)
+    if gmt is not None:
+        sign, hours, minutes = gmt.group(1), int(gmt.group(2)), int(gmt.group(3) or 0)
+        if hours > 18 or minutes > 59:
+            raise ValueError(f"'{text}': offset out of range; {hint}")
+        return "UTC" if hours == minutes == 0 else f"{sign}{hours:02d}:{minutes:02d}"
+    if "/" not in value or upper.startswith(("UTC+", "UTC-")):
+        raise ValueError(f"'{text}' is not a supported zone: {hint}")
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"'{text}' is not a known zone: {hint}") from None
+    return value
 
 
 _RESTART = _enum("none", "off", "disable", "fixed-delay", "fixeddelay", refused={
@@ -113,7 +134,9 @@ KEYS: dict[str, ConfigKey] = {k.key: k for k in (
               "a NULL into a NOT NULL sink column: ERROR fails the job, DROP drops the row"),
     ConfigKey("table.dynamic-table-options.enabled", "true", _bool,
               "whether /*+ OPTIONS(...) */ table hints are allowed"),
-    ConfigKey("table.local-time-zone", "UTC", _zone, "the session time zone of TIMESTAMP_LTZ values", fixed=True),
+    ConfigKey("table.local-time-zone", "UTC", _zone,
+              "the session zone: TIMESTAMP_LTZ values become wall-clock time (casts, DATE_FORMAT, FROM_UNIXTIME, "
+              "LOCALTIMESTAMP) and wall-clock time becomes an instant (UNIX_TIMESTAMP, casts) in it"),
     ConfigKey("execution.runtime-mode", "streaming", _enum("streaming", refused={
         m: f"execution.runtime-mode '{m}' is not supported: sqlstream runs every job in streaming mode"
         for m in ("batch", "automatic")}), "streaming (the only mode)", fixed=True),

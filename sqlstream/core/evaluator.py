@@ -25,16 +25,32 @@ from sqlstream.core.expressions import (
     referenced_columns,
 )
 from sqlstream.core.functions import ArgumentTypeError, lookup
-from sqlstream.core.types import is_numeric, is_string, sql_type_name
+from sqlstream.core.types import instant, is_ltz, is_numeric, is_string, sql_type_name, wall_clock
 
 Value = pa.Array | pa.Scalar
 Compiled = Callable[[pa.RecordBatch], Value]
 
 
-def _cast(value: Value, target: pa.DataType, safe: bool) -> Value:
+def _cast(value: Value, target: pa.DataType, safe: bool, zone: str = "UTC") -> Value:
     if value.type == target:
         return value
     try:
+        if is_ltz(value.type) and not is_ltz(target):
+            # an instant becomes the wall-clock time of the session zone, then the target
+            value = wall_clock(value, zone)
+            if value.type == target:
+                return value
+        elif is_ltz(target) and is_string(value.type):
+            try:
+                # Flink reads the text as wall-clock time in the session zone
+                wall = pc.cast(pc.utf8_trim_whitespace(value), pa.timestamp(target.unit))
+            except pa.ArrowInvalid:
+                return pc.cast(value, target)  # text with a zone offset ('...Z') names its instant
+            return pc.cast(instant(wall, zone), target)
+        elif is_ltz(target) and not is_ltz(value.type) and zone != "UTC" and (
+                pa.types.is_timestamp(value.type) or pa.types.is_date(value.type)):
+            # wall-clock time is read in the session zone
+            return pc.cast(instant(pc.cast(value, pa.timestamp(target.unit)), zone), target)
         if pa.types.is_string(value.type) and pa.types.is_boolean(target):
             return _string_to_bool(value)
         if is_string(value.type) and pa.types.is_date(target):
@@ -66,7 +82,7 @@ def _cast(value: Value, target: pa.DataType, safe: bool) -> Value:
         return pc.cast(value, target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         if safe:
-            return _try_cast_each(value, target)
+            return _try_cast_each(value, target, zone)
         raise DataError(f"CAST to {sql_type_name(target)} failed: {e}") from None
 
 
@@ -89,17 +105,17 @@ def _string_to_bool(value: Value) -> Value:
     return pc.if_else(true, True, pc.if_else(false, False, pa.scalar(None, pa.bool_())))
 
 
-def _try_cast_each(value: Value, target: pa.DataType) -> Value:
+def _try_cast_each(value: Value, target: pa.DataType, zone: str) -> Value:
     """Slow path for TRY_CAST, reached only when the vectorized cast failed."""
     if isinstance(value, pa.Scalar):
         try:
-            return _cast(value, target, False)
+            return _cast(value, target, False, zone)
         except DataError:
             return pa.scalar(None, target)
     out = []
     for item in value:
         try:
-            out.append(_cast(item, target, False).as_py())
+            out.append(_cast(item, target, False, zone).as_py())
         except DataError:
             out.append(None)
     return pa.array(out, target)
@@ -174,8 +190,8 @@ def compile_expr(expr: Expr) -> Compiled:
         return lambda batch: scalar
     if isinstance(expr, Cast):
         inner = compile_expr(expr.arg)
-        target, safe = expr.type, expr.safe
-        return _guarded(expr, lambda batch: _cast(inner(batch), target, safe))
+        target, safe, zone = expr.type, expr.safe, expr.zone or "UTC"
+        return _guarded(expr, lambda batch: _cast(inner(batch), target, safe, zone))
     if isinstance(expr, Call) and expr.name == "IF":
         # IF(c, a, b) evaluates only the branch each row takes, as CASE WHEN c THEN a ELSE b END
         cond, yes, no = expr.args
@@ -185,6 +201,9 @@ def compile_expr(expr: Expr) -> Compiled:
         assert fn is not None, expr.name
         args = [compile_expr(a) for a in expr.args]
         kernel = fn.kernel
+        if fn.zoned:
+            zone = expr.zone or "UTC"
+            return _guarded(expr, lambda batch: kernel(*[a(batch) for a in args], zone=zone))
         return _guarded(expr, lambda batch: kernel(*[a(batch) for a in args]))
     if isinstance(expr, Case):
         whens = [(compile_expr(c), compile_expr(v)) for c, v in expr.whens]

@@ -6,7 +6,7 @@ and the runtime evaluator only dispatches kernels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -45,6 +45,9 @@ class Call:
     name: str
     args: tuple[Expr, ...]
     type: pa.DataType
+    # the session zone ('table.local-time-zone') of a function that reads wall-clock time, set by
+    # the planner; None for every other function
+    zone: str | None = None
 
     def __str__(self) -> str:
         if self.name in _INFIX and len(self.args) == 2:
@@ -57,6 +60,8 @@ class Cast:
     arg: Expr
     type: pa.DataType
     safe: bool = False  # TRY_CAST: NULL instead of an error
+    # the session zone of a cast between TIMESTAMP_LTZ and wall-clock time, set by the planner
+    zone: str | None = None
 
     def __str__(self) -> str:
         return f"{'TRY_CAST' if self.safe else 'CAST'}({self.arg} AS {sql_type_name(self.type)})"
@@ -107,9 +112,9 @@ def remap_columns(e: Expr, mapping: dict[int, int]) -> Expr:
     if isinstance(e, ColumnRef):
         return ColumnRef(mapping[e.index], e.name, e.type)
     if isinstance(e, Call):
-        return Call(e.name, tuple(remap_columns(a, mapping) for a in e.args), e.type)
+        return replace(e, args=tuple(remap_columns(a, mapping) for a in e.args))
     if isinstance(e, Cast):
-        return Cast(remap_columns(e.arg, mapping), e.type, e.safe)
+        return replace(e, arg=remap_columns(e.arg, mapping))
     if isinstance(e, Case):
         return Case(
             tuple((remap_columns(c, mapping), remap_columns(v, mapping)) for c, v in e.whens),
@@ -124,9 +129,9 @@ def substitute(e: Expr, exprs: list[Expr]) -> Expr:
     if isinstance(e, ColumnRef):
         return exprs[e.index]
     if isinstance(e, Call):
-        return Call(e.name, tuple(substitute(a, exprs) for a in e.args), e.type)
+        return replace(e, args=tuple(substitute(a, exprs) for a in e.args))
     if isinstance(e, Cast):
-        return Cast(substitute(e.arg, exprs), e.type, e.safe)
+        return replace(e, arg=substitute(e.arg, exprs))
     if isinstance(e, Case):
         return Case(
             tuple((substitute(c, exprs), substitute(v, exprs)) for c, v in e.whens),

@@ -7,6 +7,7 @@ declare must map to exactly one Arrow type, and back for DESCRIBE.
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
@@ -138,3 +139,29 @@ def is_string(t: pa.DataType) -> bool:
 
 def is_temporal(t: pa.DataType) -> bool:
     return pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t)
+
+
+def is_ltz(t: pa.DataType) -> bool:
+    """TIMESTAMP_LTZ: an Arrow timestamp with a zone (always UTC: the value is an instant)."""
+    return pa.types.is_timestamp(t) and t.tz is not None
+
+
+def wall_clock(value: pa.Array | pa.Scalar, zone: str) -> pa.Array | pa.Scalar:
+    """TIMESTAMP_LTZ instants as the TIMESTAMP wall-clock time of ``zone`` (daylight saving
+    time per the zone's rules)."""
+    if zone == "UTC":
+        return pc.cast(value, pa.timestamp(value.type.unit))
+    return pc.local_timestamp(pc.cast(value, pa.timestamp(value.type.unit, zone)))
+
+
+def instant(value: pa.Array | pa.Scalar, zone: str) -> pa.Array | pa.Scalar:
+    """TIMESTAMP wall-clock times read in ``zone`` as TIMESTAMP_LTZ instants. As java.time does, a
+    time that occurs twice (clocks turned back) is the earlier instant; one skipped by clocks
+    turned forward is moved later by the length of the gap (the offset before the gap applies)."""
+    unit = value.type.unit
+    if zone == "UTC":
+        return pc.cast(value, pa.timestamp(unit, "UTC"))
+    # the offset in force at the earliest instant whose wall clock is at or before the value
+    earliest = pc.assume_timezone(value, timezone=zone, ambiguous="earliest", nonexistent="earliest")
+    offset = pc.subtract(pc.local_timestamp(earliest), pc.cast(earliest, pa.timestamp(unit)))
+    return pc.cast(pc.subtract(value, offset), pa.timestamp(unit, "UTC"))

@@ -26,7 +26,7 @@ from sqlstream.core.functions.arithmetic import avg_type, sum_type
 from sqlstream.core.functions.udfs import USER_AGGREGATES
 from sqlstream.core.sql import dialect, script
 from sqlstream.core.tables import TableDef, ViewDef
-from sqlstream.core.types import sql_type_name
+from sqlstream.core.types import is_ltz, sql_type_name
 from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
 from sqlstream.planner.expr_binder import (
     GROUP_AGGREGATES,
@@ -93,6 +93,7 @@ class QueryBinder:
     def __init__(self, catalog: Catalog, settings: Mapping[str, str] | None = None) -> None:
         self.catalog = catalog
         self.settings = settings or {}
+        self.zone: str = setting(self.settings, "table.local-time-zone")
         self.ctes: list[dict[str, exp.Expression]] = []
         self._depth = 0
 
@@ -128,23 +129,24 @@ class QueryBinder:
         if isinstance(node, exp.Values):
             return self._bind_values(node)
         if isinstance(node, exp.Intersect | exp.Except):
-            out = intersect_or_except(self.bind_query(node.this).node, self.bind_query(node.expression).node, node)
+            out = intersect_or_except(self.bind_query(node.this).node, self.bind_query(node.expression).node, node,
+                                      self.zone)
             return self._ordered(Relation(out, Scope.of(out.schema)), node)
         raise plan_error(f"unsupported query '{node.sql()[:60]}'", node)
 
-    @staticmethod
-    def _ordered(rel: Relation, node: exp.Expression) -> Relation:
+    def _ordered(self, rel: Relation, node: exp.Expression) -> Relation:
         """ORDER BY / LIMIT after a set operation or a parenthesised query: over its whole result."""
         order, limit = node.args.get("order"), node.args.get("limit")
         if order is None and limit is None:
             return rel
         from sqlstream.planner.over import bind_order_limit
 
-        out = bind_order_limit(rel.node, order, limit)
+        out = bind_order_limit(rel.node, order, limit, self.zone)
         return Relation(out, Scope.of(out.schema))
 
     def _bind_union(self, node: exp.Union) -> Relation:
-        children = coerced_inputs(self.bind_query(node.this).node, self.bind_query(node.expression).node, node)
+        children = coerced_inputs(self.bind_query(node.this).node, self.bind_query(node.expression).node, node,
+                                  self.zone)
         flat: list[LogicalNode] = []
         for c in children:
             flat.extend(c.children if isinstance(c, Union) else [c])
@@ -158,7 +160,7 @@ class QueryBinder:
         empty = Scope([])
         for tup in node.expressions:
             # constant expressions (CAST(NULL AS INT), -1, 'a' || 'b') are computed here
-            row = [fold(ExprBinder(empty).bind(v)) for v in tup.expressions]
+            row = [fold(ExprBinder(empty, zone=self.zone).bind(v)) for v in tup.expressions]
             for v, src in zip(row, tup.expressions, strict=True):
                 if not isinstance(v, Literal):
                     raise plan_error("VALUES only takes constants", src)
@@ -180,7 +182,7 @@ class QueryBinder:
         if alias is not None and alias.columns:
             names = [c.name for c in alias.columns]
         arrays = [
-            pa.array([coerce(r[i], types[i]).value for r in rows], types[i]) for i in range(width)
+            pa.array([coerce(r[i], types[i], zone=self.zone).value for r in rows], types[i]) for i in range(width)
         ]
         table = pa.Table.from_arrays(arrays, names=names)
         return Relation(Values(table), Scope.of(table.schema, node.alias or None))
@@ -257,7 +259,7 @@ class QueryBinder:
                     i = physical.index(c.name)
                     exprs.append(ColumnRef(i, c.name, c.type))
                 else:
-                    exprs.append(ExprBinder(phys_scope).bind(_parse_expression(c.computed)))
+                    exprs.append(ExprBinder(phys_scope, zone=self.zone).bind(_parse_expression(c.computed)))
             node = Project(node, exprs, [c.name for c in table.columns])
         if table.watermark is not None:
             names = node.schema.names
@@ -272,14 +274,14 @@ class QueryBinder:
                     f"table '{table.name}': the rowtime column '{names[index]}' must be TIMESTAMP(3) or "
                     f"TIMESTAMP_LTZ(3), got {sql_type_name(ts_type)}"
                 )
-            wm_expr = ExprBinder(Scope.of(node.schema)).bind(_parse_expression(table.watermark.expression))
+            wm_expr = ExprBinder(Scope.of(node.schema), zone=self.zone).bind(_parse_expression(table.watermark.expression))
             if not pa.types.is_timestamp(wm_expr.type):
                 raise PlanError(
                     f"table '{table.name}': the WATERMARK expression must be a TIMESTAMP, got {sql_type_name(wm_expr.type)}"
                 )
             idle = table.options.get("scan.watermark.idle-timeout")
             # 0 disables idleness detection, as in Flink
-            node = WatermarkAssign(node, index, coerce(wm_expr, ts_type), (parse_duration_ms(idle) if idle else 0) or None)
+            node = WatermarkAssign(node, index, coerce(wm_expr, ts_type, zone=self.zone), (parse_duration_ms(idle) if idle else 0) or None)
         return Relation(node, Scope.of(node.schema, alias or table.name))
 
     def _bind_window_tvf(self, tvf: dialect.WindowTVF) -> Relation:
@@ -299,6 +301,7 @@ class QueryBinder:
             ms.append(dialect.interval_ms(tvf.offset))
         partition = tuple(inner.scope.resolve(c).index for c in tvf.partition_by)
         spec = window_spec(tvf.kind, rowtime, ms, tvf, partition)
+        self._refuse_zoned_window(inner.node, rowtime, tvf.kind, tvf)
         out = WindowTVF(inner.node, spec)
         qualifier = tvf.alias or None
         cols = list(inner.scope.columns) + [
@@ -323,7 +326,7 @@ class QueryBinder:
         condition: Expr | None = None
         on, using = join.args.get("on"), join.args.get("using")
         if on is not None:
-            condition = ExprBinder(scope).bind(on)
+            condition = ExprBinder(scope, zone=self.zone).bind(on)
             require_boolean(condition, on, "JOIN ON")
         elif using:
             parts = []
@@ -331,7 +334,7 @@ class QueryBinder:
             for ident in using:
                 lref = left.scope.resolve(exp.column(ident.name))
                 rref = right.scope.resolve(exp.column(ident.name))
-                parts.append(ExprBinder(scope)._call(
+                parts.append(ExprBinder(scope, zone=self.zone)._call(
                     "=", [lref, ColumnRef(width + rref.index, rref.name, rref.type)], join))
                 merged.add(width + rref.index)
             condition = conjoin(parts)
@@ -353,7 +356,7 @@ class QueryBinder:
         if side not in ("", "LEFT"):
             raise plan_error(f"{side} JOIN is not supported with FOR SYSTEM_TIME AS OF; use INNER or LEFT", join)
         kind = side or "INNER"
-        as_of = ExprBinder(left.scope).bind(version.expression)
+        as_of = ExprBinder(left.scope, zone=self.zone).bind(version.expression)
         if not isinstance(as_of, ColumnRef):
             raise plan_error("FOR SYSTEM_TIME AS OF needs a time column of the left table", version)
         obj = self.catalog.get(table_node.name)
@@ -372,7 +375,7 @@ class QueryBinder:
                     f"'{obj.name}' must be a versioned table (a PRIMARY KEY and a WATERMARK) for an "
                     "event-time temporal join", table_node, table_node.name)
             scope = Scope(left.scope.columns + right.scope.columns)
-            condition = ExprBinder(scope).bind(on)
+            condition = ExprBinder(scope, zone=self.zone).bind(on)
             left_keys, right_keys, rest = equi_keys(condition, width)
             pk = [right.node.schema.get_field_index(k) for k in obj.primary_key]
             if sorted(right_keys) != sorted(pk):
@@ -389,7 +392,7 @@ class QueryBinder:
                 "temporal join", table_node, table_node.name)
         dim_scope = Scope.of(obj.physical_schema, alias)
         scope = Scope(left.scope.columns + dim_scope.columns)
-        condition = ExprBinder(scope).bind(on)
+        condition = ExprBinder(scope, zone=self.zone).bind(on)
         left_keys, right_keys, rest = equi_keys(condition, width)
         if not left_keys:
             raise plan_error("a lookup join needs an equality between a left column and a column of the table", on)
@@ -442,7 +445,7 @@ class QueryBinder:
             out = self._bind_aggregate(sel, rel, group, having, items)
         else:
             rel, items = with_scalar_subqueries(self, rel, items)
-            exprs, names = self._bind_items(items, rel.scope, ExprBinder(rel.scope))
+            exprs, names = self._bind_items(items, rel.scope, ExprBinder(rel.scope, zone=self.zone))
             rowtime = _rowtime_through(exprs, rel.node.rowtime)
             out = Project(rel.node, exprs, names, rowtime)
         if sel.args.get("distinct") is not None:
@@ -450,7 +453,7 @@ class QueryBinder:
         if sel.args.get("order") is not None or sel.args.get("limit") is not None:
             from sqlstream.planner.over import bind_order_limit
 
-            out = bind_order_limit(out, sel.args.get("order"), sel.args.get("limit"))
+            out = bind_order_limit(out, sel.args.get("order"), sel.args.get("limit"), self.zone)
         return Relation(out, Scope.of(out.schema))
 
     def _bind_grouping_sets(self, sel: exp.Select, sets: list[list[exp.Expression]]) -> Relation:
@@ -530,7 +533,7 @@ class QueryBinder:
             node = item.this if isinstance(item, exp.Alias) else item
             bound = binder.bind(node)
             if pa.types.is_null(bound.type):
-                bound = coerce(bound, pa.string())
+                bound = coerce(bound, pa.string(), zone=self.zone)
             exprs.append(bound)
             names.append(_item_name(item, len(names)))
         return exprs, names
@@ -582,7 +585,7 @@ class QueryBinder:
                     group or sel,
                 )
 
-        binder = ExprBinder(input_scope)
+        binder = ExprBinder(input_scope, zone=self.zone)
         for condition in filter_conditions:
             require_boolean(binder.bind(condition), condition, "FILTER")
         pre_exprs: list[Expr] = [ColumnRef(i, c.name, c.type) for i, c in enumerate(input_scope.columns)]
@@ -657,7 +660,7 @@ class QueryBinder:
             f = out_schema.field(index)
             return ColumnRef(index, f.name, f.type)
 
-        post = ExprBinder(Scope.of(out_schema), intercept)
+        post = ExprBinder(Scope.of(out_schema), intercept, zone=self.zone)
         out: LogicalNode = agg_node
         if having_node is not None:
             pred = post.bind(having_node)
@@ -685,7 +688,18 @@ class QueryBinder:
         time = calls[0].expressions[0] if calls[0].expressions else None
         if isinstance(time, exp.Column):
             rel = Relation(with_proctime_attribute(rel.node, rel.scope.resolve(time).index), rel.scope)
-        return rel, bind_group_window(calls[0], rel.scope, rel.node.rowtime)
+        window = bind_group_window(calls[0], rel.scope, rel.node.rowtime)
+        self._refuse_zoned_window(rel.node, window.window.time_index, window.kind, calls[0])
+        return rel, window
+
+    def _refuse_zoned_window(self, node: LogicalNode, time_index: int, kind: str, at: exp.Expression) -> None:
+        """Flink aligns a window on a TIMESTAMP_LTZ time attribute (a PROCTIME() column too) in the
+        session zone and types its bounds TIMESTAMP(3); sqlstream aligns it in UTC only, so under
+        another zone it refuses rather than give other windows than Flink's."""
+        if self.zone != "UTC" and is_ltz(node.schema.field(time_index).type):
+            raise plan_error(
+                f"{kind} windows on a TIMESTAMP_LTZ time attribute are aligned in UTC only for now; "
+                f"'table.local-time-zone' is '{self.zone}'", at)
 
     def _window_grouping(self, rel: Relation, key_nodes: list[exp.Expression]) -> WindowGrouping | None:
         """GROUP BY window_start, window_end, ... over windowed rows: how to build the window aggregation.

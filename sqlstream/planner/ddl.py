@@ -202,7 +202,8 @@ def _type_computed_columns(table: TableDef, create: exp.Create) -> TableDef:
             columns.append(c)
             continue
         try:
-            bound = ExprBinder(scope).bind(parse_one(c.computed))
+            # only the column's type is kept here, which no zone changes; queries bind it in theirs
+            bound = ExprBinder(scope, zone="UTC").bind(parse_one(c.computed))
         except PlanError as e:
             raise PlanError(f"computed column '{c.name}' of table '{table.name}': {e.message}") from None
         columns.append(ColumnDef(c.name, bound.type, True, c.computed))

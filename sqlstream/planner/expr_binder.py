@@ -21,6 +21,7 @@ from sqlstream.core.sql.dialect import interval_ms as dialect_interval_ms
 from sqlstream.core.types import (
     INTERVAL_MONTH,
     arrow_type,
+    is_ltz,
     is_month_interval,
     is_string,
     sql_type_name,
@@ -64,9 +65,12 @@ def interval_ms(node: exp.Interval) -> int:
 
 
 class ExprBinder:
-    def __init__(self, scope: Scope, intercept: Intercept | None = None) -> None:
+    def __init__(self, scope: Scope, intercept: Intercept | None = None, *, zone: str) -> None:
         self.scope = scope
         self.intercept = intercept
+        # the session zone ('table.local-time-zone'), set on the calls and casts that read or
+        # write wall-clock time so that the evaluator applies it
+        self.zone = zone
 
     def bind(self, node: exp.Expression) -> Expr:
         if self.intercept is not None:
@@ -155,7 +159,7 @@ class ExprBinder:
             safe = isinstance(node, exp.TryCast)
             if isinstance(arg, Literal) and arg.value is None:
                 return Literal(None, target)
-            return Cast(arg, target, safe)
+            return Cast(arg, target, safe, self.zone if is_ltz(arg.type) != is_ltz(target) else None)
         if isinstance(node, exp.Filter):
             if not is_aggregate(node.this):
                 raise plan_error(
@@ -244,8 +248,8 @@ class ExprBinder:
                         node,
                     )
                 target = c
-            args = [coerce(a, target) for a in args]
-        return Call(name.upper(), tuple(args), result)
+            args = [coerce(a, target, zone=self.zone) for a in args]
+        return Call(name.upper(), tuple(args), result, self.zone if fn.zoned else None)
 
     def _case(self, node: exp.Case) -> Expr:
         subject = node.this
@@ -278,16 +282,19 @@ class ExprBinder:
         if pa.types.is_null(target):
             target = pa.string()
         return Case(
-            tuple((c, coerce(v, target)) for c, v in whens),
-            None if default is None else coerce(default, target),
+            tuple((c, coerce(v, target, zone=self.zone)) for c, v in whens),
+            None if default is None else coerce(default, target, zone=self.zone),
             target,
         )
 
 
-def coerce(e: Expr, target: pa.DataType) -> Expr:
-    """``e`` cast to ``target`` (folding literals, so '2024-01-01' becomes a TIMESTAMP constant)."""
+def coerce(e: Expr, target: pa.DataType, *, zone: str) -> Expr:
+    """``e`` cast to ``target`` (folding literals, so '2024-01-01' becomes a TIMESTAMP constant);
+    between TIMESTAMP_LTZ and wall-clock time the cast reads the session zone ``zone``."""
     if e.type == target:
         return e
+    if is_ltz(e.type) != is_ltz(target):
+        return Cast(e, target, zone=zone)  # constant folding evaluates a literal's cast in the zone
     if isinstance(e, Literal):
         if e.value is None:
             return Literal(None, target)

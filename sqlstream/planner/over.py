@@ -188,9 +188,9 @@ def _window_definition(window: exp.Window, select: exp.Select | None) -> dict[st
     return parts
 
 
-def _bind_window(window: exp.Window, select: exp.Select | None, pre: _PreProjection) -> _BoundWindow:
+def _bind_window(window: exp.Window, select: exp.Select | None, pre: _PreProjection, zone: str) -> _BoundWindow:
     parts = _window_definition(window, select)
-    binder = ExprBinder(pre.scope)
+    binder = ExprBinder(pre.scope, zone=zone)
     partition = tuple(pre.column_of(binder.bind(p)) for p in parts["partition_by"] or [])
     order: list[SortKey] = []
     order_node = parts["order"]
@@ -247,7 +247,7 @@ def _bind_over_aggregates(binder: QueryBinder, rel: Relation, items: list[exp.Ex
                           windows: list[exp.Window], select: exp.Select | None) -> LogicalNode:
     _require_append_only(rel, "an OVER aggregation", windows[0])
     pre = _PreProjection(rel)
-    bound = [_bind_window(w, select, pre) for w in windows]
+    bound = [_bind_window(w, select, pre, binder.zone) for w in windows]
     if any(b != bound[0] for b in bound[1:]):
         other = next(w for w, b in zip(windows, bound, strict=True) if b != bound[0])
         raise plan_error(
@@ -275,7 +275,7 @@ def _bind_over_aggregates(binder: QueryBinder, rel: Relation, items: list[exp.Ex
         raise plan_error("LAG takes no ROWS/RANGE frame, and the OVER windows of one streaming SELECT are one "
                          "window: drop the frame (Flink: ROW/RANGE not allowed)", lag)
     frame = spec.frame or OverFrame("RANGE", None)  # the SQL default with ORDER BY
-    expr_binder = ExprBinder(pre.scope)
+    expr_binder = ExprBinder(pre.scope, zone=binder.zone)
     aggs: list[AggCall] = []
     agg_of: dict[str, int] = {}
     for w in windows:
@@ -303,7 +303,7 @@ def _bind_over_aggregates(binder: QueryBinder, rel: Relation, items: list[exp.Ex
             return ColumnRef(width + j, aggs[j].name, aggs[j].type)
         return None
 
-    exprs, names = binder._bind_items(items, scope, ExprBinder(scope, intercept))
+    exprs, names = binder._bind_items(items, scope, ExprBinder(scope, intercept, zone=binder.zone))
     return Project(node, exprs, names, _rowtime_through(exprs, node.rowtime))
 
 
@@ -336,7 +336,7 @@ def _lag_call(node: exp.Lag, binder: ExprBinder, column_of: Callable[[Expr], int
 def _bind_row_number(binder: QueryBinder, rel: Relation, items: list[exp.Expression], window: exp.Window,
                      select: exp.Select | None) -> LogicalNode:
     pre = _PreProjection(rel)
-    spec = _bind_window(window, select, pre)
+    spec = _bind_window(window, select, pre, binder.zone)
     if spec.frame is not None:
         raise plan_error("ROW_NUMBER() takes no ROWS/RANGE frame", window)
     if not spec.order:
@@ -361,7 +361,7 @@ def _bind_row_number(binder: QueryBinder, rel: Relation, items: list[exp.Express
             return ColumnRef(width, "$rn", pa.int64())
         return None
 
-    exprs, names = binder._bind_items(items, scope, ExprBinder(scope, intercept))
+    exprs, names = binder._bind_items(items, scope, ExprBinder(scope, intercept, zone=binder.zone))
     return Project(node, exprs, names, _rowtime_through(exprs, node.rowtime))
 
 
@@ -456,7 +456,8 @@ def _rank_bound(e: Expr, rn: int) -> tuple[int, int | None] | None:
 
 # ------------------------------------------------------------------ ORDER BY / LIMIT
 
-def bind_order_limit(node: LogicalNode, order: exp.Order | None, limit: exp.Expression | None) -> LogicalNode:
+def bind_order_limit(node: LogicalNode, order: exp.Order | None, limit: exp.Expression | None,
+                     zone: str) -> LogicalNode:
     """ORDER BY <time attribute> [, ...] [LIMIT n] or LIMIT n over a query's result, as Flink streams them."""
     count = None if limit is None else _limit_count(limit)
     if node.updating:
@@ -482,7 +483,7 @@ def bind_order_limit(node: LogicalNode, order: exp.Order | None, limit: exp.Expr
                 target = target.copy()
                 target.set("table", None)  # the result's columns have no table qualifier
             try:
-                bound = ExprBinder(scope).bind(target)
+                bound = ExprBinder(scope, zone=zone).bind(target)
             except PlanError as e:
                 raise PlanError(f"{e.message}. ORDER BY on a stream sorts the query's result: select the "
                                 "columns it sorts by", e.line, e.col, e.token) from None

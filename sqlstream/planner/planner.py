@@ -91,7 +91,7 @@ def insert_plan(catalog: Catalog, insert: exp.Insert, settings: Mapping[str, str
                 f"{sql_type_name(f.type)} ('{f.name}'); add a CAST",
                 query,
             )
-        exprs.append(coerce(ColumnRef(i, f.name, f.type), c.type))
+        exprs.append(coerce(ColumnRef(i, f.name, f.type), c.type, zone=setting(settings or {}, "table.local-time-zone")))
     names = [c.name for c in sink_cols]
     identity = all(isinstance(e, ColumnRef) and e.index == k for k, e in enumerate(exprs)) and len(exprs) == len(produced)
     if not identity or node.schema.names != names:

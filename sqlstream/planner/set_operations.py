@@ -24,7 +24,7 @@ from sqlstream.planner.scope import plan_error
 _COUNT = pa.int64()
 
 
-def coerced_inputs(left: LogicalNode, right: LogicalNode, node: exp.Expression) -> list[LogicalNode]:
+def coerced_inputs(left: LogicalNode, right: LogicalNode, node: exp.Expression, zone: str) -> list[LogicalNode]:
     """Both inputs with each column cast to the common type of the pair, named as the left's."""
     what = node.key.upper()
     lt, rt = left.schema, right.schema
@@ -43,14 +43,15 @@ def coerced_inputs(left: LogicalNode, right: LogicalNode, node: exp.Expression) 
         if [f.type for f in schema] == targets:
             out.append(side)
         else:
-            exprs: list[Expr] = [coerce(ColumnRef(i, f.name, f.type), t)
+            exprs: list[Expr] = [coerce(ColumnRef(i, f.name, f.type), t, zone=zone)
                                  for i, (f, t) in enumerate(zip(schema, targets, strict=True))]
             out.append(Project(side, exprs, lt.names, side.rowtime))
     return out
 
 
-def intersect_or_except(left: LogicalNode, right: LogicalNode, node: exp.Intersect | exp.Except) -> LogicalNode:
-    sides = coerced_inputs(left, right, node)
+def intersect_or_except(left: LogicalNode, right: LogicalNode, node: exp.Intersect | exp.Except,
+                        zone: str) -> LogicalNode:
+    sides = coerced_inputs(left, right, node, zone)
     schema = sides[0].schema
     width = len(schema)
     tagged = []

@@ -72,7 +72,7 @@ def bind_where(binder: QueryBinder, rel: Relation, where: exp.Expression) -> Rel
     width = len(rel.node.schema)
     if plain:
         wide, conditions = with_scalar_subqueries(binder, rel, plain)
-        pred = ExprBinder(wide.scope).bind(exp.and_(*conditions) if len(conditions) > 1 else conditions[0])
+        pred = ExprBinder(wide.scope, zone=binder.zone).bind(exp.and_(*conditions) if len(conditions) > 1 else conditions[0])
         require_boolean(pred, where, "WHERE")
         node = Filter(wide.node, pred)
         if len(wide.node.schema) > width:
@@ -128,7 +128,7 @@ def _semi_join(binder: QueryBinder, rel: Relation, predicate: exp.Expression, ne
         local = [p for p in parts if all(p is not c for c in correlated)]
         if local:
             right = bind_where(binder, right, exp.and_(*local) if len(local) > 1 else local[0])
-        items = [] if isinstance(predicate, exp.Exists) else _in_items(sel, right)
+        items = [] if isinstance(predicate, exp.Exists) else _in_items(sel, right, binder.zone)
         if any(not isinstance(e, ColumnRef) for e in items):
             # computed IN items become columns of the subquery's side, so that they can be join keys
             names = [c.name for c in right.scope.columns]
@@ -152,13 +152,13 @@ def _semi_join(binder: QueryBinder, rel: Relation, predicate: exp.Expression, ne
         return None
 
     both = Scope(rel.scope.columns + right.scope.columns)
-    conditions = [ExprBinder(both, resolve).bind(c) for c in correlated]
+    conditions = [ExprBinder(both, resolve, zone=binder.zone).bind(c) for c in correlated]
     if isinstance(predicate, exp.In):
         outer = predicate.this.expressions if isinstance(predicate.this, exp.Tuple) else [predicate.this]
         if len(outer) != len(items):
             raise plan_error(f"IN compares {len(outer)} value(s) with a subquery of {len(items)} column(s)", predicate)
-        binder_ = ExprBinder(both)
-        equal = [binder_._call("=", [ExprBinder(rel.scope).bind(o),
+        binder_ = ExprBinder(both, zone=binder.zone)
+        equal = [binder_._call("=", [ExprBinder(rel.scope, zone=binder.zone).bind(o),
                                      ColumnRef(width + i.index, i.name, i.type)], predicate)
                  for o, i in zip(outer, items, strict=True)]
         if negated:
@@ -170,9 +170,9 @@ def _semi_join(binder: QueryBinder, rel: Relation, predicate: exp.Expression, ne
     return Relation(SemiJoin(rel.node, right.node, negated, conjoin(conditions)), rel.scope)
 
 
-def _in_items(sel: exp.Select, right: Relation) -> list[Expr]:
+def _in_items(sel: exp.Select, right: Relation, zone: str) -> list[Expr]:
     """The subquery's SELECT items over its rows, for IN."""
-    binder = ExprBinder(right.scope)
+    binder = ExprBinder(right.scope, zone=zone)
     items = []
     for item in sel.expressions:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):

@@ -44,6 +44,8 @@ class ScalarFunction:
     # the typing rule also takes the arguments' constant values (None where not constant):
     # ROUND(d, 2)'s DECIMAL scale depends on the 2
     sees_constants: bool = False
+    # the kernel reads or writes wall-clock time: it takes the session zone as ``zone=``
+    zoned: bool = False
 
 
 REGISTRY: dict[str, ScalarFunction] = {}
@@ -58,9 +60,11 @@ def register(
     coerce_args: bool = False,
     aliases: tuple[str, ...] = (),
     sees_constants: bool = False,
+    zoned: bool = False,
 ) -> None:
     fn = ScalarFunction(
-        name, infer, kernel, min_args, min_args if max_args == -1 else max_args, coerce_args, sees_constants
+        name, infer, kernel, min_args, min_args if max_args == -1 else max_args, coerce_args, sees_constants,
+        zoned,
     )
     for n in (name, *aliases):
         REGISTRY[n.upper()] = fn

@@ -80,10 +80,10 @@ def strict(result: pa.DataType) -> Callable[[Kernel], Kernel]:
     """
 
     def wrap(kernel: Kernel) -> Kernel:
-        def strict_kernel(*args: Value) -> Value:
+        def strict_kernel(*args: Value, **options: str) -> Value:
             if any(isinstance(a, pa.Scalar) and not a.is_valid for a in args):
                 return pa.scalar(None, result)
-            return kernel(*args)
+            return kernel(*args, **options)  # options: the session zone of a zoned kernel
 
         strict_kernel.__doc__ = kernel.__doc__
         return strict_kernel

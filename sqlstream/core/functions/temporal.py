@@ -1,8 +1,9 @@
 """Flink SQL's built-in date and time functions, registered into sqlstream.core.functions.
 
-The session time zone is UTC: TIMESTAMP_LTZ values (Arrow timestamps with
-tz='UTC') are read in UTC, and LOCALTIMESTAMP equals CURRENT_TIMESTAMP's wall
-clock.  Time units (EXTRACT(HOUR FROM ...), TIMESTAMPDIFF(SECOND, ...)) arrive
+TIMESTAMP_LTZ values are instants (Arrow timestamps with tz='UTC'); the kernels
+that turn them into wall-clock time or back (DATE_FORMAT, FROM_UNIXTIME,
+UNIX_TIMESTAMP, LOCALTIMESTAMP, CURRENT_DATE, CURRENT_TIME) are registered
+``zoned`` and take the session zone ('table.local-time-zone') from the plan.  Time units (EXTRACT(HOUR FROM ...), TIMESTAMPDIFF(SECOND, ...)) arrive
 as string constants from planner.function_calls.
 
 Date patterns are Java's (yyyy-MM-dd HH:mm:ss.SSS).  They are compiled, not
@@ -35,7 +36,14 @@ from sqlstream.core.functions.strings import (
     returns,
     strict,
 )
-from sqlstream.core.types import is_month_interval, is_string, is_temporal
+from sqlstream.core.types import (
+    instant,
+    is_ltz,
+    is_month_interval,
+    is_string,
+    is_temporal,
+    wall_clock,
+)
 
 _MS_PER_DAY = 86_400_000
 _MS_PER_UNIT = {
@@ -595,10 +603,11 @@ _UNPARSEABLE = -(2**63)  # Flink's UNIX_TIMESTAMP returns Long.MIN_VALUE for a b
 
 
 @strict(pa.int64())
-def _unix_timestamp(s: Value, pattern: Value | None = None) -> Value:
-    seconds = _floor_div(
-        _parse_millis(s, _regex_for("UNIX_TIMESTAMP", pattern, _DEFAULT_TIMESTAMP)), 1000
-    )
+def _unix_timestamp(s: Value, pattern: Value | None = None, *, zone: str) -> Value:
+    """The string's wall-clock time read in the session zone, as epoch seconds."""
+    wall = pc.cast(_parse_millis(s, _regex_for("UNIX_TIMESTAMP", pattern, _DEFAULT_TIMESTAMP)), TIMESTAMP_3)
+    millis = pc.cast(pc.cast(instant(wall, zone), TIMESTAMP_LTZ_3), pa.int64())
+    seconds = _floor_div(millis, 1000)
     return pc.if_else(
         pc.is_valid(s), pc.coalesce(seconds, _UNPARSEABLE), pa.scalar(None, pa.int64())
     )
@@ -608,9 +617,12 @@ _DEFAULT_FORMAT = "yyyy-MM-dd HH:mm:ss"
 
 
 @strict(pa.string())
-def _date_format(v: Value, pattern: Value) -> Value:
+def _date_format(v: Value, pattern: Value, *, zone: str) -> Value:
+    """A TIMESTAMP_LTZ is formatted as its wall-clock time in the session zone."""
     text = constant(pattern, "DATE_FORMAT", "the date pattern")
-    if is_string(v.type):
+    if is_ltz(v.type):
+        v = wall_clock(v, zone)
+    elif is_string(v.type):
         v = pc.cast(_parse_millis(v, _DEFAULT_TIMESTAMP), TIMESTAMP_3)
     elif pa.types.is_date(v.type):
         v = pc.cast(v, TIMESTAMP_3)
@@ -618,7 +630,8 @@ def _date_format(v: Value, pattern: Value) -> Value:
 
 
 @strict(pa.string())
-def _from_unixtime(seconds: Value, pattern: Value | None = None) -> Value:
+def _from_unixtime(seconds: Value, pattern: Value | None = None, *, zone: str) -> Value:
+    """The instant's wall-clock time in the session zone, formatted."""
     text = (
         _DEFAULT_FORMAT
         if pattern is None
@@ -628,7 +641,7 @@ def _from_unixtime(seconds: Value, pattern: Value | None = None) -> Value:
         seconds if pa.types.is_integer(seconds.type) else pc.trunc(pc.cast(seconds, pa.float64()))
     )
     millis = pc.multiply_checked(_int64(whole), 1000)
-    return _format(pc.cast(millis, TIMESTAMP_3), text)
+    return _format(wall_clock(pc.cast(millis, TIMESTAMP_LTZ_3), zone), text)
 
 
 @strict(TIMESTAMP_LTZ_3)
@@ -661,17 +674,22 @@ def _current_timestamp() -> Value:
     return pa.scalar(_now_millis(), TIMESTAMP_LTZ_3)
 
 
-def _localtimestamp() -> Value:
-    return pa.scalar(_now_millis(), TIMESTAMP_3)  # local time zone = UTC
+def _local_millis(zone: str) -> int:
+    """The session zone's wall clock now, as milliseconds since 1970-01-01 00:00."""
+    return wall_clock(_current_timestamp(), zone).value
 
 
-def _current_date() -> Value:
-    return pa.scalar(_now_millis() // _MS_PER_DAY, pa.date32())
+def _localtimestamp(*, zone: str) -> Value:
+    return pa.scalar(_local_millis(zone), TIMESTAMP_3)
 
 
-def _current_time() -> Value:
+def _current_date(*, zone: str) -> Value:
+    return pa.scalar(_local_millis(zone) // _MS_PER_DAY, pa.date32())
+
+
+def _current_time(*, zone: str) -> Value:
     # TIME(0): whole seconds of the day
-    return pa.scalar(_now_millis() % _MS_PER_DAY // 1000 * 1000, pa.time32("ms"))
+    return pa.scalar(_local_millis(zone) % _MS_PER_DAY // 1000 * 1000, pa.time32("ms"))
 
 
 # ---------------------------------------------------------------- registration
@@ -724,7 +742,7 @@ register("FLOOR_TO", _same_temporal("FLOOR"), _round_to("FLOOR", pc.floor_tempor
 register("CEIL_TO", _same_temporal("CEIL"), _round_to("CEIL", pc.ceil_temporal), 2)
 
 register(
-    "DATE_FORMAT", returns("DATE_FORMAT", pa.string(), DATETIME_OR_STRING, STRING), _date_format, 2
+    "DATE_FORMAT", returns("DATE_FORMAT", pa.string(), DATETIME_OR_STRING, STRING), _date_format, 2, zoned=True
 )
 register("TO_TIMESTAMP", returns("TO_TIMESTAMP", TIMESTAMP_3, STRING, STRING), _to_timestamp, 1, 2)
 register("TO_DATE", returns("TO_DATE", pa.date32(), STRING, STRING), _to_date, 1, 2)
@@ -736,7 +754,7 @@ register(
     2,
 )
 register(
-    "UNIX_TIMESTAMP", returns("UNIX_TIMESTAMP", pa.int64(), STRING, STRING), _unix_timestamp, 1, 2
+    "UNIX_TIMESTAMP", returns("UNIX_TIMESTAMP", pa.int64(), STRING, STRING), _unix_timestamp, 1, 2, zoned=True
 )
 register(
     "FROM_UNIXTIME",
@@ -744,6 +762,7 @@ register(
     _from_unixtime,
     1,
     2,
+    zoned=True,
 )
 register(
     "CURRENT_TIMESTAMP",
@@ -754,12 +773,13 @@ register(
 )
 # its own name, so that planner.proctime can tell a processing-time attribute from CURRENT_TIMESTAMP
 register("PROCTIME", returns("PROCTIME", TIMESTAMP_LTZ_3), _current_timestamp, 0)
-register("LOCALTIMESTAMP", returns("LOCALTIMESTAMP", TIMESTAMP_3), _localtimestamp, 0)
-register("CURRENT_DATE", returns("CURRENT_DATE", pa.date32()), _current_date, 0)
+register("LOCALTIMESTAMP", returns("LOCALTIMESTAMP", TIMESTAMP_3), _localtimestamp, 0, zoned=True)
+register("CURRENT_DATE", returns("CURRENT_DATE", pa.date32()), _current_date, 0, zoned=True)
 register(
     "CURRENT_TIME",
     returns("CURRENT_TIME", pa.time32("ms")),
     _current_time,
     0,
     aliases=("LOCALTIME",),
+    zoned=True,
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow as pa
 
 from sqlstream.core.evaluator import compile_expr
@@ -15,7 +17,7 @@ NON_DETERMINISTIC = {"CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP", "CURRENT_DATE
 def fold(e: Expr) -> Expr:
     if isinstance(e, Call):
         args = tuple(fold(a) for a in e.args)
-        e = Call(e.name, args, e.type)
+        e = replace(e, args=args)
         if args and all(isinstance(a, Literal) for a in args) and e.name not in NON_DETERMINISTIC:
             try:
                 value = compile_expr(e)(pa.record_batch([pa.array([0])], names=["x"]))
@@ -28,12 +30,16 @@ def fold(e: Expr) -> Expr:
         arg = fold(e.arg)
         if isinstance(arg, Literal) and arg.value is None:
             return Literal(None, e.type)  # CAST(NULL AS t): a typed NULL
+        e = replace(e, arg=arg)
         if isinstance(arg, Literal):
             try:
-                return Literal(pa.scalar(arg.value, arg.type).cast(e.type).as_py(), e.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                return Cast(arg, e.type, e.safe)
-        return Cast(arg, e.type, e.safe)
+                # through the evaluator, which applies the session zone of a cast to or from TIMESTAMP_LTZ
+                value = compile_expr(e)(pa.record_batch([pa.array([0])], names=["x"]))
+            except Exception:  # noqa: BLE001 - leave it to runtime, which reports the error with context
+                return e
+            if isinstance(value, pa.Scalar):
+                return Literal(value.cast(e.type).as_py(), e.type)
+        return e
     if isinstance(e, Case):
         return Case(tuple((fold(c), fold(v)) for c, v in e.whens), None if e.default is None else fold(e.default), e.type)
     return e
