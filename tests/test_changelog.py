@@ -27,7 +27,7 @@ def orders(tmp_path: Path) -> tuple[str, pa.Table]:
             f.write(f"{i},{'' if c is None else c},{q}\n")
     ddl = f"""SET 'table.exec.batch-size' = '50';
         CREATE TABLE orders (id INT, cat STRING, qty INT)
-        WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv');"""
+        WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv', 'csv.null-literal' = '');"""
     return ddl, data
 
 

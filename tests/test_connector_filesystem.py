@@ -32,6 +32,8 @@ COLUMNS = (
 
 def table(path: Path | str, fmt: str, **options: str) -> TableDef:
     opts = {"connector": "filesystem", "path": str(path), "format": fmt}
+    if fmt == "csv":  # these tests' empty CSV fields mean NULL, which Flink reads only with this option
+        opts["csv.null-literal"] = ""
     opts.update(options)
     return TableDef("t", COLUMNS, opts)
 
@@ -176,7 +178,8 @@ def test_restore_keeps_the_parse_error_count(tmp_path: Path) -> None:
     t = table(tmp_path, "csv", **{"csv.ignore-parse-errors": "true"})
     reader = source(t, batch_size=100)
     reader.open()
-    assert reader.read_batch().column("id").to_pylist() == [1, 3]
+    # As in Flink, a field that does not parse is NULL and its record is kept.
+    assert reader.read_batch().column("id").to_pylist() == [1, None, 3]
     assert reader.parse_errors == 1
     position = reader.snapshot_position()
     restored = source(t)

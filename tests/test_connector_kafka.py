@@ -176,7 +176,9 @@ def closed_port() -> int:
 @pytest.mark.parametrize("fmt", ["json", "csv"])
 def test_exactly_once_round_trip(kafka_broker: str, fmt: str) -> None:
     topic = new_topic(kafka_broker, 3)
-    t = exactly_once(kafka_broker, topic, f"rt-{fmt}", format=fmt)
+    # Flink's csv format reads back the NULL names only with 'csv.null-literal'.
+    nulls = {"csv.null-literal": ""} if fmt == "csv" else {}
+    t = exactly_once(kafka_broker, topic, f"rt-{fmt}", format=fmt, **nulls)
     writer = sink(t)
     writer.write(rows_of(40), None)
     c1 = writer.prepare_commit(1)

@@ -21,7 +21,7 @@ def run_cli(tmp_path: Path, sql: str, capsys: pytest.CaptureFixture[str]) -> tup
 def csv_table(path: Path, extra: str = "") -> str:
     return f"""CREATE TABLE t (id INT, name STRING, price DOUBLE, ts TIMESTAMP(3),
         WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
-        WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv'{extra});
+        WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv', 'csv.null-literal' = ''{extra});
 """
 
 
@@ -81,13 +81,14 @@ def test_malformed_csv_record_names_file_and_line(tmp_path, capsys, data) -> Non
     assert str(data) in err and "line 3" in err and "cheap" in err and "price" in err
 
 
-def test_malformed_csv_records_can_be_skipped(data) -> None:
+def test_malformed_csv_fields_are_null_when_parse_errors_are_ignored(data) -> None:
+    """As in Flink's csv format: the field that does not parse is NULL, its record is kept."""
     data.write_text(data.read_text() + "3,plum,cheap,2024-01-01 00:00:03.000\n4,fig,4.0,2024-01-01 00:00:04.000\n")
     from tests.conftest import run_sql
 
     result = run_sql(csv_table(data, ", 'csv.ignore-parse-errors' = 'true'") + "SELECT id, price FROM t;")
-    assert result.column("id").to_pylist() == [1, 2, 4]
-    assert result.column("price").to_pylist() == [1.5, 2.5, 4.0]
+    assert result.column("id").to_pylist() == [1, 2, 3, 4]
+    assert result.column("price").to_pylist() == [1.5, 2.5, None, 4.0]
 
 
 def test_malformed_json_record_names_file_and_line(tmp_path, capsys) -> None:
@@ -111,7 +112,7 @@ def test_missing_script(capsys) -> None:
 
 def test_updating_result_into_append_only_sink_is_refused(tmp_path, capsys, data) -> None:
     sql = csv_table(data) + f"""CREATE TABLE out (name STRING, n BIGINT)
-        WITH ('connector' = 'filesystem', 'path' = '{tmp_path / "out"}', 'format' = 'csv');
+        WITH ('connector' = 'filesystem', 'path' = '{tmp_path / "out"}', 'format' = 'csv', 'csv.null-literal' = '');
 INSERT INTO out SELECT name, COUNT(*) FROM t GROUP BY name;"""
     code, err = run_cli(tmp_path, sql, capsys)
     assert code == 1
@@ -129,7 +130,7 @@ def test_non_grouped_column_is_refused(tmp_path, capsys, data) -> None:
 
 
 def test_window_on_a_column_without_watermark_is_refused(tmp_path, capsys, data) -> None:
-    sql = f"""CREATE TABLE n (id INT, ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}', 'format' = 'csv');
+    sql = f"""CREATE TABLE n (id INT, ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}', 'format' = 'csv', 'csv.null-literal' = '');
 SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE n, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY window_start, window_end;"""
     code, err = run_cli(tmp_path, sql, capsys)
     assert code == 1 and "time attribute" in err
@@ -172,7 +173,7 @@ def test_a_sink_path_that_takes_no_files_fails_before_the_job_reads_naming_the_t
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     code, err = run_cli(tmp_path, f"""CREATE TABLE s (x INT) WITH ('connector' = 'datagen', 'number-of-rows' = '5');
-        CREATE TABLE o (x INT) WITH ('connector' = 'filesystem', 'path' = '{blocker / "out"}', 'format' = 'csv');
+        CREATE TABLE o (x INT) WITH ('connector' = 'filesystem', 'path' = '{blocker / "out"}', 'format' = 'csv', 'csv.null-literal' = '');
         INSERT INTO o SELECT x FROM s;""", capsys)
     assert code != 0
     assert f"sink table 'o': 'path' = '{blocker / 'out'}' is not a writable directory" in err

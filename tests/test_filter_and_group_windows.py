@@ -59,7 +59,7 @@ def source_ddl(events: pa.Table, path: Path, delay_s: int) -> str:
         CREATE TABLE events (
             k STRING, v INT, w INT, ts TIMESTAMP(3),
             WATERMARK FOR ts AS ts - INTERVAL '{delay_s}' SECOND
-        ) WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv');
+        ) WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv', 'csv.null-literal' = '');
     """
 
 
@@ -279,9 +279,9 @@ def session(tmp_path: Path) -> Session:
     s.execute_script(f"""
         CREATE TABLE events (
             k STRING, v INT, w INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
-        WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv');
+        WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv', 'csv.null-literal' = '');
         CREATE TABLE plain (k STRING, ts TIMESTAMP(3))
-        WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv');""")
+        WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv', 'csv.null-literal' = '');""")
     return s
 
 

@@ -60,8 +60,15 @@ def sample_batch() -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=SCHEMA)
 
 
+# Flink's csv format reads no NULL back without 'csv.null-literal'; a literal that
+# differs from '' also keeps the empty strings apart from NULL.
+CSV_NULL = {"csv.null-literal": "\\N"}
+
+
 def write_read(tmp_path: Path, fmt: str, batch: pa.RecordBatch, options: dict | None = None,
                columns: list[str] | None = None) -> tuple[Path, pa.Table]:
+    if fmt == "csv" and not options:
+        options = CSV_NULL
     f = create_format(fmt, batch.schema, options or {}, None, "t")
     path = tmp_path / f"data.{f.extension}"
     w = f.open_writer(str(path), batch.schema)
@@ -75,8 +82,8 @@ def write_read(tmp_path: Path, fmt: str, batch: pa.RecordBatch, options: dict | 
 @pytest.mark.parametrize(
     ("fmt", "options"),
     [
-        ("csv", {}),
-        ("csv", {"csv.field-delimiter": "\\t", "csv.quote-character": "'"}),
+        ("csv", CSV_NULL),
+        ("csv", {"csv.field-delimiter": "\\t", "csv.quote-character": "'", "csv.null-literal": "-"}),
         ("csv", {"csv.null-literal": "NULL", "csv.field-delimiter": "|"}),
         ("json", {}),
         ("json", {"json.timestamp-format.standard": "iso-8601"}),
@@ -97,7 +104,7 @@ def test_csv_text_layout(tmp_path: Path) -> None:
         "2024-01-01 00:00:05.123456"
     )
     assert lines[1] == ",,,,,,,,,"  # NULLs are empty fields
-    assert lines[2].startswith('3,"",')  # an empty string is quoted, unlike NULL
+    assert lines[2].startswith("3,,")  # an empty string is an empty field too, as Flink writes it
 
 
 def test_json_text_layout() -> None:
@@ -125,7 +132,7 @@ def test_projection_of_no_columns_keeps_row_count(tmp_path: Path, fmt: str) -> N
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_messages_round_trip(fmt: str) -> None:
-    f = create_format(fmt, SCHEMA, {}, None, "t")
+    f = create_format(fmt, SCHEMA, CSV_NULL if fmt == "csv" else {}, None, "t")
     batch = sample_batch()
     messages = f.encode_messages(batch)
     assert len(messages) == batch.num_rows and all(isinstance(m, bytes) for m in messages)
@@ -144,7 +151,9 @@ def test_messages_skip_blank_and_name_the_bad_one(fmt: str) -> None:
         f.decode_messages([good, bad], lambda i: f"offset {i + 11}")
     lenient = create_format(fmt, schema, {"format.ignore-parse-errors": True}, None, "t")
     out = lenient.decode_messages([good, bad, good], lambda i: f"offset {i}")
-    assert out.column("a").to_pylist() == [1, 1] and lenient.parse_errors == 1
+    # Flink's csv format nulls the field that does not parse and keeps the record.
+    expected = [1, None, 1] if fmt == "csv" else [1, 1]
+    assert out.column("a").to_pylist() == expected and lenient.parse_errors == 1
 
 
 def test_csv_message_with_two_records_is_an_error() -> None:
@@ -198,7 +207,7 @@ def test_csv_error_line_counts_header_comments_blank_lines_and_multiline_values(
     text = 'id,name,price,ts\n# comment\n' + GOOD + '\n2,"two\nlines",2.5,\n' + "3,c,x1,\n"
     path = csv_file(tmp_path, text)
     with pytest.raises(DataError, match=r"x.csv line 7: column 'price': cannot parse 'x1' as DOUBLE"):
-        read_all("csv", path, {"csv.header": True, "csv.allow-comments": True})
+        read_all("csv", path, {"csv.header": True, "csv.allow-comments": True, "csv.null-literal": ""})
 
 
 def test_csv_first_error_wins(tmp_path: Path) -> None:
@@ -210,11 +219,13 @@ def test_csv_first_error_wins(tmp_path: Path) -> None:
         read_all("csv", path)
 
 
-def test_csv_ignore_parse_errors_drops_exactly_the_bad_rows(tmp_path: Path) -> None:
+def test_csv_ignore_parse_errors_nulls_bad_fields_and_drops_bad_records(tmp_path: Path) -> None:
     path = csv_file(tmp_path, "1,a,1.5,\n2,b\n3,c,abc,\n4,d,4.5,not a time\n5,e,5.5,\n")
-    for options in ({"csv.ignore-parse-errors": True}, {"format.ignore-parse-errors": True}):
-        table, errors = read_all("csv", path, options)
-        assert table.column("id").to_pylist() == [1, 5]
+    for flag in ("csv.ignore-parse-errors", "format.ignore-parse-errors"):
+        table, errors = read_all("csv", path, {flag: True, "csv.null-literal": ""})
+        assert table.column("id").to_pylist() == [1, 3, 4, 5]  # a wrong field count drops the record
+        assert table.column("price").to_pylist() == [1.5, None, 4.5, 5.5]
+        assert table.column("ts").to_pylist() == [None] * 4
         assert errors == 3
 
 
@@ -222,28 +233,56 @@ def test_csv_ignore_parse_errors_in_a_large_file(tmp_path: Path) -> None:
     bad = {17, 4095, 19998}
     lines = [f"{i},n{i},{'oops' if i in bad else i * 0.5},\n" for i in range(20000)]
     path = csv_file(tmp_path, "".join(lines))
-    table, errors = read_all("csv", path, {"csv.ignore-parse-errors": True})
+    table, errors = read_all("csv", path, {"csv.ignore-parse-errors": True, "csv.null-literal": ""})
     assert errors == 3
-    assert table.column("id").to_pylist() == [i for i in range(20000) if i not in bad]
+    assert table.column("id").to_pylist() == list(range(20000))
+    price = table.column("price").to_pylist()
+    assert [i for i in range(20000) if price[i] is None] == sorted(bad)
     with pytest.raises(DataError, match="line 18: column 'price': cannot parse 'oops'"):
-        read_all("csv", path)
+        read_all("csv", path, {"csv.null-literal": ""})
 
 
 def test_csv_lenient_values(tmp_path: Path) -> None:
     path = csv_file(tmp_path, " 1 ,a, 2.5 ,2024-01-01T00:00:01.5\n2,,,2024-01-01 00:00\n")
-    table, _ = read_all("csv", path)
+    table, _ = read_all("csv", path, {"csv.null-literal": ""})
     assert table.to_pylist() == [
         {"id": 1, "name": "a", "price": 2.5, "ts": dt.datetime(2024, 1, 1, 0, 0, 1, 500000)},
         {"id": 2, "name": None, "price": None, "ts": dt.datetime(2024, 1, 1)},
     ]
 
 
+def test_csv_without_null_literal_nothing_is_null(tmp_path: Path) -> None:
+    """Flink (Jackson): an empty STRING field is '', an empty field of another type does not parse."""
+    path = csv_file(tmp_path, '1,,1.5,2024-01-01 00:00\n2,"",2.5,2024-01-01 00:00\n')
+    table, _ = read_all("csv", path)
+    assert table.column("name").to_pylist() == ["", ""]
+    path = csv_file(tmp_path, "1,a,,2024-01-01 00:00\n")
+    with pytest.raises(DataError, match="line 1: column 'price': cannot parse '' as DOUBLE"):
+        read_all("csv", path)
+    table, errors = read_all("csv", path, {"csv.ignore-parse-errors": True})
+    assert table.to_pylist() == [{"id": 1, "name": "a", "price": None, "ts": dt.datetime(2024, 1, 1)}]
+    assert errors == 1
+
+
 def test_csv_null_literal(tmp_path: Path) -> None:
-    path = csv_file(tmp_path, 'NULL,NULL,,\n1,"NULL",,\n2,,NULL,\n')
+    path = csv_file(tmp_path, 'NULL,NULL,NULL,NULL\n1,"NULL",NULL,NULL\n2,,NULL,NULL\n')
     table, _ = read_all("csv", path, {"csv.null-literal": "NULL"})
     assert table.column("id").to_pylist() == [None, 1, 2]
-    assert table.column("name").to_pylist() == [None, "NULL", ""]
+    assert table.column("name").to_pylist() == [None, None, ""]  # quoted or not, the literal is NULL
     assert table.column("price").to_pylist() == [None, None, None]
+    path = csv_file(tmp_path, '1,"",,\n')
+    table, _ = read_all("csv", path, {"csv.null-literal": ""})
+    assert table.to_pylist() == [{"id": 1, "name": None, "price": None, "ts": None}]
+    with pytest.raises(DataError, match="column 'price': cannot parse '' as DOUBLE"):
+        read_all("csv", path, {"csv.null-literal": "NULL"})
+
+
+def test_csv_boolean_is_true_only_for_the_text_true(tmp_path: Path) -> None:
+    """Flink parses CSV booleans with Boolean.parseBoolean: any other text, even '', is FALSE."""
+    schema = pa.schema([("k", pa.int32()), ("b", pa.bool_())])
+    path = csv_file(tmp_path, "1,true\n2, TRUE \n3,false\n4,\n5,yes\n6,1\n7,N\n")
+    table, _ = read_all("csv", path, {"csv.null-literal": "N"}, schema=schema)
+    assert table.column("b").to_pylist() == [True, True, False, False, False, False, None]
 
 
 def test_csv_bad_delimiter_option() -> None:
@@ -369,6 +408,6 @@ def test_parquet_missing_column_and_type_cast(tmp_path: Path) -> None:
 def test_skip_rows(tmp_path: Path, fmt: str) -> None:
     batch = sample_batch()
     path, full = write_read(tmp_path, fmt, batch)
-    f = create_format(fmt, SCHEMA, {}, None, "t")
+    f = create_format(fmt, SCHEMA, CSV_NULL if fmt == "csv" else {}, None, "t")
     rest = pa.Table.from_batches(list(f.read_file(str(path), skip_rows=3)), schema=SCHEMA)
     assert rest.equals(full.slice(3))

@@ -37,7 +37,7 @@ CASES = {
 def test_grouping_gives_flinks_rows(query: str, parallelism: str, tmp_path: Path) -> None:
     (tmp_path / "l.csv").write_text(L)
     ddl = (f"CREATE TABLE l (k INT, s STRING, v INT) WITH ('connector' = 'filesystem', "
-           f"'path' = '{tmp_path / 'l.csv'}', 'format' = 'csv');\n")
+           f"'path' = '{tmp_path / 'l.csv'}', 'format' = 'csv', 'csv.null-literal' = '');\n")
     result = run_sql(ddl + query + ";", {"parallelism.default": parallelism})
     assert sorted(rows(result), key=repr) == sorted(CASES[query], key=repr)
     if "GROUPING" in query:

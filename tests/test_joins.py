@@ -46,9 +46,9 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, pa.Table, pa.Ta
     _csv(pays, tmp / "p.csv")
     ddl = f"""SET 'table.exec.batch-size' = '23'; SET 'parallelism.default' = '2';
 CREATE TABLE o (oid INT, k INT, amt INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
-WITH ('connector' = 'filesystem', 'path' = '{tmp / "o.csv"}', 'format' = 'csv');
+WITH ('connector' = 'filesystem', 'path' = '{tmp / "o.csv"}', 'format' = 'csv', 'csv.null-literal' = '');
 CREATE TABLE p (k INT, v INT, pts TIMESTAMP(3), WATERMARK FOR pts AS pts - INTERVAL '5' SECOND)
-WITH ('connector' = 'filesystem', 'path' = '{tmp / "p.csv"}', 'format' = 'csv');
+WITH ('connector' = 'filesystem', 'path' = '{tmp / "p.csv"}', 'format' = 'csv', 'csv.null-literal' = '');
 """
     return ddl, orders, pays
 

@@ -64,7 +64,7 @@ def _ddl(path: Path, parallelism: int = 1, batch_size: int = 37, name: str = "e"
         SET 'parallelism.default' = '{parallelism}';
         CREATE TABLE {name} (k STRING, v INT, ts TIMESTAMP(3),
             WATERMARK FOR ts AS ts - INTERVAL '{DELAY_S}' SECOND)
-        WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv');
+        WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv', 'csv.null-literal' = '');
     """
 
 
@@ -262,7 +262,7 @@ def test_top_n_into_an_append_only_sink_is_refused(csv_path: Path, tmp_path: Pat
     with pytest.raises(PlanError, match="append-only"):
         Session().execute_script(_ddl(csv_path) + f"""
             CREATE TABLE out (k STRING, v INT, ts TIMESTAMP(3), rn BIGINT)
-            WITH ('connector' = 'filesystem', 'path' = '{tmp_path / "out"}', 'format' = 'csv');
+            WITH ('connector' = 'filesystem', 'path' = '{tmp_path / "out"}', 'format' = 'csv', 'csv.null-literal' = '');
             INSERT INTO out {TOP_N.format(outer="*", order="v", cond="rn <= 2")};""")
 
 

@@ -37,7 +37,7 @@ def _script(tmp_path: Path, query: str) -> str:
     (tmp_path / "b.csv").write_text(B)
     return "".join(
         f"CREATE TABLE {n} (k INT, v STRING) WITH ('connector' = 'filesystem', 'path' = '{tmp_path / (n + '.csv')}', "
-        "'format' = 'csv');\n" for n in "ab"
+        "'format' = 'csv', 'csv.null-literal' = '');\n" for n in "ab"
     ) + query + ";"
 
 

@@ -47,7 +47,7 @@ CASES = {
 def _ddl(tmp_path: Path) -> str:
     (tmp_path / "l.csv").write_text(L)
     return (f"CREATE TABLE l (k INT, s STRING, v INT) WITH ('connector' = 'filesystem', "
-            f"'path' = '{tmp_path / 'l.csv'}', 'format' = 'csv');\n")
+            f"'path' = '{tmp_path / 'l.csv'}', 'format' = 'csv', 'csv.null-literal' = '');\n")
 
 
 @pytest.mark.parametrize("query", list(CASES))

@@ -47,7 +47,7 @@ def _script(tmp_path: Path, query: str) -> str:
     for name, (columns, data) in files.items():
         (tmp_path / f"{name}.csv").write_text(data)
         ddl.append(f"CREATE TABLE {name} ({columns}) WITH ('connector' = 'filesystem', "
-                   f"'path' = '{tmp_path / (name + '.csv')}', 'format' = 'csv');\n")
+                   f"'path' = '{tmp_path / (name + '.csv')}', 'format' = 'csv', 'csv.null-literal' = '');\n")
     return "".join(ddl) + query + ";"
 
 

@@ -31,7 +31,7 @@ def data(tmp_path: Path) -> tuple[str, pa.Table]:
     })
     _csv(t, tmp_path / "t.csv")
     ddl = f"""SET 'table.exec.batch-size' = '41';
-CREATE TABLE t (a STRING, b INT, v INT) WITH ('connector' = 'filesystem', 'path' = '{tmp_path / "t.csv"}', 'format' = 'csv');"""
+CREATE TABLE t (a STRING, b INT, v INT) WITH ('connector' = 'filesystem', 'path' = '{tmp_path / "t.csv"}', 'format' = 'csv', 'csv.null-literal' = '');"""
     return ddl, t
 
 

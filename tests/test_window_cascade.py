@@ -84,7 +84,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, pa.Ta
         _csv(table, tmp / f"{name}.csv")
         ddl += f"""CREATE TABLE {name} ({columns[name]}, ts TIMESTAMP(3),
             WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
-            WITH ('connector' = 'filesystem', 'path' = '{tmp / f"{name}.csv"}', 'format' = 'csv');
+            WITH ('connector' = 'filesystem', 'path' = '{tmp / f"{name}.csv"}', 'format' = 'csv', 'csv.null-literal' = '');
 """
     return ddl, tables
 

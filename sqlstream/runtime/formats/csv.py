@@ -1,9 +1,11 @@
 """CSV format, following Flink's 'csv' format (no header; RFC-4180 quoting).
 
-NULL is written as the null literal (empty by default) and an empty string
-as ``""``, so both survive a round trip: on read an unquoted field equal to
-the null literal is NULL, a quoted one is text.  For non-string columns an
-empty field is NULL too, as in Flink.
+NULL handling is Flink's (Jackson's): without 'csv.null-literal' no field is
+NULL, an empty STRING field (quoted or not) is '' and an empty field of any
+other type does not parse (an error, or NULL with 'csv.ignore-parse-errors').
+With the option, a field whose text equals the literal is NULL, quoted or not.
+NULL is written as the null literal (empty by default) and '' as an empty
+field, so '' reads back as NULL when the literal is empty, as in Flink.
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ from sqlstream.core.errors import ConnectorError, DataError
 from sqlstream.runtime.formats import (
     Locate,
     TextFormat,
+    cannot_parse,
     check_text_type,
     concat_values,
     convert_columns,
-    drop_rows,
     ignore_parse_errors,
     make_batch,
     value_text,
@@ -37,7 +39,7 @@ from sqlstream.runtime.formats import (
 OPTIONS: tuple[Option, ...] = (
     Option("csv.field-delimiter", default=",", description="field separator, one character ('\\t' for tab)"),
     Option("csv.quote-character", default='"', description="character enclosing fields with special characters"),
-    Option("csv.null-literal", description="text read and written as NULL (default: empty field)"),
+    Option("csv.null-literal", description="text read and written as NULL (default: none on read, empty field on write)"),
     Option("csv.allow-comments", "bool", default=False, description="skip lines starting with '#'"),
     Option("csv.ignore-parse-errors", "bool", description="skip malformed records instead of failing"),
     Option("csv.header", "bool", default=False, description="the first line of each file is a header to skip"),
@@ -79,7 +81,7 @@ class CsvFormat(TextFormat):
         self.header = bool(options.get("csv.header") or False)
         self.ignore_errors = ignore_parse_errors(options, "csv")
         special = re.escape(self.delimiter + self.quote) + r"\r\n"
-        self._needs_quote = f"[{special}]|^$|^\\s|\\s$"
+        self._needs_quote = f"[{special}]|^\\s|\\s$"
         self._records_seen = 0  # records (good or bad) seen by the last _decode
 
     # -- decoding ------------------------------------------------------
@@ -95,9 +97,9 @@ class CsvFormat(TextFormat):
         return pacsv.ConvertOptions(
             include_columns=include,
             column_types={c: pa.string() for c in self.schema.names},
-            null_values=[self.null_literal if self.null_literal is not None else ""],
-            strings_can_be_null=True,
-            quoted_strings_can_be_null=False,
+            null_values=[self.null_literal] if self.null_literal is not None else [],
+            strings_can_be_null=self.null_literal is not None,
+            quoted_strings_can_be_null=True,
         )
 
     def _parse_options(self, invalid: list[tuple[int | None, int, int]]) -> pacsv.ParseOptions:
@@ -143,19 +145,18 @@ class CsvFormat(TextFormat):
             except pa.ArrowInvalid as e:
                 raise DataError(f"malformed CSV data in {what}: {e}") from None
             n = strings.num_rows
-            arrays, bad = convert_columns(
-                strings.columns[: len(fields)], fields, not self.ignore_errors, "column"
-            )
+            texts, blank = _jackson_text(strings.columns[: len(fields)], fields)
+            arrays, bad = convert_columns(texts, fields, not self.ignore_errors, "column")
+            bad = {**blank, **bad}
             if not self.ignore_errors:
                 self._raise_first(invalid, bad, records, skip, locate)
             elif bad:
+                # Flink nulls the field that does not parse and keeps the record.
                 self.parse_errors += len(bad)
-                arrays = drop_rows(arrays, n, list(bad))
             records += n
             self._records_seen = records + len(invalid)
-            rows = n - len(bad)
-            if rows:
-                yield make_batch(arrays, self.output_schema, rows)
+            if n:
+                yield make_batch(arrays, self.output_schema, n)
         if invalid and not self.ignore_errors:  # a last block of nothing but invalid rows
             self._raise_first(invalid, {}, records, skip, locate)
         self._records_seen = records + len(invalid)
@@ -282,8 +283,6 @@ class CsvFormat(TextFormat):
         for arr in batch.columns:
             text = value_text(arr)
             quote = pc.match_substring_regex(text, self._needs_quote)
-            if self.null_literal is not None:
-                quote = pc.or_(quote, pc.equal(text, self.null_literal))
             doubled = pc.replace_substring(text, self.quote, self.quote * 2)
             quoted = pc.binary_join_element_wise(self.quote, doubled, self.quote, "")
             cell = pc.if_else(pc.fill_null(quote, False), quoted, text)
@@ -293,6 +292,32 @@ class CsvFormat(TextFormat):
         if len(cells) == 1:
             return cells[0]
         return pc.binary_join_element_wise(*cells, self.delimiter)
+
+
+def _jackson_text(columns: Sequence[pa.Array], fields: Sequence[pa.Field]) -> tuple[list[pa.Array], dict[int, str]]:
+    """Apply Flink's (Jackson-based) per-type text rules before the Arrow conversion.
+
+    Flink parses a BOOLEAN field with Boolean.parseBoolean (only 'true', any case,
+    is TRUE; anything else, the empty field included, is FALSE) and fails on a
+    blank field of any other non-string type.  Returns the adjusted text columns
+    and ``{row: reason}`` for the blank fields (the conversion makes them NULL).
+    """
+    out: list[pa.Array] = []
+    blank: dict[int, str] = {}
+    for arr, f in zip(columns, fields, strict=True):
+        t = f.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            out.append(arr)
+            continue
+        trimmed = pc.utf8_trim_whitespace(arr)
+        if pa.types.is_boolean(t):
+            out.append(pc.if_else(pc.equal(pc.utf8_lower(trimmed), "true"), "true", "false").cast(pa.string()))
+            out[-1] = pc.if_else(pc.is_null(arr), pa.scalar(None, pa.string()), out[-1])
+            continue
+        out.append(arr)
+        for row in np.flatnonzero(pc.fill_null(pc.equal(trimmed, ""), False).to_numpy(zero_copy_only=False)):
+            blank.setdefault(int(row), f"column '{f.name}': {cannot_parse(arr[int(row)].as_py(), t)}")
+    return out, blank
 
 
 def _empty(schema: pa.Schema) -> pa.RecordBatch:
