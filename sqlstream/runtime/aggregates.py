@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import replace
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any
 
@@ -286,13 +287,14 @@ class DistinctSum(CountDistinct):
     """SUM(DISTINCT x) and AVG(DISTINCT x): the set of distinct values, summed (and averaged) as
     SUM and AVG would sum them (over an append-only input, like COUNT(DISTINCT))."""
 
+    def __init__(self, call: AggCall, retracting: bool) -> None:
+        super().__init__(call, retracting)
+        # the plain SUM/AVG over the same column types and wraps the distinct values' total
+        self.plain = (Avg if call.function == "AVG" else Sum)(replace(call, distinct=False), retracting)
+
     def result(self, acc: list[Any]) -> Any:
         values = acc[0]
-        if not values:
-            return None
-        total = sum(values)
-        as_sum = [total, len(values)]
-        return (Avg if self.call.function == "AVG" else Sum).result(self, as_sum)  # type: ignore[arg-type]
+        return self.plain.result([sum(values), len(values)]) if values else None
 
 
 class UserAggregateFunction(AggFunction):
