@@ -360,7 +360,9 @@ class JobExecutor:
 
         first_id = max(self.first_checkpoint_id, (metadata["checkpoint_id"] + 1) if metadata else 1)
         if storage is not None:
-            first_id = max([first_id, *[i + 1 for i in chk_storage.completed_ids(storage.root)]])
+            # above every chk-N directory, complete or not: one a killed process left half written
+            # must not become the directory of a new checkpoint (its cleanup would remove it in flight)
+            first_id = max([first_id, *[i + 1 for i in chk_storage.checkpoint_ids(storage.root)]])
         coordinator = CheckpointCoordinator(
             storage, config.checkpoint_interval_ms, keys, trigger, notify,
             {"max_parallelism": config.max_parallelism, "chains": {c.uid: c.node_uids for c in self.chains}},

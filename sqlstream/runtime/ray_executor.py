@@ -459,7 +459,7 @@ class RayJobExecutor(JobExecutor):
         metadata = self._prepare_restore(restore, storage)
         first_id = max(self.first_checkpoint_id, (metadata["checkpoint_id"] + 1) if metadata else 1)
         if config.checkpoint_dir is not None:
-            first_id = max([first_id, *[i + 1 for i in chk_storage.completed_ids(config.checkpoint_dir)]])
+            first_id = max([first_id, *[i + 1 for i in chk_storage.checkpoint_ids(config.checkpoint_dir)]])  # as JobExecutor
         keys = [(c.uid, i) for c in self.chains for i in range(c.parallelism)]
         job_info = {"max_parallelism": config.max_parallelism, "chains": {c.uid: c.node_uids for c in self.chains}}
         coordinator_cls = ray.remote(CoordinatorActor)

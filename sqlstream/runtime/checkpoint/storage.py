@@ -305,12 +305,17 @@ def load(path: str | Path) -> tuple[Path, dict[str, Any]]:
 
 
 def completed_ids(root: Path) -> list[int]:
+    return checkpoint_ids(root, completed_only=True)
+
+
+def checkpoint_ids(root: Path, completed_only: bool = False) -> list[int]:
+    """The ids of the chk-N directories under ``root`` (complete ones only, if asked)."""
     if not root.is_dir():
         return []
     out = []
     for d in root.iterdir():
         m = _CHK.match(d.name)
-        if m and (d / METADATA).exists():
+        if m and (not completed_only or (d / METADATA).exists()):
             out.append(int(m.group(1)))
     return out
 
