@@ -51,6 +51,10 @@ def _cast(value: Value, target: pa.DataType, safe: bool, zone: str = "UTC") -> V
                 pa.types.is_timestamp(value.type) or pa.types.is_date(value.type)):
             # wall-clock time is read in the session zone
             return pc.cast(instant(pc.cast(value, pa.timestamp(target.unit)), zone), target)
+        if pa.types.is_timestamp(value.type) and pa.types.is_timestamp(target) and _finer(value.type, target):
+            # to a lower precision Flink drops the digits past it (the earlier instant)
+            unit = {"s": "second", "ms": "millisecond", "us": "microsecond"}[target.unit]
+            return pc.cast(pc.floor_temporal(value, unit=unit), target)
         if pa.types.is_string(value.type) and pa.types.is_boolean(target):
             return _string_to_bool(value)
         if is_string(value.type) and pa.types.is_date(target):
@@ -84,6 +88,20 @@ def _cast(value: Value, target: pa.DataType, safe: bool, zone: str = "UTC") -> V
         if safe:
             return _try_cast_each(value, target, zone)
         raise DataError(f"CAST to {sql_type_name(target)} failed: {e}") from None
+
+
+_UNIT_ORDER = {"s": 0, "ms": 1, "us": 2, "ns": 3}
+
+
+def _finer(source: pa.TimestampType, target: pa.TimestampType) -> bool:
+    return _UNIT_ORDER[source.unit] > _UNIT_ORDER[target.unit]
+
+
+def _fit_length(text: Value, length: int, fixed: bool) -> Value:
+    """Flink's CAST to VARCHAR(n) keeps the first n characters; CAST to CHAR(n) also pads with
+    spaces to n."""
+    text = pc.utf8_slice_codeunits(text, 0, length)
+    return pc.utf8_rpad(text, width=length, padding=" ") if fixed else text
 
 
 def _string_to_date(value: Value, target: pa.DataType, safe: bool) -> Value:
@@ -191,6 +209,9 @@ def compile_expr(expr: Expr) -> Compiled:
     if isinstance(expr, Cast):
         inner = compile_expr(expr.arg)
         target, safe, zone = expr.type, expr.safe, expr.zone or "UTC"
+        if expr.length is not None:
+            length, fixed = expr.length, expr.fixed
+            return _guarded(expr, lambda batch: _fit_length(_cast(inner(batch), target, safe, zone), length, fixed))
         return _guarded(expr, lambda batch: _cast(inner(batch), target, safe, zone))
     if isinstance(expr, Call) and expr.name == "IF":
         # IF(c, a, b) evaluates only the branch each row takes, as CASE WHEN c THEN a ELSE b END

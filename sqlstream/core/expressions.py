@@ -62,9 +62,16 @@ class Cast:
     safe: bool = False  # TRY_CAST: NULL instead of an error
     # the session zone of a cast between TIMESTAMP_LTZ and wall-clock time, set by the planner
     zone: str | None = None
+    # CAST(x AS VARCHAR(n)) / CHAR(n): Flink cuts the text to n characters, and pads CHAR(n) with
+    # spaces to n (Arrow's string type carries no length, so the cast carries it)
+    length: int | None = None
+    fixed: bool = False
 
     def __str__(self) -> str:
-        return f"{'TRY_CAST' if self.safe else 'CAST'}({self.arg} AS {sql_type_name(self.type)})"
+        target = sql_type_name(self.type)
+        if self.length is not None:
+            target = f"{'CHAR' if self.fixed else 'VARCHAR'}({self.length})"
+        return f"{'TRY_CAST' if self.safe else 'CAST'}({self.arg} AS {target})"
 
 
 @dataclass(frozen=True)

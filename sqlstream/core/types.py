@@ -36,6 +36,8 @@ _SIMPLE: dict[exp.DataType.Type, pa.DataType] = {
 
 
 def _unit_for_precision(precision: int) -> str:
+    if precision == 0:
+        return "s"
     if precision <= 3:
         return "ms"
     if precision <= 6:

@@ -159,7 +159,8 @@ class ExprBinder:
             safe = isinstance(node, exp.TryCast)
             if isinstance(arg, Literal) and arg.value is None:
                 return Literal(None, target)
-            return Cast(arg, target, safe, self.zone if is_ltz(arg.type) != is_ltz(target) else None)
+            length, fixed = _char_length(node.to)
+            return Cast(arg, target, safe, self.zone if is_ltz(arg.type) != is_ltz(target) else None, length, fixed)
         if isinstance(node, exp.Filter):
             if not is_aggregate(node.this):
                 raise plan_error(
@@ -352,3 +353,18 @@ def _refuse_group_window_call(node: exp.Anonymous) -> None:
             f"{name} needs the group window {kind}({params}) with the same arguments in GROUP BY",
             node,
         )
+
+
+def _char_length(to: exp.DataType) -> tuple[int | None, bool]:
+    """The n of a cast to VARCHAR(n) or CHAR(n) (None for STRING), and whether it pads (CHAR)."""
+    kinds = {exp.DataType.Type.VARCHAR: False, exp.DataType.Type.NVARCHAR: False,
+             exp.DataType.Type.CHAR: True, exp.DataType.Type.NCHAR: True}
+    if to.this not in kinds:
+        return None, False
+    params = [p.this if isinstance(p, exp.DataTypeParam) else p for p in to.expressions]
+    if not params:
+        return None, False
+    try:
+        return int(params[0].name), kinds[to.this]
+    except (TypeError, ValueError):
+        return None, kinds[to.this]

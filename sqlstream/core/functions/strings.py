@@ -249,6 +249,27 @@ def _regexp_replace(s: Value, regex: Value, replacement: Value) -> Value:
 # ---------------------------------------------------------------- padding and slicing
 
 
+_ASTRAL = r"[\x{10000}-\x{10FFFF}]"  # characters Java stores as two UTF-16 units
+
+
+def _utf16_length(s: pa.Array) -> pa.Array:
+    """Java's String.length(): characters outside the Basic Multilingual Plane count twice."""
+    return pc.add(pc.cast(pc.utf8_length(s), pa.int64()), pc.cast(pc.count_substring_regex(s, pattern=_ASTRAL), pa.int64()))
+
+
+def _utf16_prefix(s: pa.Array, width: int) -> pa.Array:
+    """Java's s.substring(0, width): the first ``width`` UTF-16 units. Only the rows holding a
+    character outside the BMP are cut in Python (they are rare; Arrow counts code points)."""
+    cut = pc.utf8_slice_codeunits(s, 0, width)
+    astral = pc.fill_null(pc.match_substring_regex(s, pattern=_ASTRAL), False)
+    if not pc.any(astral).as_py():
+        return cut
+    rows = pc.indices_nonzero(astral)
+    java = [text.encode("utf-16-le")[: 2 * width].decode("utf-16-le", errors="replace")
+            for text in pc.take(s, rows).to_pylist()]
+    return pc.replace_with_mask(cut, astral, pa.array(java, pa.string()))
+
+
 def _pad(name: str, left: bool) -> Kernel:
     @strict(pa.string())
     @first_as_array
@@ -258,7 +279,7 @@ def _pad(name: str, left: bool) -> Kernel:
         fill = constant(pad, name, "the pad string")
         if width < 0 or fill == "":
             return pa.nulls(len(s), pa.string())
-        missing = pc.max_element_wise(pc.subtract(width, pc.cast(pc.utf8_length(s), pa.int64())), 0)
+        missing = pc.max_element_wise(pc.subtract(width, _utf16_length(s)), 0)
         whole = pc.divide(missing, len(fill))
         part = pc.subtract(missing, pc.multiply(whole, len(fill)))
         padding = pc.binary_join_element_wise(
@@ -266,7 +287,7 @@ def _pad(name: str, left: bool) -> Kernel:
             lookup(pa.array([fill[:j] for j in range(len(fill))]), part),
             "",
         )
-        cut = pc.utf8_slice_codeunits(s, 0, width)
+        cut = _utf16_prefix(s, width)
         padded = pc.binary_join_element_wise(*((padding, s) if left else (s, padding)), "")
         return pc.if_else(pc.greater(missing, 0), padded, cut)
 
