@@ -86,7 +86,7 @@ def _join(backend: str, config: dict[str, str] | None = None) -> RegularJoinOper
     """The join as a job on ``backend`` with ``config`` plans it."""
     ttl, columnar = planned_state(backend, config)
     return RegularJoinOperator("INNER", (0, 1), (1, 0), RESIDUAL, LEFT, RIGHT, OUT, append_only=True,
-                               state_ttl_ms=ttl, columnar=columnar)
+                               state_ttl_ms=(ttl, ttl), columnar=columnar)
 
 
 def _operator(backend: str, tmp_path: Path, config: dict[str, str] | None = None,

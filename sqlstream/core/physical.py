@@ -129,7 +129,8 @@ class RegularJoinConfig(OperatorConfig):
     right_schema: pa.Schema
     append_only: bool
     horizons: tuple[Horizon | None, Horizon | None]
-    state_ttl_ms: int | None = _choice()
+    # how long each side's (left, right) rows live unwritten (None: forever)
+    state_ttl_ms: tuple[int | None, int | None] = _choice((None, None))
     columnar: bool = _choice(False)
 
 

@@ -42,6 +42,7 @@ from sqlstream.planner.group_windows import (
     group_window_kind,
     window_spec,
 )
+from sqlstream.planner.hints import check_keys, input_name, state_ttl_hint
 from sqlstream.planner.joins import conjoin, equi_keys
 from sqlstream.planner.logical import (
     Aggregate,
@@ -205,12 +206,17 @@ class QueryBinder:
             return self._bind_from(node.this)
         raise plan_error(f"unsupported FROM item '{node.sql()[:60]}'", node)
 
-    def bind_from_and_joins(self, sel: exp.Select) -> Relation:
-        """The rows of a SELECT's FROM clause and its joins, their columns qualified by table."""
+    def bind_from_and_joins(self, sel: exp.Select, ttls: dict[str, int] | None = None) -> Relation:
+        """The rows of a SELECT's FROM clause and its joins, their columns qualified by table;
+        ``ttls``: the SELECT's STATE_TTL hint (planner.hints), applied to its regular joins."""
         from_ = sel.args.get("from_") or sel.args.get("from")
         rel = self._bind_from(from_.this)
+        ttls = ttls or {}
+        left_name = input_name(from_.this)
         for join in sel.args.get("joins") or []:
-            rel = self._bind_join(rel, join)
+            right_name = input_name(join.this)
+            rel = self._bind_join(rel, join, (ttls.get(left_name or ""), ttls.get(right_name or "")))
+            left_name = None  # the next join's left input is this join, which no hint key names
         return rel
 
     def _bind_table_ref(self, node: exp.Table) -> Relation:
@@ -313,7 +319,8 @@ class QueryBinder:
             scope = scope.requalified(qualifier)
         return Relation(out, scope)
 
-    def _bind_join(self, left: Relation, join: exp.Join) -> Relation:
+    def _bind_join(self, left: Relation, join: exp.Join,
+                   ttls: tuple[int | None, int | None] = (None, None)) -> Relation:
         side = (join.args.get("side") or "").upper()
         kind = (join.args.get("kind") or "").upper()
         if join.args.get("method") or kind in ("SEMI", "ANTI") or join.args.get("natural"):
@@ -345,7 +352,7 @@ class QueryBinder:
                                for i, c in enumerate(scope.columns)])
         elif side:
             raise plan_error(f"{side} JOIN needs an ON condition", join)
-        node = Join(left.node, right.node, side or "INNER", condition)
+        node = Join(left.node, right.node, side or "INNER", condition, ttls)
         return Relation(node, scope)
 
     def _bind_temporal_join(self, left: Relation, join: exp.Join, side: str) -> Relation:
@@ -410,11 +417,18 @@ class QueryBinder:
         if sets is not None:
             return self._bind_grouping_sets(sel, sets)
         from_ = sel.args.get("from_") or sel.args.get("from")
+        ttls = state_ttl_hint(sel)
+        agg_ttl: int | None = None
         if from_ is None:
             rel = Relation(Values(pa.table({"dummy": pa.array([0], pa.int32())})), Scope([]))
             rel = Relation(rel.node, Scope([ScopeColumn(None, "$dummy", pa.int32())]))
         else:
-            rel = self.bind_from_and_joins(sel)
+            joins = sel.args.get("joins") or []
+            if ttls:
+                check_keys(ttls, [input_name(from_.this)] + [input_name(j.this) for j in joins], sel.args["hint"])
+            rel = self.bind_from_and_joins(sel, ttls)
+            # a GROUP BY over one named input keeps its groups for that input's STATE_TTL
+            agg_ttl = None if joins else ttls.get(input_name(from_.this) or "")
         where = sel.args.get("where")
         if where is not None:
             if contains_aggregate(where.this):
@@ -442,14 +456,14 @@ class QueryBinder:
             # (before aggregates: SUM(x) OVER (...) contains an aggregate but does not group)
             out = bind_window_items(self, rel, items)
         elif aggregating:
-            out = self._bind_aggregate(sel, rel, group, having, items)
+            out = self._bind_aggregate(sel, rel, group, having, items, agg_ttl)
         else:
             rel, items = with_scalar_subqueries(self, rel, items)
             exprs, names = self._bind_items(items, rel.scope, ExprBinder(rel.scope, zone=self.zone))
             rowtime = _rowtime_through(exprs, rel.node.rowtime)
             out = Project(rel.node, exprs, names, rowtime)
         if sel.args.get("distinct") is not None:
-            out = _distinct(out)
+            out = _distinct(out, agg_ttl)
         if sel.args.get("order") is not None or sel.args.get("limit") is not None:
             from sqlstream.planner.over import bind_order_limit
 
@@ -545,6 +559,7 @@ class QueryBinder:
         group: exp.Group | None,
         having: exp.Having | None,
         items: list[exp.Expression],
+        state_ttl_ms: int | None = None,
     ) -> LogicalNode:
         key_nodes: list[exp.Expression] = []
         if group is not None:
@@ -631,7 +646,7 @@ class QueryBinder:
             agg_node: LogicalNode = WindowAggregate(input_node, windowed.window, key_cols, key_names, aggs,
                                                     windowed.input_window)
         else:
-            agg_node = Aggregate(input_node, [int(k) for k in key_cols], aggs, key_names)
+            agg_node = Aggregate(input_node, [int(k) for k in key_cols], aggs, key_names, state_ttl_ms)
 
         # expressions above the aggregate see group keys and aggregate results only
         agg_lookup = {n.sql(): len(key_cols) + i for i, n in enumerate(agg_nodes)}
@@ -933,9 +948,9 @@ def _strip_filters(node: LogicalNode) -> LogicalNode:
     return node
 
 
-def _distinct(node: LogicalNode) -> LogicalNode:
+def _distinct(node: LogicalNode, state_ttl_ms: int | None = None) -> LogicalNode:
     schema = node.schema
-    agg = Aggregate(node, list(range(len(schema))), [], list(schema.names))
+    agg = Aggregate(node, list(range(len(schema))), [], list(schema.names), state_ttl_ms)
     return agg
 
 

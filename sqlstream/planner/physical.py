@@ -167,7 +167,8 @@ class Lowering:
             retracting = node.input.updating
             columnar = self.columnar_state and group_agg_columnar(node.aggs, retracting)
             return self.add("GroupAggregate", node.describe(), schema, [Exchange(up, "hash", tuple(node.keys))],
-                            config=GroupAggConfig(node.keys, node.aggs, retracting, self.state_ttl_ms, columnar))
+                            config=GroupAggConfig(node.keys, node.aggs, retracting, self._ttl(node.state_ttl_ms),
+                                                  columnar))
         if isinstance(node, Join):
             return self._lower_join(node)
         if isinstance(node, SemiJoin):
@@ -253,6 +254,12 @@ class Lowering:
                         config=TopNConfig(keys, sort, start, end, output_rank, retracting, node.newer_wins,
                                           self.state_ttl_ms, columnar))
 
+    def _ttl(self, hinted: int | None) -> int | None:
+        """An operator's state TTL: its STATE_TTL hint's (0 keeps state forever), else the session's."""
+        if hinted is None:
+            return self.state_ttl_ms
+        return hinted or None
+
     def _lower_semi_join(self, node: SemiJoin) -> int:
         spec = analyze(node)
         left, right = self.lower(node.left), self.lower(node.right)
@@ -261,7 +268,8 @@ class Lowering:
         return self.add("Join", f"{spec.kind}, {spec.describe()}", node.schema,
                         [Exchange(left, "hash", lk), Exchange(right, "hash", rk)],
                         config=RegularJoinConfig(spec.kind, lk, rk, spec.residual, node.left.schema,
-                                                 node.right.schema, append_only, (None, None), self.state_ttl_ms))
+                                                 node.right.schema, append_only, (None, None),
+                                                 (self.state_ttl_ms, self.state_ttl_ms)))
 
     def _lower_join(self, node: Join) -> int:
         spec = analyze(node)
@@ -284,5 +292,6 @@ class Lowering:
         columnar = self.columnar_state and append_only and kind == "INNER"
         return self.add("Join", detail, schema, inputs,
                         config=RegularJoinConfig(kind, lk, rk, residual, ls, rs, append_only, horizons,
-                                                 self.state_ttl_ms, columnar))
+                                                 (self._ttl(node.state_ttl_ms[0]), self._ttl(node.state_ttl_ms[1])),
+                                                 columnar))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from sqlstream.core.sql import dialect
+from sqlstream.planner.hints import STATE_TTL
 from sqlstream.planner.scope import plan_error
 
 # Select arguments the binder reads; each other one, when present, is refused below.
@@ -101,8 +102,9 @@ _INSERT_REFUSED: dict[str, str] = {
 # CREATE TABLE properties the DDL reads.
 _TABLE_PROPERTIES_READ = (exp.TemporaryProperty, exp.SchemaCommentProperty, exp.LikeProperty)
 
-# Flink's query hints (SELECT /*+ ... */), none of which sqlstream carries out yet.
-QUERY_HINTS = ("BROADCAST", "SHUFFLE_HASH", "SHUFFLE_MERGE", "NEST_LOOP", "LOOKUP", "STATE_TTL")
+# Flink's query hints (SELECT /*+ ... */) that sqlstream does not carry out (STATE_TTL it does:
+# planner.hints).
+QUERY_HINTS = ("BROADCAST", "SHUFFLE_HASH", "SHUFFLE_MERGE", "NEST_LOOP", "LOOKUP")
 
 
 def check_query(node: exp.Expression) -> None:
@@ -205,8 +207,10 @@ def _check_select(sel: exp.Select) -> None:
                          "(PARTITION BY ... ORDER BY ...) and WHERE rn = 1", distinct)
     if sel.args.get("kind"):
         raise plan_error(f"SELECT {sel.args['kind']} is not supported", sel)
-    if sel.args.get("hint") is not None:
-        raise plan_error(f"query hints are not supported yet: {_hint_names(sel.args['hint'])}", sel)
+    hint = sel.args.get("hint")
+    if hint is not None and any(not (isinstance(e, exp.Anonymous) and e.name.upper() == STATE_TTL)
+                                for e in hint.expressions):
+        raise plan_error(f"query hints are not supported yet: {_hint_names(hint)}", sel)
 
 
 def _check_table(table: exp.Table) -> None:
@@ -242,6 +246,7 @@ def _check_args(node: exp.Expression, refused: dict[str, str]) -> None:
 def _hint_names(hint: exp.Expression) -> str:
     names = [e.name.upper() if isinstance(e, exp.Anonymous | exp.Var) else e.sql() for e in hint.expressions]
     known = [n for n in names if n in QUERY_HINTS]
+    names = [n for n in names if n != STATE_TTL]
     detail = ", ".join(names)
     return detail + (" (a Flink query hint sqlstream does not apply; remove it)" if known else
                      " (not a Flink hint)")

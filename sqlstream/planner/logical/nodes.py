@@ -234,6 +234,8 @@ class Aggregate(LogicalNode):
     keys: list[int]
     aggs: list[AggCall]
     key_names: list[str]
+    # a STATE_TTL hint's TTL in ms (0: kept forever); None: table.exec.state.ttl applies
+    state_ttl_ms: int | None = None
 
     @property
     def schema(self) -> pa.Schema:
@@ -259,7 +261,7 @@ class Aggregate(LogicalNode):
     def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
         child, mapping = prune(self.input, set(self.keys) | {a.arg for a in self.aggs if a.arg is not None})
         node = Aggregate(child, [mapping[k] for k in self.keys], [a.remapped(mapping) for a in self.aggs],
-                         self.key_names)
+                         self.key_names, self.state_ttl_ms)
         return node, _identity(self)
 
 
@@ -403,6 +405,8 @@ class Join(_TwoInputs):
     right: LogicalNode
     kind: str  # INNER | LEFT | RIGHT | FULL
     condition: Expr | None
+    # STATE_TTL hint TTLs in ms of the (left, right) rows (0: kept forever; None: table.exec.state.ttl)
+    state_ttl_ms: tuple[int | None, int | None] = (None, None)
 
     @property
     def schema(self) -> pa.Schema:
@@ -449,7 +453,7 @@ class Join(_TwoInputs):
 
     def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
         left, right, condition, _, mapping = self._pruned_inputs(required, prune)
-        return Join(left, right, self.kind, condition), mapping
+        return Join(left, right, self.kind, condition, self.state_ttl_ms), mapping
 
 
 @dataclass

@@ -84,7 +84,7 @@ def _push_into_join(join: Join, where: list[Expr]) -> LogicalNode:
     left = _push_filter(conjoin(to_left), join.left) if to_left else join.left
     shift = {i: i - width for i in range(width, width + len(join.right.schema))}
     right = _push_filter(conjoin([remap_columns(c, shift) for c in to_right]), join.right) if to_right else join.right
-    out: LogicalNode = Join(left, right, join.kind, conjoin(keep_on))
+    out: LogicalNode = Join(left, right, join.kind, conjoin(keep_on), join.state_ttl_ms)
     if stay_above:
         out = Filter(out, conjoin(stay_above))
     return out

@@ -7,7 +7,7 @@ retract a NULL-padded row.  A batch is matched against the other side in
 one go: candidate pairs are gathered per distinct key, the residual
 condition is evaluated on all pairs at once with Arrow, then rows are
 applied in order so that retractions and paddings come out right.
-State expires after ``table.exec.state.ttl`` if it is set.
+State expires after ``table.exec.state.ttl`` if it is set, or after each side's STATE_TTL hint.
 
 An INNER join of two append-only inputs on the hashmap backend runs in the
 vectorized form of runtime/operators/join_columnar.py instead; the rocksdb
@@ -66,7 +66,8 @@ class RegularJoinOperator(Operator):
     def __init__(self, kind: str, left_keys: tuple[int, ...], right_keys: tuple[int, ...],
                  residual: Expr | None, left_schema: pa.Schema, right_schema: pa.Schema,
                  schema: pa.Schema, append_only: bool = False,
-                 horizons: tuple[Horizon | None, Horizon | None] = (None, None), state_ttl_ms: int | None = None,
+                 horizons: tuple[Horizon | None, Horizon | None] = (None, None),
+                 state_ttl_ms: tuple[int | None, int | None] = (None, None),
                  columnar: bool = False) -> None:
         self.state_ttl_ms = state_ttl_ms
         self.columnar_form = columnar
@@ -88,7 +89,7 @@ class RegularJoinOperator(Operator):
         super().open(ctx)
         ttl = self.state_ttl_ms
         # join key -> tuple of (row, associations) entries, per side
-        self.sides = (ctx.keyed_state.state("left", ttl), ctx.keyed_state.state("right", ttl))
+        self.sides = (ctx.keyed_state.state("left", ttl[0]), ctx.keyed_state.state("right", ttl[1]))
         self.columnar: ColumnarInnerJoin | None = None
         backend = ctx.keyed_state
         if columnar_state(ctx, self.columnar_form):

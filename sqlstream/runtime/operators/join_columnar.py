@@ -258,7 +258,7 @@ class ColumnarInnerJoin:
 
     def __init__(self, keys: tuple[tuple[int, ...], tuple[int, ...]], residual: Expr | None,
                  schemas: tuple[pa.Schema, pa.Schema], schema: pa.Schema,
-                 states: tuple[ColumnarState, ColumnarState], ttl_ms: int | None,
+                 states: tuple[ColumnarState, ColumnarState], ttl_ms: tuple[int | None, int | None],
                  max_parallelism: int, horizons: tuple[Horizon | None, Horizon | None] = (None, None),
                  clock: Clock = SYSTEM_CLOCK) -> None:
         self.keys = keys
@@ -267,8 +267,8 @@ class ColumnarInnerJoin:
         self.predicate = Predicate(residual) if residual is not None else None
         self.max_parallelism = max_parallelism
         self.horizons = horizons
-        self.sides = tuple(JoinSideStore(st, s, ttl_ms, h.column if h else None, clock)
-                           for st, s, h in zip(states, schemas, horizons, strict=True))
+        self.sides = tuple(JoinSideStore(st, s, ttl, h.column if h else None, clock)
+                           for st, s, ttl, h in zip(states, schemas, ttl_ms, horizons, strict=True))
         # one integer-like key column of one type on both sides: equal hashes mean equal keys
         # (the hash is a bijection of int64), so matches need no comparison of the keys
         types = [s.field(k[0]).type for k, s in zip(keys, schemas, strict=True)] if len(keys[0]) == 1 else []

@@ -24,7 +24,7 @@ class SemiAntiJoinOperator(RegularJoinOperator):
 
     def __init__(self, anti: bool, left_keys: tuple[int, ...], right_keys: tuple[int, ...],
                  residual: Expr | None, left_schema: pa.Schema, right_schema: pa.Schema,
-                 state_ttl_ms: int | None = None) -> None:
+                 state_ttl_ms: tuple[int | None, int | None] = (None, None)) -> None:
         # the residual condition reads the pair of rows: the left's columns, then the right's
         pairs = pa.schema(list(left_schema) + list(right_schema))
         super().__init__("ANTI" if anti else "SEMI", left_keys, right_keys, residual, left_schema, right_schema,
