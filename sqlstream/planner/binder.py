@@ -20,7 +20,7 @@ from sqlstream.core.config import setting
 from sqlstream.core.connectors import connector_spec
 from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import PlanError
-from sqlstream.core.expressions import ColumnRef, Expr, Literal, referenced_columns
+from sqlstream.core.expressions import Cast, ColumnRef, Expr, Literal, referenced_columns
 from sqlstream.core.functions import common_type
 from sqlstream.core.functions.arithmetic import avg_type, sum_type
 from sqlstream.core.functions.udfs import USER_AGGREGATES
@@ -275,10 +275,14 @@ class QueryBinder:
                 raise PlanError(f"table '{table.name}': WATERMARK column '{table.watermark.column}' is not a column")
             index = lowered.index(wm_col)
             ts_type = node.schema.field(index).type
+            if pa.types.is_timestamp(ts_type) and ts_type.unit == "s":
+                # Flink takes a rowtime of precision 0 to 3; the runtime keeps event time in ms
+                node = _rowtime_in_ms(node, index)
+                ts_type = node.schema.field(index).type
             if not (pa.types.is_timestamp(ts_type) and ts_type.unit == "ms"):
                 raise PlanError(
-                    f"table '{table.name}': the rowtime column '{names[index]}' must be TIMESTAMP(3) or "
-                    f"TIMESTAMP_LTZ(3), got {sql_type_name(ts_type)}"
+                    f"table '{table.name}': the rowtime column '{names[index]}' must be TIMESTAMP(p) or "
+                    f"TIMESTAMP_LTZ(p) with a precision p from 0 to 3, got {sql_type_name(ts_type)}"
                 )
             wm_expr = ExprBinder(Scope.of(node.schema), zone=self.zone).bind(_parse_expression(table.watermark.expression))
             if not pa.types.is_timestamp(wm_expr.type):
@@ -946,6 +950,16 @@ def _strip_filters(node: LogicalNode) -> LogicalNode:
     while isinstance(node, Filter):
         node = node.input
     return node
+
+
+def _rowtime_in_ms(node: LogicalNode, index: int) -> LogicalNode:
+    """``node`` with its column ``index`` (a TIMESTAMP(0)) cast to TIMESTAMP(3): the same instants,
+    at the precision event time runs at."""
+    schema = node.schema
+    exprs: list[Expr] = [ColumnRef(i, f.name, f.type) for i, f in enumerate(schema)]
+    target = pa.timestamp("ms", schema.field(index).type.tz)
+    exprs[index] = Cast(exprs[index], target)
+    return Project(node, exprs, list(schema.names))
 
 
 def _distinct(node: LogicalNode, state_ttl_ms: int | None = None) -> LogicalNode:
