@@ -358,6 +358,25 @@ def duckdb_query(query: str, events: pa.Table) -> list[dict]:
     return con.sql(query).to_arrow_table().to_pylist()
 
 
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_order_by_another_column_with_limit_is_a_global_top_n(csv_path: Path, events: pa.Table,
+                                                              parallelism: int) -> None:
+    # Flink's streaming sort-limit: the top rows of the whole result, updated as they change
+    _check(csv_path, events, "SELECT k, v, ts FROM e WHERE v IS NOT NULL ORDER BY v DESC, ts LIMIT 5", parallelism)
+    _check(csv_path, events, "SELECT k, v, ts FROM e ORDER BY v NULLS FIRST, k, ts LIMIT 3", parallelism)
+    # over an updating result as well
+    _check(csv_path, events, "SELECT k, COUNT(*) AS n FROM e GROUP BY k ORDER BY n DESC, k LIMIT 2", parallelism)
+    assert "Rank(rows 1..5, partition=[]" in _explain(csv_path, "SELECT * FROM e ORDER BY v DESC LIMIT 5")
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_row_number_without_a_condition_numbers_rows_in_time_order(csv_path: Path, events: pa.Table,
+                                                                   parallelism: int) -> None:
+    query = "SELECT k, v, ts, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn FROM e"
+    _check(csv_path, events, query, parallelism, minimum=1000)
+    assert "OverAggregate" in _explain(csv_path, query)
+
+
 def test_limit_takes_the_first_rows(csv_path: Path, events: pa.Table) -> None:
     got = _emitted(csv_path, "SELECT k, v, ts FROM e WHERE k = 'a' LIMIT 7")
     assert len(got) == 7
@@ -381,9 +400,11 @@ ERRORS = [
     ("SELECT k, SUM(v), SUM(v) OVER (ORDER BY ts) FROM e GROUP BY k", "cannot be combined with GROUP BY"),
     ("SELECT *, SUM(n) OVER (ORDER BY k) FROM (SELECT k, COUNT(*) AS n FROM e GROUP BY k)", "append-only input"),
     ("SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v) AS rn FROM e", "WHERE rn <= N"),
+    ("SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC) AS rn FROM e", "WHERE rn <= N"),
     (TOP_N.format(outer="*", order="v", cond="rn > 3"), "WHERE rn <= N"),
     (TOP_N.format(outer="*", order="v", cond="rn <= 0"), "selects no rows"),
     ("SELECT * FROM e ORDER BY v", "only by its time attribute ascending first (ORDER BY ts"),
+    ("SELECT * FROM e ORDER BY v", "(ORDER BY v LIMIT n)"),
     ("SELECT * FROM e ORDER BY ts DESC", "ROW_NUMBER() OVER"),
     ("SELECT k, COUNT(*) AS n FROM e GROUP BY k ORDER BY n", "updating result"),
     ("SELECT k, COUNT(*) AS n FROM e GROUP BY k LIMIT 3", "updating result"),

@@ -55,6 +55,9 @@ def _cast(value: Value, target: pa.DataType, safe: bool, zone: str = "UTC") -> V
             # to a lower precision Flink drops the digits past it (the earlier instant)
             unit = {"s": "second", "ms": "millisecond", "us": "microsecond"}[target.unit]
             return pc.cast(pc.floor_temporal(value, unit=unit), target)
+        if is_string(value.type) and pa.types.is_timestamp(target) and target.unit == "s":
+            # text with a fraction of a second is read, then the fraction dropped
+            return _cast(pc.cast(value, pa.timestamp("ns", target.tz)), target, safe, zone)
         if pa.types.is_string(value.type) and pa.types.is_boolean(target):
             return _string_to_bool(value)
         if is_string(value.type) and pa.types.is_date(target):

@@ -363,7 +363,8 @@ def _char_length(to: exp.DataType) -> tuple[int | None, bool]:
         return None, False
     params = [p.this if isinstance(p, exp.DataTypeParam) else p for p in to.expressions]
     if not params:
-        return None, False
+        # Flink: CHAR is CHAR(1); a VARCHAR without a length is a STRING
+        return (1, True) if kinds[to.this] else (None, False)
     try:
         return int(params[0].name), kinds[to.this]
     except (TypeError, ValueError):

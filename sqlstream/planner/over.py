@@ -121,7 +121,8 @@ def bind_window_items(binder: QueryBinder, rel: Relation, items: list[exp.Expres
             name = f.sql_name() if isinstance(f, exp.Func) else f.sql()
             raise plan_error(
                 f"window function {name} is not supported on streams; OVER takes COUNT, SUM, MIN, MAX, AVG, "
-                "FIRST_VALUE, LAST_VALUE and LAG, and ROW_NUMBER() for Top-N and deduplication",
+                "FIRST_VALUE, LAST_VALUE and LAG, and ROW_NUMBER() (numbering rows in time order, or with a "
+                "condition on it for Top-N and deduplication)",
                 w,
             )
     return _bind_over_aggregates(binder, rel, items, windows, select)
@@ -460,6 +461,8 @@ def bind_order_limit(node: LogicalNode, order: exp.Order | None, limit: exp.Expr
                      zone: str) -> LogicalNode:
     """ORDER BY <time attribute> [, ...] [LIMIT n] or LIMIT n over a query's result, as Flink streams them."""
     count = None if limit is None else _limit_count(limit)
+    if node.updating and order is not None and count is not None:
+        return _global_top_n(node, _sort_keys(node, order, zone), count)
     if node.updating:
         what = "ORDER BY" if order is not None else "LIMIT"
         raise plan_error(
@@ -469,6 +472,31 @@ def bind_order_limit(node: LogicalNode, order: exp.Order | None, limit: exp.Expr
         )
     if order is None:
         return StreamSort(node, [], count)
+    keys = _sort_keys(node, order, zone)
+    first = keys[0]
+    rowtime = node.rowtime
+    if rowtime is not None and first.index == rowtime and not first.descending:
+        return StreamSort(node, keys, count)
+    if count is not None:
+        return _global_top_n(node, keys, count)
+    time_hint = f"ORDER BY {node.schema.names[rowtime]}" if rowtime is not None else "ORDER BY <time attribute>"
+    raise plan_error(
+        f"ORDER BY {order.expressions[0].sql()} without LIMIT is not supported on a streaming query: Flink "
+        f"sorts a stream only by its time attribute ascending first ({time_hint} [, ...]), or keeps the top "
+        f"rows of another order with a LIMIT (ORDER BY {order.expressions[0].sql()} LIMIT n); for the top "
+        f"rows per key use Top-N: {TOP_N_HINT}",
+        order,
+    )
+
+
+def _global_top_n(node: LogicalNode, keys: list[SortKey], count: int) -> LogicalNode:
+    """ORDER BY <not the time attribute ascending> LIMIT n: Flink's streaming SortLimit, a Top-N
+    over the whole result (no partition) whose output updates as the top n change."""
+    return Rank(node, [], keys, 1, count, output_rank=False)
+
+
+def _sort_keys(node: LogicalNode, order: exp.Order, zone: str) -> list[SortKey]:
+    """The ORDER BY items as sort keys over the columns of the query's result."""
     scope = Scope.of(node.schema)
     keys: list[SortKey] = []
     for o in order.expressions:
@@ -497,17 +525,7 @@ def bind_order_limit(node: LogicalNode, order: exp.Order | None, limit: exp.Expr
         desc = bool(o.args.get("desc"))
         nulls_first = o.args.get("nulls_first")
         keys.append(SortKey(index, desc, (not desc) if nulls_first is None else bool(nulls_first)))
-    first = keys[0]
-    rowtime = node.rowtime
-    if rowtime is None or first.index != rowtime or first.descending:
-        time_hint = f"ORDER BY {node.schema.names[rowtime]}" if rowtime is not None else "ORDER BY <time attribute>"
-        raise plan_error(
-            f"ORDER BY {order.expressions[0].sql()} is not supported on a streaming query: Flink sorts a stream "
-            f"only by its time attribute ascending first ({time_hint} [, ...]); "
-            f"for the top rows by another column use Top-N: {TOP_N_HINT}",
-            order,
-        )
-    return StreamSort(node, keys, count)
+    return keys
 
 
 def _limit_count(limit: exp.Expression) -> int:

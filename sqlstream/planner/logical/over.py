@@ -166,8 +166,10 @@ class Rank(LogicalNode):
         number = ", rank number" if self.output_rank else ""
         return f"{what}(rows {self.rank_start}..{end}, partition=[{keys}], order=[{order}]{extra}{number})"
 
-    def with_inputs(self, inputs: list[LogicalNode]) -> Rank:
+    def with_inputs(self, inputs: list[LogicalNode]) -> LogicalNode:
         # the first look at the complete plan: every enclosing WHERE has been bound
+        if self.rank_end is None and self.window is None and self._numbers_rows_in_time_order(inputs[0]):
+            return self._as_row_count(inputs[0])
         if self.rank_end is None and self.window is None:
             raise PlanError(
                 "ROW_NUMBER() over an unbounded stream never ends: it is only supported as a Top-N or "
@@ -175,6 +177,20 @@ class Rank(LogicalNode):
                 "(rn = 1 with ORDER BY the time attribute deduplicates)"
             )
         return replace(self, input=inputs[0])
+
+    def _numbers_rows_in_time_order(self, child: LogicalNode) -> bool:
+        """ROW_NUMBER() OVER (... ORDER BY <time attribute>) with no bound on the number: as Flink,
+        an OVER aggregate numbering an append-only stream's rows as the watermark passes them."""
+        return (len(self.order) == 1 and not self.order[0].descending and self.order[0].index == child.rowtime
+                and not child.updating)
+
+    def _as_row_count(self, child: LogicalNode) -> LogicalNode:
+        """The row number as a count of the partition's rows up to and including this one (ROWS frame:
+        rows with the same time get consecutive numbers, in arrival order)."""
+        if not self.output_rank:
+            return child  # nobody reads the number
+        count = AggCall("COUNT", None, False, pa.int64(), "$rn")
+        return OverAggregate(child, list(self.partition_keys), self.order[0].index, OverFrame("ROWS", None), [count])
 
     def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
         width = len(self.input.schema)

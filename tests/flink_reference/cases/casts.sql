@@ -64,3 +64,9 @@ SELECT id, CAST(NULL AS DECIMAL(5, 1)) AS v FROM nums WHERE id = 1;
 SELECT id, CAST(d AS FLOAT) AS v FROM nums WHERE id IN (2, 8, 9);
 -- case: cast_tinyint_overflow
 SELECT id, CAST(i AS TINYINT) AS v FROM nums WHERE id IN (2, 9);
+-- case: cast_varchar_char_no_length
+SELECT id, CAST(s AS VARCHAR) AS v, CAST(s AS CHAR) AS c FROM strs WHERE id IN (1, 2, 6);
+-- case: cast_number_to_char_n
+SELECT id, CAST(i AS VARCHAR(2)) AS v, CAST(i AS CHAR(6)) AS c FROM nums WHERE id IN (1, 2, 9);
+-- case: cast_literal_to_timestamp0
+SELECT CAST('2024-03-01 10:00:03.999' AS TIMESTAMP(0)) AS t, CAST(TIMESTAMP '1969-12-31 23:59:59.5' AS TIMESTAMP(0)) AS u;

@@ -26,3 +26,9 @@ SELECT id, kind, MIN(score) OVER (PARTITION BY kind ORDER BY ts RANGE BETWEEN IN
 SELECT order_id, SUM(qty * price) OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS r FROM orders;
 -- case: over_row_number_not_topn_refused
 SELECT order_id, ROW_NUMBER() OVER (PARTITION BY user_id ORDER BY ts) AS rn FROM orders;
+-- case: over_rank_not_topn
+SELECT order_id, RANK() OVER (PARTITION BY user_id ORDER BY ts) AS r FROM orders;
+-- case: over_row_number_beside_sum
+SELECT order_id, ROW_NUMBER() OVER w AS rn, SUM(amount) OVER w AS s FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
+-- case: over_row_number_no_partition
+SELECT order_id, ROW_NUMBER() OVER (ORDER BY ts) AS rn FROM orders WHERE order_id <= 12;

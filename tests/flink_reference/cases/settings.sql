@@ -88,3 +88,7 @@ CREATE TEMPORARY TABLE hourly (order_id INT, user_id INT, product STRING, amount
   currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 600000, 3), WATERMARK FOR lt AS lt - INTERVAL '1' SECOND)
   WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
 SELECT window_start, window_end, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE hourly, DESCRIPTOR(lt), INTERVAL '1' HOUR)) GROUP BY window_start, window_end;
+-- case: hint_state_ttl_unknown_key
+SELECT /*+ STATE_TTL('foo' = '1d') */ o.order_id FROM orders AS o JOIN users AS u ON o.user_id = u.user_id;
+-- case: hint_state_ttl_distinct
+SELECT /*+ STATE_TTL('orders' = '1h') */ DISTINCT user_id FROM orders;

@@ -66,3 +66,9 @@ SELECT order_id FROM orders WHERE user_id IN (SELECT user_id FROM users WHERE co
 SELECT u.name FROM users AS u WHERE EXISTS (SELECT 1 FROM orders AS o WHERE o.user_id = u.user_id AND o.qty > 5);
 -- case: scalar_subquery
 SELECT order_id, amount FROM orders WHERE amount > (SELECT AVG(amount) FROM orders) AND order_id < 15;
+-- case: order_by_desc_limit
+SELECT order_id, amount FROM orders ORDER BY amount DESC, order_id LIMIT 3;
+-- case: order_by_limit_over_group_result
+SELECT user_id, COUNT(*) AS c FROM orders GROUP BY user_id ORDER BY c DESC, user_id LIMIT 2;
+-- case: order_by_nulls_first_limit
+SELECT order_id, user_id FROM orders ORDER BY user_id NULLS FIRST, order_id DESC LIMIT 4;
