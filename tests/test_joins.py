@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-import time
 from pathlib import Path
 
 import numpy as np
@@ -114,7 +113,6 @@ def test_interval_join_state_stays_flat_over_a_million_events() -> None:
     rng = np.random.default_rng(0)
     sizes = []
     batch_rows, total = 10_000, 1_000_000
-    started = time.monotonic()
     for b in range(total // batch_rows // 2):
         t0 = b * batch_rows  # one event per ms per side
         for side in (0, 1):
@@ -123,7 +121,6 @@ def test_interval_join_state_stays_flat_over_a_million_events() -> None:
             op.process_batch(batch, input_index=side)
         op.watermark(t0 + batch_rows - 100)
         sizes.append(join.state_rows())
-    assert time.monotonic() - started < 120
     first, second = max(sizes[: len(sizes) // 2]), max(sizes[len(sizes) // 2:])
     assert second <= first * 1.1  # flat: no growth with the number of events
     assert second < 4 * batch_rows  # bounded by the interval (2 s) plus one batch per side
