@@ -250,7 +250,9 @@ _EXTRACTORS: dict[str, Callable[[Value], Value]] = {
 _TIME_FIELDS = ("HOUR", "MINUTE", "SECOND", "MILLISECOND")
 
 
-def _extract_field(unit: str, v: Value, function: str) -> Value:
+def _extract_field(unit: str, v: Value, function: str, zone: str) -> Value:
+    if is_ltz(v.type):
+        v = wall_clock(v, zone)  # Flink reads a TIMESTAMP_LTZ's fields in the session zone
     if pa.types.is_time(v.type) and unit not in _TIME_FIELDS:
         raise ArgumentTypeError(f"{function}: cannot extract {unit} from a TIME")
     if pa.types.is_date(v.type) and unit in _TIME_FIELDS:
@@ -259,14 +261,14 @@ def _extract_field(unit: str, v: Value, function: str) -> Value:
 
 
 @strict(pa.int64())
-def _extract(unit: Value, v: Value) -> Value:
-    return _extract_field(_unit(unit, "EXTRACT", tuple(_EXTRACTORS)), v, "EXTRACT")
+def _extract(unit: Value, v: Value, *, zone: str) -> Value:
+    return _extract_field(_unit(unit, "EXTRACT", tuple(_EXTRACTORS)), v, "EXTRACT", zone)
 
 
 def _field_function(name: str, unit: str) -> Kernel:
     @strict(pa.int64())
-    def kernel(v: Value) -> Value:
-        return _extract_field(unit, v, name)
+    def kernel(v: Value, *, zone: str) -> Value:
+        return _extract_field(unit, v, name, zone)
 
     return kernel
 
@@ -339,9 +341,13 @@ _ROUNDING_UNITS = (
 
 def _round_to(name: str, arrow_fn: Callable[..., Value]) -> Kernel:
     @strict(pa.null())
-    def kernel(v: Value, unit: Value) -> Value:
-        """Round down/up to a whole unit; weeks start on Sunday as in Calcite."""
+    def kernel(v: Value, unit: Value, *, zone: str) -> Value:
+        """Round down/up to a whole unit; weeks start on Sunday as in Calcite. A TIMESTAMP_LTZ is
+        rounded on its wall-clock time in the session zone (its day starts at local midnight)."""
         u = _unit(unit, name, _ROUNDING_UNITS)
+        if is_ltz(v.type):
+            rounded = arrow_fn(wall_clock(v, zone), unit=u.lower(), week_starts_monday=False)
+            return pc.cast(instant(rounded, zone), v.type)
         return arrow_fn(v, unit=u.lower(), week_starts_monday=False)
 
     return kernel
@@ -694,7 +700,7 @@ def _current_time(*, zone: str) -> Value:
 
 # ---------------------------------------------------------------- registration
 
-register("EXTRACT", returns("EXTRACT", pa.int64(), STRING, ANY_TEMPORAL), _extract, 2)
+register("EXTRACT", returns("EXTRACT", pa.int64(), STRING, ANY_TEMPORAL), _extract, 2, zoned=True)
 for _name, _unit_name, _kind in (
     ("YEAR", "YEAR", DATETIME),
     ("QUARTER", "QUARTER", DATETIME),
@@ -707,7 +713,7 @@ for _name, _unit_name, _kind in (
     ("MINUTE", "MINUTE", TIME_OF_DAY),
     ("SECOND", "SECOND", TIME_OF_DAY),
 ):
-    register(_name, returns(_name, pa.int64(), _kind), _field_function(_name, _unit_name), 1)
+    register(_name, returns(_name, pa.int64(), _kind), _field_function(_name, _unit_name), 1, zoned=True)
 
 register(
     "TIMESTAMPADD",
@@ -738,8 +744,8 @@ def _same_temporal(name: str) -> Infer:
     return infer
 
 
-register("FLOOR_TO", _same_temporal("FLOOR"), _round_to("FLOOR", pc.floor_temporal), 2)
-register("CEIL_TO", _same_temporal("CEIL"), _round_to("CEIL", pc.ceil_temporal), 2)
+register("FLOOR_TO", _same_temporal("FLOOR"), _round_to("FLOOR", pc.floor_temporal), 2, zoned=True)
+register("CEIL_TO", _same_temporal("CEIL"), _round_to("CEIL", pc.ceil_temporal), 2, zoned=True)
 
 register(
     "DATE_FORMAT", returns("DATE_FORMAT", pa.string(), DATETIME_OR_STRING, STRING), _date_format, 2, zoned=True

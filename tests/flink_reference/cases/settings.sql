@@ -92,3 +92,12 @@ SELECT window_start, window_end, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE hourly, D
 SELECT /*+ STATE_TTL('foo' = '1d') */ o.order_id FROM orders AS o JOIN users AS u ON o.user_id = u.user_id;
 -- case: hint_state_ttl_distinct
 SELECT /*+ STATE_TTL('orders' = '1h') */ DISTINCT user_id FROM orders;
+-- case: tz_extract_fields_of_ltz
+SET 'table.local-time-zone' = 'Asia/Tokyo';
+SELECT id, EXTRACT(HOUR FROM TO_TIMESTAMP_LTZ(id * 3600000, 3)) AS h, HOUR(TO_TIMESTAMP_LTZ(id * 3600000, 3)) AS h2, EXTRACT(DAY FROM TO_TIMESTAMP_LTZ(id * 3600000, 3)) AS d, MINUTE(TO_TIMESTAMP_LTZ(id * 60000 + 1800000, 3)) AS mi FROM events WHERE id <= 3;
+-- case: tz_floor_ceil_ltz
+SET 'table.local-time-zone' = 'Asia/Kolkata';
+SELECT id, FLOOR(TO_TIMESTAMP_LTZ(id * 3600000, 3) TO DAY) AS fd, CEIL(TO_TIMESTAMP_LTZ(id * 3600000, 3) TO HOUR) AS ch FROM events WHERE id <= 3;
+-- case: tz_date_of_ltz
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+SELECT id, CAST(TO_TIMESTAMP_LTZ(id * 3600000, 3) AS DATE) AS d, DATE_FORMAT(TO_TIMESTAMP_LTZ(id * 3600000, 3), 'yyyy-MM-dd HH:mm') AS f FROM events WHERE id <= 3;
