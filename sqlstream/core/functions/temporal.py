@@ -17,8 +17,10 @@ which Flink uses.
 from __future__ import annotations
 
 import functools
+import re
 import time
 from collections.abc import Callable
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import pyarrow as pa
@@ -650,6 +652,52 @@ def _from_unixtime(seconds: Value, pattern: Value | None = None, *, zone: str) -
     return _format(wall_clock(pc.cast(millis, TIMESTAMP_LTZ_3), zone), text)
 
 
+# java.time's ZoneId.SHORT_IDS, which Flink's CONVERT_TZ accepts beside region ids and GMT offsets
+_SHORT_ZONE_IDS = {
+    "EST": "-05:00", "MST": "-07:00", "HST": "-10:00", "ACT": "Australia/Darwin", "AET": "Australia/Sydney",
+    "AGT": "America/Argentina/Buenos_Aires", "ART": "Africa/Cairo", "AST": "America/Anchorage",
+    "BET": "America/Sao_Paulo", "BST": "Asia/Dhaka", "CAT": "Africa/Harare", "CNT": "America/St_Johns",
+    "CST": "America/Chicago", "CTT": "Asia/Shanghai", "EAT": "Africa/Addis_Ababa", "ECT": "Europe/Paris",
+    "IET": "America/Indiana/Indianapolis", "IST": "Asia/Kolkata", "JST": "Asia/Tokyo", "MIT": "Pacific/Apia",
+    "NET": "Asia/Yerevan", "NST": "Pacific/Auckland", "PLT": "Asia/Karachi", "PNT": "America/Phoenix",
+    "PRT": "America/Puerto_Rico", "PST": "America/Los_Angeles", "SST": "Pacific/Guadalcanal",
+    "VST": "Asia/Ho_Chi_Minh",
+}
+
+
+def _zone_id(value: Value, name: str, what: str) -> str:
+    """A zone argument as Arrow names it: a region id, a java.time short id, or GMT/UTC+hh:mm."""
+    text = constant(value, name, what)
+    offset = re.fullmatch(r"(?:GMT|UTC|UT)?([+-])(\d{1,2})(?::?(\d{2}))?", text)
+    if text.upper() in ("UTC", "GMT", "UT", "Z"):
+        return "UTC"
+    if offset:
+        return f"{offset[1]}{int(offset[2]):02d}:{offset[3] or '00'}"
+    if text.upper() in _SHORT_ZONE_IDS:
+        return _SHORT_ZONE_IDS[text.upper()]
+    try:
+        ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ArgumentTypeError(f"{name}: unknown time zone '{text}' (a region such as 'America/Los_Angeles', "
+                                "an abbreviation such as 'PST', or an offset such as 'GMT-08:00')") from None
+    return text
+
+
+@strict(pa.string())
+def _convert_tz(s: Value, source: Value, target: Value) -> Value:
+    """Flink's CONVERT_TZ: the 'yyyy-MM-dd HH:mm:ss' wall-clock time of zone ``source`` as the
+    wall-clock time of zone ``target``, as text."""
+    wall = pc.cast(_parse_millis(s, _DEFAULT_TIMESTAMP), TIMESTAMP_3)
+    zone = _zone_id(source, "CONVERT_TZ", "the source zone")
+    moment = instant(wall, zone)
+    if zone != "UTC" and zone[0] not in "+-":
+        # Flink parses with java.util's calendar: a time that occurs twice is the later instant
+        earliest = pc.assume_timezone(wall, timezone=zone, ambiguous="earliest", nonexistent="earliest")
+        latest = pc.assume_timezone(wall, timezone=zone, ambiguous="latest", nonexistent="earliest")
+        moment = pc.if_else(pc.equal(earliest, latest), moment, pc.cast(latest, moment.type))
+    return _format(wall_clock(moment, _zone_id(target, "CONVERT_TZ", "the target zone")), _DEFAULT_FORMAT)
+
+
 @strict(TIMESTAMP_LTZ_3)
 def _to_timestamp_ltz(epoch: Value, precision: Value | None = None) -> Value:
     """Epoch seconds (precision 0) or milliseconds (precision 3) as a TIMESTAMP_LTZ(3)."""
@@ -759,6 +807,7 @@ register(
     1,
     2,
 )
+register("CONVERT_TZ", returns("CONVERT_TZ", pa.string(), STRING, STRING, STRING), _convert_tz, 3)
 register(
     "UNIX_TIMESTAMP", returns("UNIX_TIMESTAMP", pa.int64(), STRING, STRING), _unix_timestamp, 1, 2, zoned=True
 )

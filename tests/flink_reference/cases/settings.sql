@@ -101,3 +101,17 @@ SELECT id, FLOOR(TO_TIMESTAMP_LTZ(id * 3600000, 3) TO DAY) AS fd, CEIL(TO_TIMEST
 -- case: tz_date_of_ltz
 SET 'table.local-time-zone' = 'America/Los_Angeles';
 SELECT id, CAST(TO_TIMESTAMP_LTZ(id * 3600000, 3) AS DATE) AS d, DATE_FORMAT(TO_TIMESTAMP_LTZ(id * 3600000, 3), 'yyyy-MM-dd HH:mm') AS f FROM events WHERE id <= 3;
+-- case: tz_timestampadd_diff_ltz
+SET 'table.local-time-zone' = 'Asia/Tokyo';
+SELECT id, TIMESTAMPADD(DAY, 1, TO_TIMESTAMP_LTZ(id * 3600000, 3)) AS a, TIMESTAMPDIFF(DAY, TO_TIMESTAMP_LTZ(0, 3), TO_TIMESTAMP_LTZ(id * 54000000, 3)) AS dd, TIMESTAMPDIFF(HOUR, TO_TIMESTAMP_LTZ(0, 3), TO_TIMESTAMP_LTZ(id * 5400000, 3)) AS dh FROM events WHERE id <= 3;
+-- case: tz_ltz_plus_interval_and_cast
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+SELECT id, TO_TIMESTAMP_LTZ(1710054000000 + id * 3600000, 3) + INTERVAL '1' DAY AS p, CAST(TO_TIMESTAMP_LTZ(1710054000000 + id * 3600000, 3) AS TIMESTAMP(3)) AS c, CAST(TO_TIMESTAMP_LTZ(1710054000000 + id * 3600000, 3) AS STRING) AS s FROM events WHERE id <= 3;
+-- case: tz_ltz_compared_with_timestamp
+SET 'table.local-time-zone' = 'Asia/Tokyo';
+SELECT id FROM events WHERE id <= 6 AND TO_TIMESTAMP_LTZ(id * 3600000, 3) > CAST(TIMESTAMP '1970-01-01 12:30:00' AS TIMESTAMP_LTZ(3));
+-- case: tz_to_timestamp_and_unix
+SET 'table.local-time-zone' = 'Asia/Kolkata';
+SELECT id, UNIX_TIMESTAMP('1970-01-01 05:30:00') AS u, TO_TIMESTAMP('1970-01-01 05:30:00') AS t, FROM_UNIXTIME(id * 1800) AS f FROM events WHERE id <= 2;
+-- case: convert_tz_forms
+SELECT CONVERT_TZ('1970-01-01 00:00:00', 'UTC', 'America/Los_Angeles') AS a, CONVERT_TZ('2024-03-10 01:30:00', 'PST', 'GMT+08:00') AS b, CONVERT_TZ('2024-01-01 00:00:00', 'Asia/Kolkata', 'UTC') AS c, CONVERT_TZ(CAST(NULL AS STRING), 'UTC', 'UTC') AS d, CONVERT_TZ('2024-11-03 01:30:00', 'America/New_York', 'UTC') AS e;
