@@ -10,6 +10,15 @@ Scalar functions::
     def half(x):                # called per batch with pyarrow arrays
         return pyarrow.compute.divide(x, 2.0)
 
+Table functions yield rows, joined to each input row with ``LATERAL TABLE(f(x))``::
+
+    @udtf(result_types=["STRING", "INT"])
+    def split(s):               # called per row; yields (word, length) rows
+        for word in (s or "").split():
+            yield word, len(word)
+
+or subclass :class:`TableFunction` and implement ``eval``.
+
 Aggregate functions subclass :class:`AggregateFunction`.  Register them with
 ``CREATE TEMPORARY FUNCTION name AS 'module.attribute' LANGUAGE PYTHON`` or
 ``TableEnvironment.create_temporary_function``.
@@ -17,10 +26,11 @@ Aggregate functions subclass :class:`AggregateFunction`.  Register them with
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 RESULT_TYPE = "_sqlstream_result_type"
+RESULT_TYPES = "_sqlstream_result_types"
 VECTORIZED = "_sqlstream_vectorized"
 
 
@@ -33,6 +43,31 @@ def udf(result_type: str, vectorized: bool = False) -> Callable[[Callable], Call
         return fn
 
     return mark
+
+
+class TableFunction:
+    """A user-defined table function: ``eval`` yields the rows one input row is joined with (a
+    tuple per row, or a plain value when there is one result type), as PyFlink's TableFunction."""
+
+    result_types: Sequence[str] = ()
+
+    def eval(self, *args: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+
+def udtf(function: Callable | TableFunction | type | None = None, *,
+         result_types: str | Sequence[str]) -> Any:
+    """Declare a generator function (or a TableFunction) a table function yielding rows of the SQL
+    types ``result_types``: ``@udtf(result_types=[...])`` or ``udtf(f, result_types=[...])``."""
+    types = [result_types] if isinstance(result_types, str) else list(result_types)
+
+    def mark(fn: Callable | TableFunction | type) -> Any:
+        if isinstance(fn, type) and issubclass(fn, TableFunction):
+            fn = fn()
+        setattr(fn, RESULT_TYPES, types)
+        return fn
+
+    return mark if function is None else mark(function)
 
 
 class AggregateFunction:
