@@ -37,6 +37,12 @@ CASES = {
     "SELECT * FROM l WHERE k + 1 IN (SELECT k + 1 FROM r WHERE t <> 'd')": IN_R,
     "SELECT * FROM l WHERE k IN (SELECT k FROM r GROUP BY k HAVING COUNT(*) > 1)": [(2, "y", 20), (2, "y2", 60)],
     "SELECT k, COUNT(*) AS c FROM l WHERE k IN (SELECT k FROM r) GROUP BY k": [(2, 2), (4, 1)],
+    # correlated scalar subqueries: an outer row without matches sees COUNT 0 and NULL for the others
+    "SELECT s, (SELECT COUNT(*) FROM r WHERE r.k = l.k) AS n FROM l":
+        [("x", 0), ("y", 2), ("z", 0), ("w", 0), (None, 1), ("y2", 2)],
+    "SELECT s, (SELECT MAX(t) FROM r WHERE r.k = l.k AND t <> 'd') AS m FROM l":
+        [("x", None), ("y", "a"), ("z", None), ("w", None), (None, "b"), ("y2", "a")],
+    "SELECT s FROM l WHERE (SELECT COUNT(*) FROM r WHERE l.k = r.k) = 0": [("x",), ("z",), ("w",)],
 }
 
 
@@ -76,6 +82,20 @@ def test_a_subquery_under_or_is_refused_naming_it(tmp_path: Path) -> None:
 def test_a_scalar_subquery_that_may_return_many_rows_is_refused(tmp_path: Path) -> None:
     with pytest.raises(PlanError, match="at most one row"):
         run_sql(_script(tmp_path, "SELECT * FROM l WHERE v > (SELECT k FROM r)"))
+
+
+def test_a_correlated_scalar_subquery_explains_as_a_left_join_with_its_grouped_aggregate(tmp_path: Path) -> None:
+    from sqlstream.frontend.session import Session
+
+    query = "EXPLAIN SELECT s, (SELECT COUNT(*) FROM r WHERE r.k = l.k) AS n FROM l"
+    plan = Session().execute_script(_script(tmp_path, query))[-1].message
+    assert "Join(LEFT, keys=[$0=$0])" in plan
+    assert "GroupAggregate(keys=[$0]" in plan
+
+
+def test_a_correlated_scalar_subquery_related_by_other_than_equalities_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="only relate its rows to the outer query's by equalities"):
+        run_sql(_script(tmp_path, "SELECT s, (SELECT MAX(t) FROM r WHERE r.k < l.k) AS m FROM l"))
 
 
 def test_an_unknown_column_in_a_correlated_subquery_names_the_subquerys_columns(tmp_path: Path) -> None:

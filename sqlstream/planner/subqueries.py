@@ -9,6 +9,10 @@
 - A scalar subquery in WHERE or in a non-aggregating SELECT list, ``(SELECT MAX(y) FROM r)``,
   becomes a LEFT join with its one row (NULL while it has none); the planner accepts the ones that
   cannot return more than one row (an aggregate without GROUP BY), where Flink fails at run time.
+- A correlated one, ``(SELECT MAX(y) FROM r WHERE r.k = t.k)``, is decorrelated as Flink does: its
+  aggregates grouped by the subquery's side of each correlating equality, LEFT joined on those
+  equalities, and the item computed over the joined aggregates, so an outer row without matches
+  sees the aggregates of no rows (COUNT 0, the others NULL).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from sqlglot import exp
 
 from sqlstream.core.errors import PlanError
 from sqlstream.core.expressions import Call, ColumnRef, Expr, Literal
-from sqlstream.planner.expr_binder import ExprBinder, contains_aggregate
+from sqlstream.planner.expr_binder import ExprBinder, contains_aggregate, is_aggregate
 from sqlstream.planner.joins import conjoin
 from sqlstream.planner.logical import Filter, Join, Project, SemiJoin
 from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
@@ -199,15 +203,12 @@ def with_scalar_subqueries(binder: QueryBinder, rel: Relation, nodes: list[exp.E
                 and any(contains_aggregate(i) for i in sel.expressions)):
             raise plan_error("a scalar subquery must return at most one row: sqlstream runs those that aggregate "
                              "without GROUP BY (e.g. (SELECT MAX(x) FROM t)); for others use a JOIN", node)
-        try:
-            sub = binder.bind_query(sel)
-        except PlanError as e:
-            if "unknown column" not in str(e):
-                raise
-            raise plan_error(f"correlated scalar subqueries are not supported; join with the aggregated table "
-                             f"instead ({e.message})", node) from None
-        if len(sub.node.schema) != 1:
-            raise plan_error(f"a scalar subquery returns one column, this one {len(sub.node.schema)}", node)
+        if len(sel.expressions) != 1:
+            raise plan_error(f"a scalar subquery returns one column, this one {len(sel.expressions)}", node)
+        correlated = _correlation(binder, sel, state["rel"])
+        if correlated is not None:
+            return _decorrelated(binder, state, sel, *correlated, node)
+        sub = binder.bind_query(sel)
         current = state["rel"]
         name = f"$scalar{len(current.scope.columns)}"
         column = ScopeColumn(None, name, sub.node.schema.field(0).type)
@@ -216,3 +217,73 @@ def with_scalar_subqueries(binder: QueryBinder, rel: Relation, nodes: list[exp.E
 
     swapped = [n.copy().transform(swap) for n in nodes]
     return state["rel"], swapped
+
+
+def _correlation(binder: QueryBinder, sel: exp.Select, outer: Relation
+                 ) -> tuple[list[tuple[exp.Expression, exp.Expression]], list[exp.Expression]] | None:
+    """For a scalar subquery whose WHERE names outer columns: its correlating equalities as
+    (subquery side, outer side) pairs, and its other conjuncts; None for an uncorrelated one."""
+    from_ = sel.args.get("from_") or sel.args.get("from")
+    where = sel.args.get("where")
+    if from_ is None or where is None:
+        return None
+    inner = binder.bind_from_and_joins(sel).scope
+    pairs: list[tuple[exp.Expression, exp.Expression]] = []
+    local: list[exp.Expression] = []
+    for part in and_parts(where.this):
+        if not _correlated(part, inner, outer.scope):
+            local.append(part)
+            continue
+        sides = (part.this, part.expression) if isinstance(part, exp.EQ) else ()
+        inner_side = [s for s in sides if not _correlated(s, inner, outer.scope) and s.find(exp.Column)]
+        outer_side = [s for s in sides if all(not _resolves(inner, c) for c in s.find_all(exp.Column))]
+        if len(sides) != 2 or len(inner_side) != 1 or len(outer_side) != 1 or inner_side[0] is outer_side[0]:
+            raise plan_error("a correlated scalar subquery may only relate its rows to the outer query's by "
+                             f"equalities (subquery column = outer column), not by '{part.sql()[:80]}'", part)
+        pairs.append((inner_side[0], outer_side[0]))
+    if not pairs:
+        return None
+    if any(sel.args.get(k) for k in ("having", "distinct", "limit", "order", "with_", "with")) or sel.args.get("joins"):
+        raise plan_error("a correlated scalar subquery is supported as one aggregate over one table filtered by "
+                         "equalities with the outer query, e.g. (SELECT MAX(x) FROM t WHERE t.k = o.k)", sel)
+    return pairs, local
+
+
+def _decorrelated(binder: QueryBinder, state: dict[str, Relation], sel: exp.Select,
+                  pairs: list[tuple[exp.Expression, exp.Expression]], local: list[exp.Expression],
+                  node: exp.Expression) -> exp.Expression:
+    """The correlated scalar subquery ``sel`` as a LEFT join of the outer rows with its aggregates
+    grouped by the correlation keys; returns its item over the joined aggregate columns."""
+    from sqlstream.planner.binder import Relation
+
+    current = state["rel"]
+    prefix = f"$scalar{len(current.scope.columns)}_"
+    item = sel.expressions[0]
+    item = (item.this if isinstance(item, exp.Alias) else item).copy()
+    aggregates = [n for n in item.walk(prune=lambda n: is_aggregate(n) or isinstance(n, exp.Subquery))
+                  if is_aggregate(n)]
+    grouped = sel.copy()
+    grouped.set("where", exp.Where(this=exp.and_(*local)) if local else None)
+    keys = [inner.copy() for inner, _ in pairs]
+    grouped.set("expressions", [exp.alias_(k, f"{prefix}k{i}", quoted=True) for i, k in enumerate(keys)]
+                + [exp.alias_(a.copy(), f"{prefix}a{j}", quoted=True) for j, a in enumerate(aggregates)])
+    grouped.set("group", exp.Group(expressions=[k.copy() for k in keys]))
+    sub = binder.bind_query(grouped)
+    width = len(current.scope.columns)
+    columns = [ScopeColumn(None, f.name, f.type) for f in sub.node.schema]
+    outer_binder = ExprBinder(current.scope, zone=binder.zone)
+    both = ExprBinder(Scope(current.scope.columns + columns), zone=binder.zone)
+    condition = conjoin([
+        both._call("=", [outer_binder.bind(outer), ColumnRef(width + i, columns[i].name, columns[i].type)], node)
+        for i, (_, outer) in enumerate(pairs)])
+    state["rel"] = Relation(Join(current.node, sub.node, "LEFT", condition), Scope(current.scope.columns + columns))
+
+    def joined(n: exp.Expression) -> exp.Expression:
+        if not any(n is a for a in aggregates):
+            return n
+        j = next(i for i, a in enumerate(aggregates) if a is n)
+        ref = exp.column(exp.to_identifier(f"{prefix}a{j}", quoted=True))
+        # an outer row no subquery row matches sees the aggregate of no rows: COUNT 0, others NULL
+        return exp.func("COALESCE", ref, exp.Literal.number(0)) if isinstance(n, exp.Count) else ref
+
+    return item.transform(joined, copy=False)

@@ -58,3 +58,9 @@ SELECT o.window_start, o.order_id, p.pay_id FROM (SELECT * FROM TABLE(TUMBLE(TAB
 SELECT a.window_start, a.c, b.s FROM (SELECT window_start, window_end, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end) AS a JOIN (SELECT window_start, window_end, SUM(paid) AS s FROM TABLE(TUMBLE(TABLE payments, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end) AS b ON a.window_start = b.window_start AND a.window_end = b.window_end;
 -- case: cross_join_small
 SELECT u.name, n.id FROM users AS u CROSS JOIN nums AS n WHERE n.id <= 2 AND u.user_id = 1;
+-- case: correlated_scalar_subquery_count_and_max
+SELECT u.user_id, (SELECT COUNT(*) FROM orders AS o WHERE o.user_id = u.user_id) AS n, (SELECT MAX(o.amount) FROM orders AS o WHERE o.user_id = u.user_id AND o.qty > 2) AS m FROM users AS u;
+-- case: correlated_scalar_subquery_in_where
+SELECT o.order_id FROM orders AS o WHERE o.amount > (SELECT AVG(o2.amount) FROM orders AS o2 WHERE o2.user_id = o.user_id);
+-- case: correlated_scalar_subquery_expression_over_aggregates
+SELECT u.user_id, (SELECT COUNT(*) * 10 + COALESCE(SUM(p.paid), 0) FROM payments AS p WHERE p.order_id = u.user_id) AS x FROM users AS u;
