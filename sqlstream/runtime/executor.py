@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,7 +80,7 @@ log = logging.getLogger("sqlstream.checkpoint")
 
 
 def create_reader(spec: SourceSpec, subtask: int = 0, parallelism: int = 1, batch_size: int = DEFAULT_BATCH_SIZE,
-                  clock: Clock = SYSTEM_CLOCK) -> SourceReader:
+                  clock: Clock = SYSTEM_CLOCK, settings: Mapping[str, str] | None = None) -> SourceReader:
     if spec.values is not None:
         return TableReader(spec.values, batch_size)
     from sqlstream.runtime.connectors.registry import get_connector
@@ -88,12 +88,13 @@ def create_reader(spec: SourceSpec, subtask: int = 0, parallelism: int = 1, batc
     assert spec.table is not None
     connector = get_connector(spec.table.connector)
     assert connector.create_source is not None
-    ctx = SourceContext(spec.table, spec.options, spec.columns, subtask, parallelism, batch_size, clock)
+    ctx = SourceContext(spec.table, spec.options, spec.columns, subtask, parallelism, batch_size, clock,
+                        dict(settings or {}))
     return connector.create_source(ctx)
 
 
 def create_writer(spec: SinkSpec, collect: Callable[[Chunk], None] | None, subtask: int = 0,
-                  parallelism: int = 1) -> SinkWriter:
+                  parallelism: int = 1, settings: Mapping[str, str] | None = None) -> SinkWriter:
     if spec.table is None:
         if collect is None:
             raise JobError("a SELECT needs a client to collect its rows")
@@ -103,7 +104,8 @@ def create_writer(spec: SinkSpec, collect: Callable[[Chunk], None] | None, subta
     connector = get_connector(spec.table.connector)
     if connector.create_sink is None:
         raise JobError(f"table '{spec.table.name}' (connector '{spec.table.connector}') cannot be written to")
-    return connector.create_sink(SinkContext(spec.table, spec.options, spec.schema, subtask, parallelism, spec.updating))
+    return connector.create_sink(SinkContext(spec.table, spec.options, spec.schema, subtask, parallelism, spec.updating,
+                                             dict(settings or {})))
 
 
 @dataclass
@@ -467,7 +469,7 @@ class JobExecutor:
                     entry.unlink(missing_ok=True)
                 continue
             node = sinks.get(uid)
-            writer = create_writer(node.sink, self.collect) if node is not None and node.sink is not None else None
+            writer = create_writer(node.sink, self.collect, settings=self.config.raw) if node is not None and node.sink is not None else None
             if writer is not None and writer.rollback(committables):
                 for entry in entries:
                     entry.unlink(missing_ok=True)
@@ -532,7 +534,7 @@ class JobExecutor:
             label = f"#{node.id} {node.name}"
             metrics = Metrics()
             if node.source is not None:
-                reader = create_reader(node.source, index, p, config.batch_size, config.clock)
+                reader = create_reader(node.source, index, p, config.batch_size, config.clock, config.raw)
                 if own is not None and own.get("source") is not None:
                     reader.restore_position(own["source"])
                 reader.open()
@@ -567,7 +569,7 @@ class JobExecutor:
         if node.sink is not None:
             root = self.config.checkpoint_dir
             journal = CommitJournal(root, uid, index) if root is not None else None
-            return SinkOperator(create_writer(node.sink, self.collect, index, parallelism), journal,
+            return SinkOperator(create_writer(node.sink, self.collect, index, parallelism, self.config.raw), journal,
                                 metadata["checkpoint_id"] if metadata else None)
         return build_operator(node)
 

@@ -1,0 +1,177 @@
+"""Filesystem tables and checkpoints on an object store: s3:// paths against moto's real S3 server."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pytest
+
+from sqlstream.core.errors import ConnectorError, PlanError, SqlStreamError
+from sqlstream.core.tables import ColumnDef, TableDef
+from sqlstream.core.types import parse_type
+from sqlstream.frontend.session import Session
+from sqlstream.runtime.connectors.base import SinkContext, SourceContext
+from sqlstream.runtime.connectors.registry import get_connector
+from sqlstream.runtime.operators.sink import SinkOperator
+from tests.conftest import rows, run_sql
+from tests.harness import OperatorHarness
+
+if TYPE_CHECKING:
+    from tests.s3_server import S3Server
+
+pytest_plugins = ("tests.s3_server",)
+
+FS = get_connector("filesystem")
+COLUMNS = (ColumnDef("id", parse_type("INT")), ColumnDef("name", parse_type("STRING")))
+SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
+
+
+def table(path: str, fmt: str = "csv") -> TableDef:
+    return TableDef("t", COLUMNS, {"connector": "filesystem", "path": path, "format": fmt})
+
+
+def batch(ids: range) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([{"id": i, "name": f"n{i}"} for i in ids], schema=SCHEMA)
+
+
+def sink(t: TableDef, settings: dict[str, str]) -> SinkOperator:
+    return SinkOperator(FS.create_sink(SinkContext(t, FS.validate(t), SCHEMA, settings=settings)))
+
+
+def read(t: TableDef, settings: dict[str, str]) -> list[int]:
+    reader = FS.create_source(SourceContext(t, FS.validate(t), ["id", "name"], settings=settings))
+    reader.open()
+    out: list[int] = []
+    while not reader.finished:
+        b = reader.read_batch()
+        if b is not None:
+            out += b.column("id").to_pylist()
+    return sorted(out)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "json"])
+def test_a_job_writes_to_s3_and_another_reads_it_back(s3_server: S3Server, bucket: str, fmt: str) -> None:
+    out = f"s3://{bucket}/out"
+    session = Session()
+    session.execute_script(s3_server.set_statements() + f"""
+        CREATE TABLE gen (id BIGINT, name STRING) WITH (
+            'connector' = 'datagen', 'number-of-rows' = '500', 'fields.id.kind' = 'sequence',
+            'fields.id.start' = '1', 'fields.id.end' = '500', 'fields.name.length' = '5');
+        CREATE TABLE out (id BIGINT, name STRING) WITH ('connector' = 'filesystem', 'path' = '{out}', 'format' = '{fmt}');
+        INSERT INTO out SELECT id, name FROM gen;
+    """)
+    keys = [k for k in s3_server.keys(bucket, "out/") if k != "out/"]  # (the directory marker)
+    assert keys and all(k.endswith(f".{fmt}") and not k.startswith("out/.") for k in keys), keys
+    got = run_sql(f"""
+        CREATE TABLE src (id BIGINT, name STRING) WITH ('connector' = 'filesystem', 'path' = '{out}', 'format' = '{fmt}');
+        SELECT COUNT(*), SUM(id), COUNT(DISTINCT id) FROM src;
+    """, s3_server.settings)
+    assert rows(got) == [(500, 500 * 501 // 2, 500)]
+
+
+def test_staged_part_files_are_hidden_until_commit_and_a_replayed_commit_is_idempotent(
+        s3_server: S3Server, bucket: str) -> None:
+    t = table(f"s3://{bucket}/out")
+    settings = s3_server.settings
+    committer = OperatorHarness(sink(t, settings), None)
+    committer.process_batch(batch(range(3)))
+    held = committer.snapshot(1)  # staged: uploaded under a hidden name, not yet visible
+    keys = s3_server.keys(bucket, "out/")
+    assert len([k for k in keys if "/." in k and k.endswith(".inprogress")]) == 1, keys
+    assert read(t, settings) == []
+    committer.operator.notify_checkpoint_complete(1)
+    assert read(t, settings) == [0, 1, 2]
+    committer.close()
+    # a restore commits checkpoint 1's committable again: nothing changes, nothing fails
+    OperatorHarness(sink(t, settings), None, restore=held).close()
+    assert read(t, settings) == [0, 1, 2]
+    assert not [k for k in s3_server.keys(bucket, "out/") if k.endswith(".inprogress")]
+
+
+def test_abort_and_close_leave_nothing_on_the_store(s3_server: S3Server, bucket: str) -> None:
+    t = table(f"s3://{bucket}/out", "parquet")
+    op = OperatorHarness(sink(t, s3_server.settings), None)
+    op.process_batch(batch(range(5)))
+    op.snapshot(1)  # staged, never completed
+    op.process_batch(batch(range(5, 8)))  # not staged at all
+    op.operator.discard_uncommitted(None)
+    op.close()
+    assert [k for k in s3_server.keys(bucket, "out/") if k != "out/"] == []
+
+
+def test_a_single_object_and_hidden_objects(s3_server: S3Server, bucket: str) -> None:
+    client = s3_server.client()
+    client.put_object(Bucket=bucket, Key="in/a.csv", Body=b"1,a\n2,b\n")
+    client.put_object(Bucket=bucket, Key="in/sub/b.csv", Body=b"3,c\n")
+    client.put_object(Bucket=bucket, Key="in/.hidden.csv", Body=b"9,x\n")
+    client.put_object(Bucket=bucket, Key="in/_temporary/c.csv", Body=b"9,x\n")
+    assert read(table(f"s3://{bucket}/in"), s3_server.settings) == [1, 2, 3]
+    assert read(table(f"s3://{bucket}/in/sub/b.csv"), s3_server.settings) == [3]
+
+
+def test_a_malformed_object_is_named_by_its_uri(s3_server: S3Server, bucket: str) -> None:
+    s3_server.client().put_object(Bucket=bucket, Key="bad/a.csv", Body=b"1,a\nnot-a-number,b\n")
+    with pytest.raises(SqlStreamError, match=f"s3://{bucket}/bad/a.csv"):
+        read(table(f"s3://{bucket}/bad"), s3_server.settings)
+
+
+def test_a_missing_object_path_is_a_clear_error(s3_server: S3Server, bucket: str) -> None:
+    with pytest.raises(ConnectorError, match=f"path 's3://{bucket}/nothing' .*does not exist"):
+        read(table(f"s3://{bucket}/nothing"), s3_server.settings)
+
+
+def test_an_unreachable_endpoint_fails_fast_naming_path_and_endpoint(s3_server: S3Server) -> None:
+    settings = {**s3_server.settings, "s3.endpoint": "http://127.0.0.1:9"}  # nothing listens there
+    start = time.monotonic()
+    with pytest.raises(ConnectorError) as e:
+        OperatorHarness(sink(table("s3://somewhere/out"), settings), None)
+    assert time.monotonic() - start < 30
+    message = str(e.value)
+    assert "'s3://somewhere/out/." in message and "endpoint http://127.0.0.1:9" in message
+    assert "Traceback" not in message
+    with pytest.raises(ConnectorError, match="s3://somewhere/in' \\(endpoint http://127.0.0.1:9\\)"):
+        read(table("s3://somewhere/in"), settings)
+
+
+def test_a_missing_bucket_is_a_clear_error(s3_server: S3Server) -> None:
+    with pytest.raises(ConnectorError, match="s3://no-such-bucket/out.*bucket does not exist"):
+        OperatorHarness(sink(table("s3://no-such-bucket/out"), s3_server.settings), None)
+
+
+def test_wrong_credentials_are_a_clear_error(s3_server_with_auth: tuple[S3Server, str]) -> None:
+    server, name = s3_server_with_auth
+    t = table(f"s3://{name}/out")
+    op = OperatorHarness(sink(t, server.settings), None)  # the valid keys work
+    op.process_batch(batch(range(2)))
+    op.snapshot(1)
+    op.operator.notify_checkpoint_complete(1)
+    op.close()
+    assert read(t, server.settings) == [0, 1]
+    wrong = {**server.settings, "s3.secret-key": "not-the-secret"}
+    with pytest.raises(ConnectorError, match=f"s3://{name}/out.*endpoint {server.endpoint}"):
+        OperatorHarness(sink(t, wrong), None)
+    with pytest.raises(ConnectorError, match=f"s3://{name}/out"):
+        read(t, wrong)
+
+
+def test_s3_keys_are_flink_set_keys(session: Session) -> None:
+    session.execute_script("SET 's3.endpoint' = 'http://127.0.0.1:9000'; SET 's3.path.style.access' = 'true';"
+                           "SET 's3.access-key' = 'k'; SET 's3.secret-key' = 's'; SET 's3.region' = 'eu-west-1';")
+    with pytest.raises(PlanError, match="s3.path.style.access"):
+        session.execute_script("SET 's3.path.style.access' = 'maybe';")
+    with pytest.raises(PlanError, match="did you mean 's3.endpoint'"):
+        session.execute_script("SET 's3.endpoint-url' = 'x';")
+
+
+def test_an_unsupported_scheme_is_refused_at_create_table(session: Session, tmp_path: Path) -> None:
+    with pytest.raises(SqlStreamError, match="unsupported scheme 'ftp://'"):
+        session.execute_script("CREATE TABLE t (id INT) WITH ('connector' = 'filesystem', "
+                               "'path' = 'ftp://host/x', 'format' = 'csv');")
+    # file:// is a local path
+    (tmp_path / "a.csv").write_text("1\n2\n")
+    got = run_sql(f"CREATE TABLE t (id INT) WITH ('connector' = 'filesystem', 'path' = 'file://{tmp_path}', "
+                  "'format' = 'csv'); SELECT SUM(id) FROM t;")
+    assert rows(got) == [(3,)]
