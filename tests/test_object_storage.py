@@ -17,6 +17,7 @@ from sqlstream.runtime.connectors.base import SinkContext, SourceContext
 from sqlstream.runtime.connectors.registry import get_connector
 from sqlstream.runtime.operators.sink import SinkOperator
 from tests.conftest import rows, run_sql
+from tests.fault_harness import Job, committed, expected_rows, job_script, run_with_kills
 from tests.harness import OperatorHarness
 
 if TYPE_CHECKING:
@@ -175,3 +176,59 @@ def test_an_unsupported_scheme_is_refused_at_create_table(session: Session, tmp_
     got = run_sql(f"CREATE TABLE t (id INT) WITH ('connector' = 'filesystem', 'path' = 'file://{tmp_path}', "
                   "'format' = 'csv'); SELECT SUM(id) FROM t;")
     assert rows(got) == [(3,)]
+
+
+def _committed_on_s3(server: S3Server, bucket: str, prefix: str, local: Path) -> pa.Table:
+    """The rows the filesystem sink committed under s3://bucket/prefix (hidden objects left out)."""
+    local.mkdir(parents=True)
+    client = server.client()
+    for key in server.keys(bucket, prefix + "/"):
+        name = key.rsplit("/", 1)[-1]
+        if name and not name.startswith((".", "_")):
+            client.download_file(bucket, key, str(local / name))
+    return committed(local)
+
+
+@pytest.mark.slow
+def test_sigkill_and_restore_with_checkpoints_on_s3_gives_the_failure_free_output(
+        s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
+    """The fault-tolerance job with its checkpoints and its sink on S3: killed three times and
+    restored from s3://.../chk each time, its committed output equals a failure-free run's."""
+
+    def script(name: str) -> str:
+        sink = f"'connector' = 'filesystem', 'path' = 's3://{bucket}/{name}/out', 'format' = 'csv'"
+        return s3_server.set_statements() + job_script(f"s3://{bucket}/{name}/chk", sink, backend="rocksdb",
+                                                       parallelism=2, rate=12_000)
+
+    expected = expected_rows()
+    Job(tmp_path / "clean", script("clean")).run_clean()
+    assert rows(_committed_on_s3(s3_server, bucket, "clean/out", tmp_path / "clean-out")) == expected
+    chk = f"s3://{bucket}/killed/chk"
+    restores: list[str] = []
+
+    def restore_from() -> str | None:
+        if not [k for k in s3_server.keys(bucket, "killed/chk/chk-") if k.endswith("/_metadata")]:
+            return None
+        restores.append(chk)
+        return chk
+
+    run = run_with_kills(Job(tmp_path / "killed", script("killed")), 5, 3, restore_from=restore_from)
+    assert run.kills >= 2, "the harness should have killed the job several times"
+    assert restores, "some run should have restored from a checkpoint on S3"
+    assert rows(_committed_on_s3(s3_server, bucket, "killed/out", tmp_path / "killed-out")) == expected
+    # nothing staged is left visible, and the checkpoints live on the store, not in a local folder
+    assert [k for k in s3_server.keys(bucket, "killed/chk/") if k.endswith("/_metadata")]
+    assert not (tmp_path / "killed" / "chk").exists()
+
+
+def test_a_checkpoint_root_on_an_unreachable_store_fails_before_the_job_starts(s3_server: S3Server) -> None:
+    session = Session()
+    session.config.update({**s3_server.settings, "s3.endpoint": "http://127.0.0.1:9"})
+    with pytest.raises(SqlStreamError, match="execution.checkpointing.dir.*s3://nowhere/chk.*endpoint http://127.0.0.1:9"):
+        session.execute_script("""
+            SET 'execution.checkpointing.interval' = '1 s';
+            SET 'execution.checkpointing.dir' = 's3://nowhere/chk';
+            CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '5');
+            CREATE TABLE out (id BIGINT) WITH ('connector' = 'blackhole');
+            INSERT INTO out SELECT id FROM gen;
+        """)

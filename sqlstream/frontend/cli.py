@@ -18,6 +18,7 @@ from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.sql import dialect
 from sqlstream.core.sql.script import Statement, parse_script
 from sqlstream.frontend.jobs import RegisteredJob, list_jobs, request_savepoint
+from sqlstream.runtime.fs import is_remote
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -121,7 +122,8 @@ def _submit_detached(sql: str, args: argparse.Namespace) -> int:
     from sqlstream.frontend.jobmanager import Client
 
     client = Client(start=True)
-    restore = str(Path(args.restore).resolve()) if args.restore else None
+    # a local path is made absolute for the job manager's working directory; a URI is kept
+    restore = (args.restore if is_remote(args.restore) else str(Path(args.restore).resolve())) if args.restore else None
     job = client.submit(sql, args.script, str(Path.cwd()), restore, args.allow_non_restored_state)
     print(f"[INFO] Job has been submitted with JobID {job['id']} (job manager: {client.url}/)")
     print(f"[INFO] Web page: {client.page_url}")

@@ -64,6 +64,7 @@ from sqlstream.runtime.connectors.base import (
 )
 from sqlstream.runtime.connectors.collect import CollectWriter, TableReader
 from sqlstream.runtime.elements import Chunk
+from sqlstream.runtime.fs import Location, StorageError, is_remote, resolve
 from sqlstream.runtime.graph import Chain, build_chains
 from sqlstream.runtime.hashing import DEFAULT_MAX_PARALLELISM, key_group_range
 from sqlstream.runtime.operators.base import Metrics, Operator, OperatorContext
@@ -147,6 +148,8 @@ class JobConfig:
     max_parallelism: int = DEFAULT_MAX_PARALLELISM
     checkpoint_interval_ms: int | None = None
     checkpoint_dir: Path | None = None
+    # a checkpoint root on a store (s3://...): checkpoint_dir is then its local working copy
+    checkpoint_uri: str | None = None
     retained: int = 1
     max_concurrent_checkpoints: int = 1
     min_pause_ms: int = 0
@@ -175,7 +178,9 @@ class JobConfig:
                 max_parallelism=parse_parallelism("pipeline.max-parallelism",
                                                   get("pipeline.max-parallelism", str(DEFAULT_MAX_PARALLELISM))),
                 checkpoint_interval_ms=parse_duration_ms(interval) if interval else None,
-                checkpoint_dir=Path(chk_dir.removeprefix("file://")) if chk_dir else None,
+                checkpoint_dir=(chk_storage.local_copy(chk_dir) if chk_dir and is_remote(chk_dir)
+                                else Path(chk_dir.removeprefix("file://")) if chk_dir else None),
+                checkpoint_uri=chk_dir if chk_dir and is_remote(chk_dir) else None,
                 retained=int(get("execution.checkpointing.num-retained") or get("state.checkpoints.num-retained", "1")),
                 max_concurrent_checkpoints=int(get("execution.checkpointing.max-concurrent-checkpoints", "1")),
                 min_pause_ms=parse_duration_ms(get("execution.checkpointing.min-pause", "0 ms")),
@@ -214,6 +219,7 @@ class JobExecutor:
         self.restarts = 0
         self.error: str | None = None
         self.checkpoint_history = CheckpointHistory()
+        self.remote_root = self._reach_store(config.checkpoint_uri) if config.checkpoint_uri else None
         if config.checkpoint_interval_ms and config.checkpoint_dir is None:
             config.checkpoint_dir = Path(tempfile.mkdtemp(prefix="sqlstream-checkpoints-"))
         elif config.checkpoint_dir is not None:
@@ -223,6 +229,18 @@ class JobExecutor:
             except OSError as e:
                 raise SqlStreamError(f"checkpoint directory '{config.checkpoint_dir}' (execution.checkpointing.dir) "
                                      f"cannot be created: {e.strerror or e}") from None
+
+    def _reach_store(self, uri: str) -> Location:
+        """The checkpoint root on its store, found writable before the job starts."""
+        try:
+            remote = resolve(uri, self.config.raw)
+            remote.make_dirs()
+            probe = remote.child(f".probe-{self.job_id}")
+            probe.write_bytes(b"")
+            probe.delete()
+        except StorageError as e:
+            raise SqlStreamError(f"checkpoint directory (execution.checkpointing.dir): {e}") from None
+        return remote
 
     # ------------------------------------------------------------ public
     def cancel(self) -> None:
@@ -326,7 +344,7 @@ class JobExecutor:
                 time.sleep(self.config.restart_delay_s)
                 root = self.config.checkpoint_dir
                 if root is not None and chk_storage.completed_ids(root):
-                    restore = root
+                    restore = self.config.checkpoint_uri or root
                 if self.cancel_event.is_set():
                     return JobResult(self.summed_metrics(), cancelled=True, restarts=self.restarts,
                                      restore_warnings=self.restore_warnings)
@@ -335,7 +353,8 @@ class JobExecutor:
     def _attempt(self, restore: str | Path | None) -> JobResult:
         config = self.config
         self.subtask_metrics = {}
-        storage = CheckpointStorage(config.checkpoint_dir, config.retained) if config.checkpoint_dir else None
+        storage = (CheckpointStorage(config.checkpoint_dir, config.retained, self.remote_root)
+                   if config.checkpoint_dir else None)
         metadata = self._prepare_restore(restore, storage)
         stop = threading.Event()
         failures: list[BaseException] = []
@@ -364,7 +383,7 @@ class JobExecutor:
         if storage is not None:
             # above every chk-N directory, complete or not: one a killed process left half written
             # must not become the directory of a new checkpoint (its cleanup would remove it in flight)
-            first_id = max([first_id, *[i + 1 for i in chk_storage.checkpoint_ids(storage.root)]])
+            first_id = max([first_id, *[i + 1 for i in storage.known_ids()]])
         coordinator = CheckpointCoordinator(
             storage, config.checkpoint_interval_ms, keys, trigger, notify,
             {"max_parallelism": config.max_parallelism, "chains": {c.uid: c.node_uids for c in self.chains}},
@@ -443,19 +462,20 @@ class JobExecutor:
         the ones skipped as corrupt, and undo sink commits made after the chosen one."""
         if restore is None:
             return None
-        point = chk_storage.restore_point(restore)
+        point = chk_storage.restore_point(restore, self.config.raw)
         if point.newest is not None:  # ids of checkpoints skipped as corrupt are not used again
             self.first_checkpoint_id = max(self.first_checkpoint_id, point.newest + 1)
         self.restore_warnings += [w for w in point.skipped if w not in self.restore_warnings]
         self._check_restore(point.metadata)
         if point.root is not None:
-            self._undo_commits_after(point)
+            self._undo_commits_after(point, resolve(restore, self.config.raw) if is_remote(restore) else None)
             if storage is not None and point.root.resolve() == storage.root and point.skipped:
                 storage.remove_checkpoints_after(point.checkpoint_id)
         return point.metadata
 
-    def _undo_commits_after(self, point: RestorePoint) -> None:
-        """Rows after the restored checkpoint are written again: what sinks committed of them goes."""
+    def _undo_commits_after(self, point: RestorePoint, remote: Location | None) -> None:
+        """Rows after the restored checkpoint are written again: what sinks committed of them goes
+        (``remote``: the store the checkpoint root was downloaded from, whose journal is kept too)."""
         assert point.root is not None
         k = point.checkpoint_id
         sinks = {uid: node for c in self.chains for node, uid in zip(c.nodes, c.node_uids, strict=True)
@@ -465,14 +485,12 @@ class JobExecutor:
                         for staged in ((snap.get("operators") or {}).get(uid) or {}).get("pending", {})}
             committables, entries = CommitJournal.committed_after(point.root, uid, k, restored)
             if not committables:
-                for entry in entries:
-                    entry.unlink(missing_ok=True)
+                CommitJournal.forget(point.root, entries, remote)
                 continue
             node = sinks.get(uid)
             writer = create_writer(node.sink, self.collect, settings=self.config.raw) if node is not None and node.sink is not None else None
             if writer is not None and writer.rollback(committables):
-                for entry in entries:
-                    entry.unlink(missing_ok=True)
+                CommitJournal.forget(point.root, entries, remote)
                 log.warning("undid %d commit(s) of sink %s made after checkpoint %d", len(committables), uid, k)
             else:
                 target = node.sink.table.name if node is not None and node.sink and node.sink.table else uid
@@ -568,7 +586,7 @@ class JobExecutor:
                        metadata: dict[str, Any] | None) -> Operator:
         if node.sink is not None:
             root = self.config.checkpoint_dir
-            journal = CommitJournal(root, uid, index) if root is not None else None
+            journal = CommitJournal(root, uid, index, self.remote_root) if root is not None else None
             return SinkOperator(create_writer(node.sink, self.collect, index, parallelism, self.config.raw), journal,
                                 metadata["checkpoint_id"] if metadata else None)
         return build_operator(node)
