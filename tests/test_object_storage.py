@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,11 +14,19 @@ from sqlstream.core.errors import ConnectorError, PlanError, SqlStreamError
 from sqlstream.core.tables import ColumnDef, TableDef
 from sqlstream.core.types import parse_type
 from sqlstream.frontend.session import Session
+from sqlstream.runtime.checkpoint.storage import METADATA, CheckpointError
 from sqlstream.runtime.connectors.base import SinkContext, SourceContext
 from sqlstream.runtime.connectors.registry import get_connector
 from sqlstream.runtime.operators.sink import SinkOperator
 from tests.conftest import rows, run_sql
-from tests.fault_harness import Job, committed, expected_rows, job_script, run_with_kills
+from tests.fault_harness import (
+    Job,
+    committed,
+    expected_rows,
+    file_job_script,
+    job_script,
+    run_with_kills,
+)
 from tests.harness import OperatorHarness
 
 if TYPE_CHECKING:
@@ -232,3 +241,39 @@ def test_a_checkpoint_root_on_an_unreachable_store_fails_before_the_job_starts(s
             CREATE TABLE out (id BIGINT) WITH ('connector' = 'blackhole');
             INSERT INTO out SELECT id FROM gen;
         """)
+
+
+@pytest.mark.slow
+def test_stop_with_a_savepoint_on_s3_and_resume_from_it(s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
+    """The savepoint is written to the store (self-contained, _metadata last) and a job resumes
+    from its URI: stopped plus resumed output equals the failure-free answer."""
+    out = tmp_path / "out"
+    script = s3_server.set_statements() + file_job_script(out, tmp_path / "chk", "rocksdb", 2)
+    session = Session()
+    errors: list[BaseException] = []
+    job = threading.Thread(target=lambda: _run_into(session, script, errors), daemon=True)
+    job.start()
+    deadline = time.monotonic() + 60
+    while committed(out).num_rows == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)  # some output committed first
+    assert session.current_executor is not None, errors
+    uri = session.current_executor.stop_with_savepoint(f"s3://{bucket}/savepoints/sp-1")
+    job.join(60)
+    assert not errors and uri == f"s3://{bucket}/savepoints/sp-1"
+    keys = s3_server.keys(bucket, "savepoints/sp-1/")
+    assert f"savepoints/sp-1/{METADATA}" in keys and len(keys) > 1
+    partial, expected = rows(committed(out)), expected_rows()
+    assert 0 < len(partial) < len(expected)
+    Session(restore_from=uri).execute_script(s3_server.set_statements()
+                                             + file_job_script(out, tmp_path / "chk2", "hashmap", 2))
+    assert rows(committed(out)) == expected
+    with pytest.raises(CheckpointError, match=f"s3://{bucket}/savepoints/none.* does not exist"):
+        Session(restore_from=f"s3://{bucket}/savepoints/none").execute_script(
+            s3_server.set_statements() + file_job_script(out, tmp_path / "chk3", "hashmap", 2))
+
+
+def _run_into(session: Session, script: str, errors: list[BaseException]) -> None:
+    try:
+        session.execute_script(script)
+    except BaseException as e:  # noqa: BLE001 - checked by the test
+        errors.append(e)

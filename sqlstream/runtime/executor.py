@@ -16,6 +16,7 @@ counters, watermarks, queue fill, checkpoint history) for monitoring.
 from __future__ import annotations
 
 import logging
+import shutil
 import tempfile
 import threading
 import time
@@ -247,12 +248,23 @@ class JobExecutor:
         self.cancel_event.set()
 
     def savepoint(self, directory: str | Path) -> Future:
-        """Trigger a savepoint (canonical state) into ``directory``; the future yields its path."""
+        """Trigger a savepoint (canonical state) into ``directory``, a local path or a store's URI
+        (written to a local copy, then uploaded); the future yields its path or URI."""
         if not self.running.wait(timeout=30) or self.coordinator is None:
             raise JobError("the job is not running")
+        if is_remote(directory):
+            try:
+                remote = resolve(directory, self.config.raw)
+                if remote.exists():
+                    raise SqlStreamError(f"savepoint directory {remote.where()} already exists")
+            except StorageError as e:
+                raise SqlStreamError(f"savepoint: {e}") from None
+            local = chk_storage.local_copy(remote.uri)
+            shutil.rmtree(local, ignore_errors=True)
+            return self.coordinator.trigger_checkpoint(savepoint_dir=local, savepoint_remote=remote)
         return self.coordinator.trigger_checkpoint(savepoint_dir=Path(directory))
 
-    def stop_with_savepoint(self, directory: str | Path, timeout_s: float = 120) -> Path:
+    def stop_with_savepoint(self, directory: str | Path, timeout_s: float = 120) -> Path | str:
         """Savepoint, then cancel, with nothing committed past the savepoint.
 
         Periodic checkpoints (and the final commit of a job that ends meanwhile) are
