@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +38,7 @@ WINDOW_ORACLE = f"""SELECT epoch_ms((seq * 20 // 2000) * 2000), seq % 7, COUNT(*
 FROM range({ROWS}) r(seq) GROUP BY ALL"""
 
 
-def job_script(chk: Path | str, sink: str, columns: str = WINDOW_COLUMNS, query: str = WINDOW_QUERY, *,
+def job_script(chk: Path, sink: str, columns: str = WINDOW_COLUMNS, query: str = WINDOW_QUERY, *,
                backend: str = "hashmap", parallelism: int = 1, rate: int = 20_000,
                retained: int | None = None) -> str:
     """The job writing ``query`` into table ``out`` (``columns``) WITH (``sink``).  Sinks that
@@ -106,7 +105,7 @@ class Job:
         (self.tmp / "job.sql").write_text(self.script)
         self.env = {**os.environ, "SQLSTREAM_HOME": str(self.tmp / "home")}
 
-    def start(self, restore: Path | str | None = None) -> subprocess.Popen:
+    def start(self, restore: Path | None = None) -> subprocess.Popen:
         cmd = [sys.executable, "-m", "sqlstream.frontend.cli", "run", str(self.tmp / "job.sql")]
         if restore is not None:
             cmd += ["--restore", str(restore)]
@@ -127,17 +126,14 @@ class KilledRun:
 
 
 def run_with_kills(job: Job, seed: int, kills: int, alive_s: tuple[float, float] = (0.9, 2.2),
-                   finish_timeout_s: float = 120,
-                   restore_from: Callable[[], Path | str | None] | None = None) -> KilledRun:
+                   finish_timeout_s: float = 120) -> KilledRun:
     """Run ``job`` ``kills`` times, SIGKILLing each run after a random time in ``alive_s``, each
-    restored from the newest completed checkpoint; the next run must finish.  ``restore_from``
-    names the checkpoint root to restore from, or None before one completed (default: ``job.chk``
-    once it holds a completed checkpoint)."""
+    restored from the newest completed checkpoint; the next run must finish."""
     rng = random.Random(seed)
     lifetimes: list[tuple[int, int]] = []
     killed = 0
     while True:
-        restore = restore_from() if restore_from is not None else job.chk if completed_ids(job.chk) else None
+        restore = job.chk if completed_ids(job.chk) else None
         began = time.time_ns() // 1_000_000
         proc = job.start(restore)
         try:
