@@ -16,9 +16,17 @@ from sqlstream.core.errors import ConnectorError, PlanError, SqlStreamError
 from sqlstream.core.tables import ColumnDef, TableDef
 from sqlstream.core.types import parse_type
 from sqlstream.frontend.session import Session
-from sqlstream.runtime.checkpoint.storage import METADATA, CheckpointError
+from sqlstream.runtime.checkpoint.storage import (
+    METADATA,
+    CheckpointError,
+    CheckpointStorage,
+    local_copy,
+    restore_point,
+    write_subtask_state,
+)
 from sqlstream.runtime.connectors.base import SinkContext, SourceContext
 from sqlstream.runtime.connectors.registry import get_connector
+from sqlstream.runtime.fs import resolve
 from sqlstream.runtime.operators.sink import SinkOperator
 from tests.conftest import rows, run_sql
 from tests.fault_harness import (
@@ -292,3 +300,25 @@ def _run_into(session: Session, script: str, errors: list[BaseException]) -> Non
         session.execute_script(script)
     except BaseException as e:  # noqa: BLE001 - checked by the test
         errors.append(e)
+
+
+def test_a_corrupt_newest_checkpoint_on_s3_is_skipped_and_pruning_reaches_the_store(
+        s3_server: S3Server, bucket: str) -> None:
+    """The checksums and the fallback work on the store: a changed state object of the newest
+    checkpoint is found after the download and the previous checkpoint is restored; checkpoints
+    pruned locally are deleted on the store too."""
+    uri = f"s3://{bucket}/chk"
+    remote = resolve(uri, s3_server.settings)
+    storage = CheckpointStorage(local_copy(uri), retained=2, remote=remote)
+    for n in (1, 2, 3):
+        directory = storage.subtask_dir(n, "chain", 0)
+        snapshot = {"state": write_subtask_state(directory, {"op": {"n": n}}, {"offset": n * 10})}
+        storage.complete(n, {"checkpoint_id": n, "subtasks": {("chain", 0): snapshot}})
+    assert sorted(_complete_checkpoints(s3_server, bucket, "chk")) == [f"chk/chk-{n}/{METADATA}" for n in (2, 3)]
+    assert not s3_server.keys(bucket, "chk/chk-1/")  # pruned on the store as well
+    s3_server.client().put_object(Bucket=bucket, Key="chk/chk-3/chain-0/operator-state.msgpack", Body=b"changed")
+    point = restore_point(uri, s3_server.settings)
+    assert point.checkpoint_id == 2 and point.metadata["subtasks"][("chain", 0)]["source"] == {"offset": 20}
+    assert len(point.skipped) == 1 and "checkpoint 3 skipped" in point.skipped[0]
+    with pytest.raises(CheckpointError, match=f"s3://{bucket}/elsewhere.* does not exist"):
+        restore_point(f"s3://{bucket}/elsewhere", s3_server.settings)

@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow.fs as pafs
+
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.runtime.fs import Location, StorageError, is_remote, resolve
 from sqlstream.runtime.state.codec import StateCodecError, decode, encode
@@ -400,7 +402,7 @@ def download(remote: Location) -> Path:
     for n in ids:
         _fetch_checkpoint(remote.child(f"chk-{n}"), local / f"chk-{n}")
     for entry in remote.child(COMMITS).list():
-        if entry.type.name == "File":
+        if entry.type == pafs.FileType.File:
             rel = entry.path.removeprefix(remote.child(COMMITS).path + "/")
             target = local / COMMITS / rel
             target.parent.mkdir(parents=True, exist_ok=True)
