@@ -26,7 +26,7 @@ from sqlstream.runtime.checkpoint.storage import (
 )
 from sqlstream.runtime.connectors.base import SinkContext, SourceContext
 from sqlstream.runtime.connectors.registry import get_connector
-from sqlstream.runtime.fs import resolve
+from sqlstream.runtime.fs import StorageError, resolve
 from sqlstream.runtime.operators.sink import SinkOperator
 from tests.conftest import rows, run_sql
 from tests.fault_harness import (
@@ -179,6 +179,9 @@ def test_wrong_credentials_are_a_clear_error(s3_server_with_auth: tuple[S3Server
 def test_s3_keys_are_flink_set_keys(session: Session) -> None:
     session.execute_script("SET 's3.endpoint' = 'http://127.0.0.1:9000'; SET 's3.path.style.access' = 'true';"
                            "SET 's3.access-key' = 'k'; SET 's3.secret-key' = 's'; SET 's3.region' = 'eu-west-1';")
+    listed = session.execute_script("SET;")[-1].table
+    assert dict(zip(listed.column("key").to_pylist(), listed.column("value").to_pylist(), strict=True))[
+        "s3.secret-key"] == "******"  # a secret, as Flink's GlobalConfiguration.isSensitive says
     with pytest.raises(PlanError, match="s3.path.style.access"):
         session.execute_script("SET 's3.path.style.access' = 'maybe';")
     with pytest.raises(PlanError, match="did you mean 's3.endpoint'"):
@@ -322,3 +325,17 @@ def test_a_corrupt_newest_checkpoint_on_s3_is_skipped_and_pruning_reaches_the_st
     assert len(point.skipped) == 1 and "checkpoint 3 skipped" in point.skipped[0]
     with pytest.raises(CheckpointError, match=f"s3://{bucket}/elsewhere.* does not exist"):
         restore_point(f"s3://{bucket}/elsewhere", s3_server.settings)
+
+
+def test_other_stores_resolve_through_pyarrow_fs() -> None:
+    """gs:// and abfs:// map to pyarrow's GCS and Azure file systems (no request is made here);
+    a store whose client library is missing is a clear error naming the path."""
+    gs = resolve("gs://bkt/data/")
+    assert type(gs.fs).__name__ == "GcsFileSystem" and gs.path == "bkt/data"
+    assert gs.child("a.csv").uri == "gs://bkt/data/a.csv"
+    abfs = resolve("abfs://container@account.dfs.core.windows.net/data")
+    assert type(abfs.fs).__name__ == "AzureFileSystem" and abfs.path == "container/data"
+    local = resolve("file:///tmp/x")
+    assert not local.remote and local.path == "/tmp/x"
+    with pytest.raises(StorageError, match="names no bucket"):
+        resolve("s3:///key")
