@@ -339,3 +339,17 @@ def test_other_stores_resolve_through_pyarrow_fs() -> None:
     assert not local.remote and local.path == "/tmp/x"
     with pytest.raises(StorageError, match="names no bucket"):
         resolve("s3:///key")
+
+
+def test_a_job_checkpoints_to_s3_and_keeps_no_local_copy(s3_server: S3Server, bucket: str) -> None:
+    uri = f"s3://{bucket}/jobchk"
+    Session().execute_script(s3_server.set_statements() + f"""
+        SET 'execution.checkpointing.interval' = '100 ms';
+        SET 'execution.checkpointing.dir' = '{uri}';
+        CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '600',
+            'rows-per-second' = '2000', 'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '600');
+        CREATE TABLE out (k BIGINT, n BIGINT) WITH ('connector' = 'blackhole');
+        INSERT INTO out SELECT id % 3, COUNT(*) FROM gen GROUP BY id % 3;
+    """)
+    assert _complete_checkpoints(s3_server, bucket, "jobchk")  # the final checkpoint at least
+    assert not local_copy(uri).exists()

@@ -327,6 +327,10 @@ class JobExecutor:
         except BaseException as e:
             self.state, self.error = FAILED, str(e)
             raise
+        finally:
+            if self.remote_root is not None and self.config.checkpoint_dir is not None:
+                # the checkpoints are on the store: their local working copy is only a cache
+                shutil.rmtree(self.config.checkpoint_dir, ignore_errors=True)
         self.state = CANCELED if result.cancelled else FINISHED
         return result
 
