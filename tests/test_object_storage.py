@@ -353,3 +353,36 @@ def test_a_job_checkpoints_to_s3_and_keeps_no_local_copy(s3_server: S3Server, bu
     """)
     assert _complete_checkpoints(s3_server, bucket, "jobchk")  # the final checkpoint at least
     assert not local_copy(uri).exists()
+
+
+def test_a_monitored_prefix_on_s3_picks_up_new_objects_and_restores_its_position(
+        s3_server: S3Server, bucket: str) -> None:
+    client = s3_server.client()
+    client.put_object(Bucket=bucket, Key="feed/a.csv", Body=b"1,a\n2,b\n")
+    t = TableDef("t", COLUMNS, {"connector": "filesystem", "path": f"s3://{bucket}/feed", "format": "csv",
+                                "source.monitor-interval": "10 ms"})
+    reader = FS.create_source(SourceContext(t, FS.validate(t), ["id", "name"], batch_size=1,
+                                            settings=s3_server.settings))
+    reader.open()
+    assert not reader.bounded
+    assert reader.read_batch().column("id").to_pylist() == [1]
+    position = reader.snapshot_position()  # one row of a.csv returned
+    assert reader.read_batch().column("id").to_pylist() == [2]
+    client.put_object(Bucket=bucket, Key="feed/.b.csv.inprogress", Body=b"9,x\n")  # hidden: never read
+    client.put_object(Bucket=bucket, Key="feed/b.csv", Body=b"3,c\n")
+    got = None
+    deadline = time.monotonic() + 10
+    while got is None and time.monotonic() < deadline:
+        got = reader.read_batch()
+        time.sleep(0.01)
+    assert got is not None and got.column("id").to_pylist() == [3]
+    reader.close()
+    restored = FS.create_source(SourceContext(t, FS.validate(t), ["id", "name"], settings=s3_server.settings))
+    restored.restore_position(position)
+    restored.open()
+    ids: list[int] = []
+    deadline = time.monotonic() + 10
+    while len(ids) < 2 and time.monotonic() < deadline:
+        b = restored.read_batch()
+        ids += b.column("id").to_pylist() if b is not None else []
+    assert ids == [2, 3]  # the rest of a.csv, then b.csv
