@@ -85,10 +85,9 @@ class FileSystemSource(SourceReader):
 
     def _list_remote(self) -> list[str]:
         """Relative names of the visible objects under the store path, sorted."""
+        if not self._remote_dir:
+            return [self._location.name]
         try:
-            info = self._location.info()
-            if info.type == pafs.FileType.File:
-                return [self._location.name]
             entries = self._location.list()
         except StorageError as e:
             raise ConnectorError(f"table '{self._table}': {e}") from None
