@@ -573,10 +573,14 @@ class CheckpointStorage:
                     elif f.is_dir() and not any(f.iterdir()):
                         f.rmdir()
             if self.remote is not None:
-                # checkpoints a killed process left half uploaded (no _metadata) will never complete
-                complete = set(remote_checkpoint_ids(self.remote, completed_only=True))
-                for n in set(remote_checkpoint_ids(self.remote)) - complete:
-                    self.remote.child(f"chk-{n}").delete_dir()
+                # checkpoints a killed process left half uploaded (no _metadata) will never complete;
+                # the attempt is over, so a store that fails now is reported, not raised over its end
+                try:
+                    complete = set(remote_checkpoint_ids(self.remote, completed_only=True))
+                    for n in set(remote_checkpoint_ids(self.remote)) - complete:
+                        self.remote.child(f"chk-{n}").delete_dir()
+                except StorageError as e:
+                    log.warning("incomplete checkpoints on the store not removed: %s", e)
 
 
 # ------------------------------------------------------------------ the sinks' commit journal
