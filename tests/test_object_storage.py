@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import random
+import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -30,6 +34,7 @@ from sqlstream.runtime.fs import StorageError, resolve
 from sqlstream.runtime.operators.sink import SinkOperator
 from tests.conftest import rows, run_sql
 from tests.fault_harness import (
+    ROOT,
     Job,
     committed,
     expected_rows,
@@ -386,3 +391,41 @@ def test_a_monitored_prefix_on_s3_picks_up_new_objects_and_restores_its_position
         b = restored.read_batch()
         ids += b.column("id").to_pylist() if b is not None else []
     assert ids == [2, 3]  # the rest of a.csv, then b.csv
+
+
+@pytest.mark.slow
+def test_the_savepoint_command_writes_to_the_jobs_state_savepoints_dir_on_s3(
+        s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
+    """`sqlstream savepoint JOB` without a directory uses the job's state.savepoints.dir (Flink's
+    default savepoint directory), here an s3:// URI; --stop then stops the job."""
+    script = tmp_path / "job.sql"
+    script.write_text(s3_server.set_statements() + f"""
+        SET 'execution.checkpointing.interval' = '200 ms';
+        SET 'state.savepoints.dir' = 's3://{bucket}/savepoints';
+        CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '500',
+            'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '100000000');
+        CREATE TABLE out (k BIGINT, n BIGINT) WITH ('connector' = 'blackhole');
+        INSERT INTO out SELECT id % 3, COUNT(*) FROM gen GROUP BY id % 3;
+    """)
+    env = {**os.environ, "SQLSTREAM_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+    job = subprocess.Popen([sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script)], cwd=ROOT, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert job.stderr is not None
+        job_id = re.search(r"Job id: (\w+)", job.stderr.readline()).group(1)  # type: ignore[union-attr]
+        deadline = time.monotonic() + 60
+        while True:  # the job accepts savepoints once it runs
+            done = subprocess.run([sys.executable, "-m", "sqlstream.frontend.cli", "savepoint", job_id, "--stop"],
+                                  cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+            if done.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert done.returncode == 0, done.stdout + done.stderr
+        uri = re.search(r"Savepoint completed: (\S+)", done.stdout).group(1)  # type: ignore[union-attr]
+        assert uri.startswith(f"s3://{bucket}/savepoints/savepoint-")
+        assert f"{uri.removeprefix(f's3://{bucket}/')}/{METADATA}" in s3_server.keys(bucket, "savepoints/")
+        job.wait(60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
