@@ -429,3 +429,17 @@ def test_the_savepoint_command_writes_to_the_jobs_state_savepoints_dir_on_s3(
         if job.poll() is None:
             job.kill()
             job.wait()
+
+
+def test_checkpoints_on_a_store_are_refused_on_ray(s3_server: S3Server, bucket: str) -> None:
+    session = Session()
+    session.config.update(s3_server.settings)
+    with pytest.raises(SqlStreamError, match="not supported with execution.target = 'ray'"):
+        session.execute_script(f"""
+            SET 'execution.target' = 'ray';
+            SET 'execution.checkpointing.interval' = '1 s';
+            SET 'execution.checkpointing.dir' = 's3://{bucket}/chk';
+            CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '5');
+            CREATE TABLE out (id BIGINT) WITH ('connector' = 'blackhole');
+            INSERT INTO out SELECT id FROM gen;
+        """)
