@@ -142,9 +142,17 @@ KEYS: dict[str, ConfigKey] = {k.key: k for k in (
         for m in ("batch", "automatic")}), "streaming (the only mode)", fixed=True),
     ConfigKey("execution.target", "local", _enum("local", "ray"), "local threads or a Ray cluster (sqlstream)"),
     ConfigKey("ray.address", None, _text, "the Ray cluster to run on (sqlstream)"),
+    ConfigKey("state.savepoints.dir", None, _text,
+              "where `sqlstream savepoint JOB` without a directory writes (a path or an s3://... URI)"),
     ConfigKey("execution.savepoint.path", None, _text, "the next job restores from this savepoint or checkpoint"),
     ConfigKey("execution.savepoint.ignore-unclaimed-state", "false", _bool,
               "restore even if some saved state belongs to no operator of the job"),
+    ConfigKey("s3.endpoint", None, _text, "the S3 endpoint, e.g. 'http://127.0.0.1:9000' (unset: AWS)"),
+    ConfigKey("s3.access-key", None, _text, "the S3 access key (unset: the AWS environment's credentials)"),
+    ConfigKey("s3.secret-key", None, _text, "the S3 secret key, set together with s3.access-key"),
+    ConfigKey("s3.path.style.access", "false", _bool,
+              "address buckets as endpoint/bucket (true, e.g. MinIO) instead of bucket.endpoint"),
+    ConfigKey("s3.region", None, _text, "the S3 region (unset: AWS_REGION, else us-east-1)"),
     ConfigKey("sql-client.execution.result-mode", "tableau", _enum("tableau", "changelog", "table"),
               "how the shell shows a query's result"),
 )}
@@ -162,7 +170,6 @@ NO_EFFECT: dict[str, str] = {
     "execution.checkpointing.mode": "checkpoints are always aligned (exactly once)",
     "execution.buffer-timeout": "batches are sent when full or when the source pauses",
     "state.backend.incremental": "checkpoints are full snapshots",
-    "state.savepoints.dir": "give the savepoint directory to the savepoint command",
     "sql-client.execution.max-table-result.rows": "the shell keeps every row",
     "table.display.max-column-width": "the shell shows whole values",
     "table.exec.sink.upsert-materialize": "sinks are written as the changelog arrives",
@@ -172,7 +179,8 @@ NO_EFFECT: dict[str, str] = {
 
 # Families of Flink keys without effect here, by prefix.
 NO_EFFECT_PREFIXES: dict[str, str] = {
-    "fs.": "Flink file system plugin settings: sqlstream's filesystem connector reads local paths",
+    "fs.": "Flink file system plugin settings: sqlstream reaches stores through pyarrow.fs, "
+           "S3 configured by the s3.* keys",
 }
 
 

@@ -18,6 +18,7 @@ from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.sql import dialect
 from sqlstream.core.sql.script import Statement, parse_script
 from sqlstream.frontend.jobs import RegisteredJob, list_jobs, request_savepoint
+from sqlstream.runtime.fs import is_remote
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -87,11 +88,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     job = RegisteredJob(str(Path(args.script).resolve()))
     print(f"[INFO] Job id: {job.id}", file=sys.stderr)
 
-    def take_savepoint(directory: Path, stop: bool) -> Path:
+    def take_savepoint(directory: str | None, stop: bool) -> Path | str:
         executor = session.current_executor
         if executor is None:
             raise SqlStreamError("no job is running yet")
-        target = directory / f"savepoint-{time.strftime('%Y%m%d-%H%M%S')}-{job.id}"
+        # as Flink: the directory asked for, else the job's state.savepoints.dir
+        directory = directory or session.config.get("state.savepoints.dir")
+        if not directory:
+            raise SqlStreamError("no savepoint directory: name one, or SET 'state.savepoints.dir' in the job")
+        name = f"savepoint-{time.strftime('%Y%m%d-%H%M%S')}-{job.id}"
+        target = f"{directory.rstrip('/')}/{name}" if is_remote(directory) else Path(directory) / name
         if stop:
             return executor.stop_with_savepoint(target)
         return executor.savepoint(target).result(timeout=120)
@@ -121,7 +127,8 @@ def _submit_detached(sql: str, args: argparse.Namespace) -> int:
     from sqlstream.frontend.jobmanager import Client
 
     client = Client(start=True)
-    restore = str(Path(args.restore).resolve()) if args.restore else None
+    # a local path is made absolute for the job manager's working directory; a URI is kept
+    restore = (args.restore if is_remote(args.restore) else str(Path(args.restore).resolve())) if args.restore else None
     job = client.submit(sql, args.script, str(Path.cwd()), restore, args.allow_non_restored_state)
     print(f"[INFO] Job has been submitted with JobID {job['id']} (job manager: {client.url}/)")
     print(f"[INFO] Web page: {client.page_url}")
@@ -146,7 +153,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
 def cmd_stop(args: argparse.Namespace) -> int:
     from sqlstream.frontend.jobmanager import Client
 
-    savepoint_dir = str(Path(args.savepoint).resolve()) if args.savepoint else None
+    savepoint_dir = (args.savepoint if is_remote(args.savepoint) else str(Path(args.savepoint).resolve())) \
+        if args.savepoint else None
     path = Client().stop(args.job, savepoint_dir)
     print(f"[INFO] Job {args.job} stopped with a savepoint: {path}")
     return 0
@@ -161,7 +169,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_savepoint(args: argparse.Namespace) -> int:
-    path = request_savepoint(args.job, Path(args.dir), args.stop)
+    path = request_savepoint(args.job, args.dir, args.stop)
     print(f"[INFO] Savepoint completed: {path}")
     return 0
 
@@ -217,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
     savepoint = sub.add_parser("savepoint", help="take a savepoint of a running job")
     savepoint.add_argument("job", help="job id (printed by `sqlstream run`, listed by `sqlstream list`)")
-    savepoint.add_argument("dir", help="directory to write the savepoint under")
+    savepoint.add_argument("dir", nargs="?", help="directory (or s3://... URI) to write the savepoint under "
+                           "(default: the job's state.savepoints.dir)")
     savepoint.add_argument("--stop", action="store_true", help="stop the job after the savepoint")
     savepoint.set_defaults(func=cmd_savepoint)
     listing = sub.add_parser("list", help="list running jobs")

@@ -281,7 +281,7 @@ class JobManager:
         """Stop with a savepoint (into ``savepoint_dir``, or the job's own folder): returns its path."""
         job = self._require_running(job_id)
         registry_id = self._registry_id(job)
-        target = Path(savepoint_dir) if savepoint_dir else job.dir / "savepoints"
+        target = savepoint_dir if savepoint_dir else job.dir / "savepoints"
         job.requested = "stop"
         try:
             path = request_savepoint(registry_id, target, stop=True)

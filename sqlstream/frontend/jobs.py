@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.home import home, private_dir, write_private
+from sqlstream.runtime.fs import is_remote
 
 
 def jobs_dir() -> Path:
@@ -34,7 +35,7 @@ class RegisteredJob:
         self.file = jobs_dir() / f"{self.id}.json"
         write_private(self.file, json.dumps({"id": self.id, "pid": os.getpid(), "script": script, "started": time.time()}))
 
-    def install_savepoint_handler(self, take_savepoint: Callable[[Path, bool], Path]) -> None:
+    def install_savepoint_handler(self, take_savepoint: Callable[[str | None, bool], Path | str]) -> None:
         def handler(signum: int, frame: Any) -> None:
             request = jobs_dir() / f"{self.id}.savepoint-request"
             if not request.exists():
@@ -44,7 +45,7 @@ class RegisteredJob:
 
             def work() -> None:
                 try:
-                    path = take_savepoint(Path(spec["dir"]), bool(spec.get("stop")))
+                    path = take_savepoint(spec.get("dir"), bool(spec.get("stop")))
                     answer = {"path": str(path)}
                 except Exception as e:  # noqa: BLE001 - reported to the requesting client
                     answer = {"error": str(e)}
@@ -93,8 +94,16 @@ def alive(pid: int | None) -> bool:
     return True
 
 
-def request_savepoint(job_id: str, directory: Path, stop: bool, timeout_s: float = 120) -> Path:
-    """Asks the running job ``job_id`` for a savepoint under ``directory``; a job that is gone is a clear error."""
+def _absolute(directory: str | Path | None) -> str | None:
+    """A local directory made absolute (the job runs elsewhere); a URI or None as it is."""
+    if directory is None or is_remote(directory):
+        return None if directory is None else str(directory)
+    return str(Path(directory).resolve())
+
+
+def request_savepoint(job_id: str, directory: str | Path | None, stop: bool, timeout_s: float = 120) -> str:
+    """Asks the running job ``job_id`` for a savepoint under ``directory`` (a local path, a store's
+    URI, or None: the job's state.savepoints.dir); a job that is gone is a clear error."""
     entry = jobs_dir() / f"{job_id}.json" if job_id.isalnum() else None
     info = _entry(entry) if entry is not None else None
     if info is None or not alive(info["pid"]):
@@ -105,7 +114,7 @@ def request_savepoint(job_id: str, directory: Path, stop: bool, timeout_s: float
     pid = info["pid"]
     result = jobs_dir() / f"{job_id}.savepoint-result"
     result.unlink(missing_ok=True)
-    write_private(jobs_dir() / f"{job_id}.savepoint-request", json.dumps({"dir": str(directory.resolve()), "stop": stop}))
+    write_private(jobs_dir() / f"{job_id}.savepoint-request", json.dumps({"dir": _absolute(directory), "stop": stop}))
     try:
         os.kill(pid, signal.SIGUSR1)
     except ProcessLookupError:
@@ -119,6 +128,6 @@ def request_savepoint(job_id: str, directory: Path, stop: bool, timeout_s: float
             result.unlink(missing_ok=True)
             if "error" in answer:
                 raise SqlStreamError(f"savepoint failed: {answer['error']}")
-            return Path(answer["path"])
+            return str(answer["path"])
         time.sleep(0.05)
     raise SqlStreamError(f"job '{job_id}' did not complete a savepoint within {timeout_s:.0f} s")

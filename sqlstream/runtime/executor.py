@@ -16,11 +16,12 @@ counters, watermarks, queue fill, checkpoint history) for monitoring.
 from __future__ import annotations
 
 import logging
+import shutil
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,7 @@ from sqlstream.runtime.connectors.base import (
 )
 from sqlstream.runtime.connectors.collect import CollectWriter, TableReader
 from sqlstream.runtime.elements import Chunk
+from sqlstream.runtime.fs import Location, StorageError, is_remote, resolve
 from sqlstream.runtime.graph import Chain, build_chains
 from sqlstream.runtime.hashing import DEFAULT_MAX_PARALLELISM, key_group_range
 from sqlstream.runtime.operators.base import Metrics, Operator, OperatorContext
@@ -80,7 +82,7 @@ log = logging.getLogger("sqlstream.checkpoint")
 
 
 def create_reader(spec: SourceSpec, subtask: int = 0, parallelism: int = 1, batch_size: int = DEFAULT_BATCH_SIZE,
-                  clock: Clock = SYSTEM_CLOCK) -> SourceReader:
+                  clock: Clock = SYSTEM_CLOCK, settings: Mapping[str, str] | None = None) -> SourceReader:
     if spec.values is not None:
         return TableReader(spec.values, batch_size)
     from sqlstream.runtime.connectors.registry import get_connector
@@ -88,12 +90,13 @@ def create_reader(spec: SourceSpec, subtask: int = 0, parallelism: int = 1, batc
     assert spec.table is not None
     connector = get_connector(spec.table.connector)
     assert connector.create_source is not None
-    ctx = SourceContext(spec.table, spec.options, spec.columns, subtask, parallelism, batch_size, clock)
+    ctx = SourceContext(spec.table, spec.options, spec.columns, subtask, parallelism, batch_size, clock,
+                        dict(settings or {}))
     return connector.create_source(ctx)
 
 
 def create_writer(spec: SinkSpec, collect: Callable[[Chunk], None] | None, subtask: int = 0,
-                  parallelism: int = 1) -> SinkWriter:
+                  parallelism: int = 1, settings: Mapping[str, str] | None = None) -> SinkWriter:
     if spec.table is None:
         if collect is None:
             raise JobError("a SELECT needs a client to collect its rows")
@@ -103,7 +106,8 @@ def create_writer(spec: SinkSpec, collect: Callable[[Chunk], None] | None, subta
     connector = get_connector(spec.table.connector)
     if connector.create_sink is None:
         raise JobError(f"table '{spec.table.name}' (connector '{spec.table.connector}') cannot be written to")
-    return connector.create_sink(SinkContext(spec.table, spec.options, spec.schema, subtask, parallelism, spec.updating))
+    return connector.create_sink(SinkContext(spec.table, spec.options, spec.schema, subtask, parallelism, spec.updating,
+                                             dict(settings or {})))
 
 
 @dataclass
@@ -145,6 +149,8 @@ class JobConfig:
     max_parallelism: int = DEFAULT_MAX_PARALLELISM
     checkpoint_interval_ms: int | None = None
     checkpoint_dir: Path | None = None
+    # a checkpoint root on a store (s3://...): checkpoint_dir is then its local working copy
+    checkpoint_uri: str | None = None
     retained: int = 1
     max_concurrent_checkpoints: int = 1
     min_pause_ms: int = 0
@@ -173,7 +179,9 @@ class JobConfig:
                 max_parallelism=parse_parallelism("pipeline.max-parallelism",
                                                   get("pipeline.max-parallelism", str(DEFAULT_MAX_PARALLELISM))),
                 checkpoint_interval_ms=parse_duration_ms(interval) if interval else None,
-                checkpoint_dir=Path(chk_dir.removeprefix("file://")) if chk_dir else None,
+                checkpoint_dir=(chk_storage.local_copy(chk_dir) if chk_dir and is_remote(chk_dir)
+                                else Path(chk_dir.removeprefix("file://")) if chk_dir else None),
+                checkpoint_uri=chk_dir if chk_dir and is_remote(chk_dir) else None,
                 retained=int(get("execution.checkpointing.num-retained") or get("state.checkpoints.num-retained", "1")),
                 max_concurrent_checkpoints=int(get("execution.checkpointing.max-concurrent-checkpoints", "1")),
                 min_pause_ms=parse_duration_ms(get("execution.checkpointing.min-pause", "0 ms")),
@@ -212,6 +220,7 @@ class JobExecutor:
         self.restarts = 0
         self.error: str | None = None
         self.checkpoint_history = CheckpointHistory()
+        self.remote_root = self._reach_store(config.checkpoint_uri) if config.checkpoint_uri else None
         if config.checkpoint_interval_ms and config.checkpoint_dir is None:
             config.checkpoint_dir = Path(tempfile.mkdtemp(prefix="sqlstream-checkpoints-"))
         elif config.checkpoint_dir is not None:
@@ -222,17 +231,40 @@ class JobExecutor:
                 raise SqlStreamError(f"checkpoint directory '{config.checkpoint_dir}' (execution.checkpointing.dir) "
                                      f"cannot be created: {e.strerror or e}") from None
 
+    def _reach_store(self, uri: str) -> Location:
+        """The checkpoint root on its store, found writable before the job starts."""
+        try:
+            remote = resolve(uri, self.config.raw)
+            remote.make_dirs()
+            probe = remote.child(f".probe-{self.job_id}")
+            probe.write_bytes(b"")
+            probe.delete()
+        except StorageError as e:
+            raise SqlStreamError(f"checkpoint directory (execution.checkpointing.dir): {e}") from None
+        return remote
+
     # ------------------------------------------------------------ public
     def cancel(self) -> None:
         self.cancel_event.set()
 
     def savepoint(self, directory: str | Path) -> Future:
-        """Trigger a savepoint (canonical state) into ``directory``; the future yields its path."""
+        """Trigger a savepoint (canonical state) into ``directory``, a local path or a store's URI
+        (written to a local copy, then uploaded); the future yields its path or URI."""
         if not self.running.wait(timeout=30) or self.coordinator is None:
             raise JobError("the job is not running")
+        if is_remote(directory):
+            try:
+                remote = resolve(directory, self.config.raw)
+                if remote.exists():
+                    raise SqlStreamError(f"savepoint directory {remote.where()} already exists")
+            except StorageError as e:
+                raise SqlStreamError(f"savepoint: {e}") from None
+            local = chk_storage.local_copy(remote.uri)
+            shutil.rmtree(local, ignore_errors=True)
+            return self.coordinator.trigger_checkpoint(savepoint_dir=local, savepoint_remote=remote)
         return self.coordinator.trigger_checkpoint(savepoint_dir=Path(directory))
 
-    def stop_with_savepoint(self, directory: str | Path, timeout_s: float = 120) -> Path:
+    def stop_with_savepoint(self, directory: str | Path, timeout_s: float = 120) -> Path | str:
         """Savepoint, then cancel, with nothing committed past the savepoint.
 
         Periodic checkpoints (and the final commit of a job that ends meanwhile) are
@@ -295,6 +327,10 @@ class JobExecutor:
         except BaseException as e:
             self.state, self.error = FAILED, str(e)
             raise
+        finally:
+            if self.remote_root is not None and self.config.checkpoint_dir is not None:
+                # the checkpoints are on the store: their local working copy is only a cache
+                shutil.rmtree(self.config.checkpoint_dir, ignore_errors=True)
         self.state = CANCELED if result.cancelled else FINISHED
         return result
 
@@ -324,7 +360,7 @@ class JobExecutor:
                 time.sleep(self.config.restart_delay_s)
                 root = self.config.checkpoint_dir
                 if root is not None and chk_storage.completed_ids(root):
-                    restore = root
+                    restore = self.config.checkpoint_uri or root
                 if self.cancel_event.is_set():
                     return JobResult(self.summed_metrics(), cancelled=True, restarts=self.restarts,
                                      restore_warnings=self.restore_warnings)
@@ -333,7 +369,8 @@ class JobExecutor:
     def _attempt(self, restore: str | Path | None) -> JobResult:
         config = self.config
         self.subtask_metrics = {}
-        storage = CheckpointStorage(config.checkpoint_dir, config.retained) if config.checkpoint_dir else None
+        storage = (CheckpointStorage(config.checkpoint_dir, config.retained, self.remote_root)
+                   if config.checkpoint_dir else None)
         metadata = self._prepare_restore(restore, storage)
         stop = threading.Event()
         failures: list[BaseException] = []
@@ -362,7 +399,7 @@ class JobExecutor:
         if storage is not None:
             # above every chk-N directory, complete or not: one a killed process left half written
             # must not become the directory of a new checkpoint (its cleanup would remove it in flight)
-            first_id = max([first_id, *[i + 1 for i in chk_storage.checkpoint_ids(storage.root)]])
+            first_id = max([first_id, *[i + 1 for i in storage.known_ids()]])
         coordinator = CheckpointCoordinator(
             storage, config.checkpoint_interval_ms, keys, trigger, notify,
             {"max_parallelism": config.max_parallelism, "chains": {c.uid: c.node_uids for c in self.chains}},
@@ -441,19 +478,20 @@ class JobExecutor:
         the ones skipped as corrupt, and undo sink commits made after the chosen one."""
         if restore is None:
             return None
-        point = chk_storage.restore_point(restore)
+        point = chk_storage.restore_point(restore, self.config.raw)
         if point.newest is not None:  # ids of checkpoints skipped as corrupt are not used again
             self.first_checkpoint_id = max(self.first_checkpoint_id, point.newest + 1)
         self.restore_warnings += [w for w in point.skipped if w not in self.restore_warnings]
         self._check_restore(point.metadata)
         if point.root is not None:
-            self._undo_commits_after(point)
+            self._undo_commits_after(point, resolve(restore, self.config.raw) if is_remote(restore) else None)
             if storage is not None and point.root.resolve() == storage.root and point.skipped:
                 storage.remove_checkpoints_after(point.checkpoint_id)
         return point.metadata
 
-    def _undo_commits_after(self, point: RestorePoint) -> None:
-        """Rows after the restored checkpoint are written again: what sinks committed of them goes."""
+    def _undo_commits_after(self, point: RestorePoint, remote: Location | None) -> None:
+        """Rows after the restored checkpoint are written again: what sinks committed of them goes
+        (``remote``: the store the checkpoint root was downloaded from, whose journal is kept too)."""
         assert point.root is not None
         k = point.checkpoint_id
         sinks = {uid: node for c in self.chains for node, uid in zip(c.nodes, c.node_uids, strict=True)
@@ -463,14 +501,12 @@ class JobExecutor:
                         for staged in ((snap.get("operators") or {}).get(uid) or {}).get("pending", {})}
             committables, entries = CommitJournal.committed_after(point.root, uid, k, restored)
             if not committables:
-                for entry in entries:
-                    entry.unlink(missing_ok=True)
+                CommitJournal.forget(point.root, entries, remote)
                 continue
             node = sinks.get(uid)
-            writer = create_writer(node.sink, self.collect) if node is not None and node.sink is not None else None
+            writer = create_writer(node.sink, self.collect, settings=self.config.raw) if node is not None and node.sink is not None else None
             if writer is not None and writer.rollback(committables):
-                for entry in entries:
-                    entry.unlink(missing_ok=True)
+                CommitJournal.forget(point.root, entries, remote)
                 log.warning("undid %d commit(s) of sink %s made after checkpoint %d", len(committables), uid, k)
             else:
                 target = node.sink.table.name if node is not None and node.sink and node.sink.table else uid
@@ -532,7 +568,7 @@ class JobExecutor:
             label = f"#{node.id} {node.name}"
             metrics = Metrics()
             if node.source is not None:
-                reader = create_reader(node.source, index, p, config.batch_size, config.clock)
+                reader = create_reader(node.source, index, p, config.batch_size, config.clock, config.raw)
                 if own is not None and own.get("source") is not None:
                     reader.restore_position(own["source"])
                 reader.open()
@@ -566,8 +602,8 @@ class JobExecutor:
                        metadata: dict[str, Any] | None) -> Operator:
         if node.sink is not None:
             root = self.config.checkpoint_dir
-            journal = CommitJournal(root, uid, index) if root is not None else None
-            return SinkOperator(create_writer(node.sink, self.collect, index, parallelism), journal,
+            journal = CommitJournal(root, uid, index, self.remote_root) if root is not None else None
+            return SinkOperator(create_writer(node.sink, self.collect, index, parallelism, self.config.raw), journal,
                                 metadata["checkpoint_id"] if metadata else None)
         return build_operator(node)
 

@@ -66,6 +66,7 @@ from sqlstream.runtime.checkpoint.coordinator import (
 from sqlstream.runtime.checkpoint.storage import CheckpointStorage
 from sqlstream.runtime.elements import Chunk, Element
 from sqlstream.runtime.executor import JobConfig, JobExecutor, JobFailure, JobResult
+from sqlstream.runtime.fs import is_remote
 from sqlstream.runtime.operators.base import Metrics
 from sqlstream.runtime.subtask import POLL_S, Cancelled, OutputGate, Subtask
 
@@ -426,6 +427,11 @@ class RayJobExecutor(JobExecutor):
 
     def __init__(self, flow: Dataflow, config: JobConfig, collect: Any = None,
                  restore: str | Path | None = None, allow_non_restored_state: bool = False) -> None:
+        if config.checkpoint_uri is not None or (restore is not None and is_remote(restore)):
+            # the actors write their snapshots into the coordinator's local root; nothing uploads them
+            raise SqlStreamError("checkpoints and savepoints on an object store "
+                                 f"('{config.checkpoint_uri or restore}') are not supported with "
+                                 "execution.target = 'ray'; use a shared directory")
         self.ray = import_ray()
         super().__init__(flow, config, collect, restore, allow_non_restored_state)
         # the current attempt's actors, by (chain uid, subtask index)

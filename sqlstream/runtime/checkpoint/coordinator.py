@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from sqlstream.core.status import ABORTED, COMPLETED, FAILED, IN_PROGRESS, CheckpointStatus
-from sqlstream.runtime.checkpoint.storage import CheckpointError, CheckpointStorage, write_metadata
+from sqlstream.runtime.checkpoint.storage import (
+    CheckpointError,
+    CheckpointStorage,
+    upload_tree,
+    write_metadata,
+)
+from sqlstream.runtime.fs import Location
 
 SubtaskKey = tuple[str, int]  # (operator chain uid, subtask index)
 
@@ -44,6 +50,8 @@ class PendingCheckpoint:
     acks: dict[SubtaskKey, Any] = field(default_factory=dict)
     future: Future = field(default_factory=Future)
     created_dir: bool = False  # the savepoint directory did not exist before: an abort removes it
+    # a savepoint on a store: savepoint_dir is its local copy, uploaded when it completes
+    savepoint_remote: Location | None = None
 
 
 @dataclass
@@ -148,6 +156,9 @@ class CheckpointCoordinator:
         self.publish_lock = threading.Lock()
         self.pending: dict[int, PendingCheckpoint] = {}
         self.savepoints: set[int] = set()  # ids of savepoints (their files are not in the checkpoint root)
+        # ids taken out of pending by _complete and not yet published: a late acknowledgement of one
+        # (a subtask that finished meanwhile is counted by its final snapshot) must not remove its files
+        self.publishing: set[int] = set()
         self.finished: dict[SubtaskKey, Any] = {}
         self.completed: list[CheckpointStats] = []
         self.latest_completed: int | None = None
@@ -236,7 +247,9 @@ class CheckpointCoordinator:
         with self.publish_lock:
             return self.latest_completed
 
-    def trigger_checkpoint(self, savepoint_dir: Path | None = None) -> Future:
+    def trigger_checkpoint(self, savepoint_dir: Path | None = None, savepoint_remote: Location | None = None) -> Future:
+        """Take a checkpoint, or a savepoint into ``savepoint_dir`` (the local copy of
+        ``savepoint_remote``, if given); the future yields the path (or URI) once it is complete."""
         with self.lock:
             if self.sealed:
                 abandoned: Future = Future()
@@ -244,7 +257,7 @@ class CheckpointCoordinator:
                 return abandoned
             n = self.next_id
             self.next_id += 1
-            pending = PendingCheckpoint(n, savepoint_dir, time.monotonic())
+            pending = PendingCheckpoint(n, savepoint_dir, time.monotonic(), savepoint_remote=savepoint_remote)
             if savepoint_dir is not None:
                 self.savepoints.add(n)
                 pending.created_dir = not savepoint_dir.exists()
@@ -286,7 +299,7 @@ class CheckpointCoordinator:
             pending = self.pending.get(checkpoint_id)
             if pending is None:
                 # aborted or abandoned meanwhile: what this subtask just wrote is removed with it
-                if self.storage is not None and checkpoint_id not in self.savepoints:
+                if self.storage is not None and checkpoint_id not in self.savepoints | self.publishing:
                     self.storage.discard(checkpoint_id)
                 return
             pending.acks[key] = snapshot
@@ -323,6 +336,16 @@ class CheckpointCoordinator:
         with self.lock:
             if self.pending.pop(pending.checkpoint_id, None) is None:
                 return
+            self.publishing.add(pending.checkpoint_id)
+        try:
+            self._publish(pending)
+        finally:
+            with self.lock:
+                self.publishing.discard(pending.checkpoint_id)
+
+    def _publish(self, pending: PendingCheckpoint) -> None:
+        """Publish a checkpoint that has every acknowledgement (unless a newer one won meanwhile)."""
+        with self.lock:
             # an older checkpoint that has not completed by now never will be used
             abandoned = [self.pending.pop(n) for n in sorted(self.pending) if n < pending.checkpoint_id]
         for older in abandoned:
@@ -346,6 +369,10 @@ class CheckpointCoordinator:
                 pending.savepoint_dir.mkdir(parents=True, exist_ok=True)
                 write_metadata(pending.savepoint_dir, metadata, self_contained=True)
                 path = pending.savepoint_dir
+                if pending.savepoint_remote is not None:
+                    upload_tree(pending.savepoint_dir, pending.savepoint_remote)
+                    shutil.rmtree(pending.savepoint_dir, ignore_errors=True)
+                    path = pending.savepoint_remote.uri
             else:
                 assert self.storage is not None
                 path = self.storage.complete(pending.checkpoint_id, metadata)

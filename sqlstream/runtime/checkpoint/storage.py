@@ -19,6 +19,17 @@ own directory, so a checkpoint root or a savepoint (self-contained: it
 copies in what lies outside it) can be moved and restored anywhere, and a
 truncated or corrupted file is found before anything runs.  A directory
 without ``_metadata`` is an incomplete checkpoint and is never restored from.
+
+A checkpoint root or savepoint may be a URI of an object store (``s3://``,
+``gs://``, ``abfs://``, ``hdfs://``, through :mod:`sqlstream.runtime.fs`).  Then
+subtasks write into a local working copy of the root (as Flink's RocksDB
+backend writes locally and uploads), and publishing a checkpoint uploads the
+files its metadata lists that the store does not hold yet, then ``_metadata``
+last: a checkpoint on the store is complete exactly when its ``_metadata``
+object exists, as on a disk.  Pruning and the commit journal are mirrored to
+the store; a restore from a URI downloads the complete checkpoints (or the
+savepoint) and the journal into the local copy and verifies them there, with
+the same checksums and fallback as on a disk.
 """
 
 from __future__ import annotations
@@ -29,14 +40,18 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow.fs as pafs
+
 from sqlstream.core.errors import SqlStreamError
+from sqlstream.runtime.fs import Location, StorageError, is_remote, resolve
 from sqlstream.runtime.state.codec import StateCodecError, decode, encode
 
 METADATA = "_metadata"
@@ -275,9 +290,12 @@ class RestorePoint:
         return int(self.metadata["checkpoint_id"])
 
 
-def restore_point(path: str | Path) -> RestorePoint:
+def restore_point(path: str | Path, settings: Mapping[str, str] | None = None) -> RestorePoint:
     """A named checkpoint/savepoint directory (verified), or under a checkpoint root the newest
-    complete checkpoint that verifies: a corrupt or truncated newer one is logged and skipped."""
+    complete checkpoint that verifies: a corrupt or truncated newer one is logged and skipped.
+    A URI of a store is downloaded into its local copy first (``settings``: the s3.* keys)."""
+    if is_remote(path):
+        path = download(resolve(path, settings))
     p = Path(path)
     if not p.exists():
         raise CheckpointError(f"checkpoint or savepoint '{path}' does not exist")
@@ -298,9 +316,9 @@ def restore_point(path: str | Path) -> RestorePoint:
     raise CheckpointError(f"no checkpoint under '{path}' can be restored: " + "; ".join(skipped))
 
 
-def load(path: str | Path) -> tuple[Path, dict[str, Any]]:
+def load(path: str | Path, settings: Mapping[str, str] | None = None) -> tuple[Path, dict[str, Any]]:
     """The (directory, metadata) restore_point chooses."""
-    point = restore_point(path)
+    point = restore_point(path, settings)
     return point.path, point.metadata
 
 
@@ -320,14 +338,149 @@ def checkpoint_ids(root: Path, completed_only: bool = False) -> list[int]:
     return out
 
 
+# ------------------------------------------------------------------ checkpoint roots on a store
+
+def local_copy(uri: str) -> Path:
+    """The local working copy of a checkpoint root or savepoint on a store: one per URI, so a
+    restore from the job's own checkpoint root lands in the directory its storage works in."""
+    digest = hashlib.sha256(uri.rstrip("/").encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / "sqlstream-checkpoints" / digest
+
+
+def _fetch_checkpoint(remote: Location, local: Path) -> None:
+    """Download one checkpoint or savepoint directory: ``_metadata`` and the files it lists (a
+    file that cannot be read is left out; verification then skips the checkpoint)."""
+    local.mkdir(parents=True, exist_ok=True)
+    remote.child(METADATA).download(local / METADATA)
+    try:
+        doc = _parse(local)
+    except CheckpointError:
+        return
+    for rel in doc["files"]:
+        target = Path(os.path.normpath(local / rel))
+        if target.exists():  # a shared file another checkpoint listed too
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source = _remote_child(remote, rel)
+        try:
+            source.download(target)
+        except StorageError as e:
+            target.unlink(missing_ok=True)
+            log.warning("checkpoint file %s not downloaded: %s", source.where(), e)
+
+
+def _remote_child(remote: Location, rel: str) -> Location:
+    """``remote`` joined with a relative path that may climb out of it (``../shared/x``)."""
+    parts = remote.path.rstrip("/").split("/")
+    uri_parts = remote.uri.rstrip("/").split("/")
+    for part in rel.replace(os.sep, "/").split("/"):
+        if part == "..":
+            parts.pop()
+            uri_parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
+            uri_parts.append(part)
+    return Location(remote.fs, "/".join(parts), "/".join(uri_parts), remote.endpoint)
+
+
+def download(remote: Location) -> Path:
+    """The local copy of a checkpoint root (its complete checkpoints and commit journal) or of one
+    checkpoint/savepoint directory on a store, fetched afresh; raises if the store has neither."""
+    if remote.child(METADATA).exists():
+        # a checkpoint of a root lists files of its root (../shared): the root's layout is kept
+        parent = remote.uri.rstrip("/").rsplit("/", 1)[0]
+        local = local_copy(parent) / remote.name
+        shutil.rmtree(local, ignore_errors=True)
+        _fetch_checkpoint(remote, local)
+        return local
+    ids = remote_checkpoint_ids(remote, completed_only=True)
+    if not ids and not remote.is_dir():
+        raise CheckpointError(f"checkpoint or savepoint {remote.where()} does not exist")
+    local = local_copy(remote.uri)
+    shutil.rmtree(local, ignore_errors=True)
+    local.mkdir(parents=True)
+    for n in ids:
+        _fetch_checkpoint(remote.child(f"chk-{n}"), local / f"chk-{n}")
+    for entry in remote.child(COMMITS).list():
+        if entry.type == pafs.FileType.File:
+            rel = entry.path.removeprefix(remote.child(COMMITS).path + "/")
+            target = local / COMMITS / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            Location(remote.fs, entry.path, f"{remote.uri}/{COMMITS}/{rel}", remote.endpoint).download(target)
+    return local
+
+
+def remote_checkpoint_ids(remote: Location, completed_only: bool = False) -> list[int]:
+    """The ids of the chk-N directories of a checkpoint root on a store (complete ones only, if asked)."""
+    out = []
+    for entry in remote.list(recursive=False):
+        m = _CHK.match(entry.path.rstrip("/").rsplit("/", 1)[-1])
+        if m and (not completed_only or remote.child(m.group(0), METADATA).exists()):
+            out.append(int(m.group(1)))
+    return out
+
+
+def upload_tree(local: Path, remote: Location) -> None:
+    """Copy a local directory (a savepoint) to a store, ``_metadata`` last: it appears complete."""
+    files = sorted(f for f in local.rglob("*") if f.is_file() and f.name != METADATA)
+    for f in [*files, local / METADATA]:
+        remote.child(*f.relative_to(local).parts).upload(f)
+
+
 # ------------------------------------------------------------------ the checkpoint root
 
 class CheckpointStorage:
-    def __init__(self, root: Path, retained: int = 1) -> None:
+    """A checkpoint root: local, or (``remote``) the local working copy of one on a store."""
+
+    def __init__(self, root: Path, retained: int = 1, remote: Location | None = None) -> None:
         self.root = Path(root).resolve()
         self.retained = max(1, retained)
+        self.remote = remote
+        if remote is not None:
+            # the store is the truth: what an earlier process left in the local copy is not
+            shutil.rmtree(self.root, ignore_errors=True)
         self.root.mkdir(parents=True, exist_ok=True)
         self.lock = threading.Lock()
+        self._uploaded: set[str] = set()  # keys under the remote root known to be there
+
+    def known_ids(self) -> list[int]:
+        """The ids of every chk-N directory, complete or not, locally and on the store."""
+        ids = set(checkpoint_ids(self.root))
+        if self.remote is not None:
+            ids |= set(remote_checkpoint_ids(self.remote))
+        return sorted(ids)
+
+    def _key(self, path: Path) -> str:
+        return "/".join(path.resolve().relative_to(self.root).parts)
+
+    def _upload(self, directory: Path) -> None:
+        """Put a published checkpoint on the store: its files the store lacks, then ``_metadata``."""
+        assert self.remote is not None
+        for rel in _parse(directory)["files"]:
+            path = Path(os.path.normpath(directory / rel))
+            if not path.resolve().is_relative_to(self.root):
+                raise CheckpointError(f"checkpoint file '{path}' lies outside the checkpoint root '{self.root}'")
+            key = self._key(path)
+            if key not in self._uploaded:
+                self.remote.child(*key.split("/")).upload(path)
+                self._uploaded.add(key)
+        self.remote.child(self._key(directory), METADATA).upload(directory / METADATA)
+
+    def _remove(self, path: Path, tree: bool = False) -> None:
+        """Delete a file (or ``tree``) of the root, and its copy on the store."""
+        if tree:
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        if self.remote is not None:
+            key = self._key(path)
+            target = self.remote.child(*key.split("/"))
+            if tree:
+                target.delete_dir()
+                self._uploaded = {k for k in self._uploaded if not k.startswith(key + "/")}
+            else:
+                target.delete()
+                self._uploaded.discard(key)
 
     def checkpoint_dir(self, checkpoint_id: int) -> Path:
         return self.root / f"chk-{checkpoint_id}"
@@ -349,6 +502,11 @@ class CheckpointStorage:
         directory = self.checkpoint_dir(checkpoint_id)
         directory.mkdir(parents=True, exist_ok=True)
         write_metadata(directory, metadata)
+        if self.remote is not None:
+            try:
+                self._upload(directory)
+            except StorageError as e:
+                raise CheckpointError(f"checkpoint {checkpoint_id} cannot be written to the store: {e}") from None
         self._prune()
         return directory
 
@@ -376,8 +534,8 @@ class CheckpointStorage:
                     # db by the newest checkpoint never returns to it, so nothing in flight needs it
                     for path in referenced_files(self.checkpoint_dir(old)) - keep:
                         if self._removable(path):
-                            path.unlink(missing_ok=True)
-                    shutil.rmtree(self.checkpoint_dir(old), ignore_errors=True)
+                            self._remove(path)
+                    self._remove(self.checkpoint_dir(old), tree=True)
             newest = completed[-1] if completed else None
             # incomplete checkpoints older than the newest complete one will never complete
             for d in self.root.iterdir():
@@ -385,14 +543,14 @@ class CheckpointStorage:
                 if m and newest is not None and int(m.group(1)) < newest and not (d / METADATA).exists():
                     shutil.rmtree(d, ignore_errors=True)
             if kept:
-                CommitJournal.prune(self.root, kept[0])
+                CommitJournal.prune(self.root, kept[0], self.remote)
 
     def remove_checkpoints_after(self, checkpoint_id: int) -> None:
         """Recovery fell back to ``checkpoint_id``: newer ones failed verification and never will pass."""
         with self.lock:
             for n in completed_ids(self.root):
                 if n > checkpoint_id:
-                    shutil.rmtree(self.checkpoint_dir(n), ignore_errors=True)
+                    self._remove(self.checkpoint_dir(n), tree=True)
 
     def cleanup(self) -> None:
         """The job (or an attempt) ended, nothing is in flight: remove every checkpoint directory
@@ -414,6 +572,15 @@ class CheckpointStorage:
                         f.unlink(missing_ok=True)
                     elif f.is_dir() and not any(f.iterdir()):
                         f.rmdir()
+            if self.remote is not None:
+                # checkpoints a killed process left half uploaded (no _metadata) will never complete;
+                # the attempt is over, so a store that fails now is reported, not raised over its end
+                try:
+                    complete = set(remote_checkpoint_ids(self.remote, completed_only=True))
+                    for n in set(remote_checkpoint_ids(self.remote)) - complete:
+                        self.remote.child(f"chk-{n}").delete_dir()
+                except StorageError as e:
+                    log.warning("incomplete checkpoints on the store not removed: %s", e)
 
 
 # ------------------------------------------------------------------ the sinks' commit journal
@@ -427,9 +594,10 @@ class CommitJournal:
     it and, per committable, the checkpoint that staged it.
     """
 
-    def __init__(self, root: Path, uid: str, subtask: int) -> None:
+    def __init__(self, root: Path, uid: str, subtask: int, remote: Location | None = None) -> None:
         self.directory = Path(root) / COMMITS / uid
         self.subtask = subtask
+        self.remote = remote.child(COMMITS, uid) if remote is not None else None
 
     def record(self, notified: int, committables: dict[int, Any]) -> None:
         """Durably note that ``committables`` (by the checkpoint that staged them) are committed
@@ -444,6 +612,19 @@ class CommitJournal:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        if self.remote is not None:  # durable on the store before the commit it announces
+            try:
+                self.remote.child(path.name).upload(path)
+            except StorageError as e:
+                raise CheckpointError(f"the commit journal cannot be written to the store: {e}") from None
+
+    @staticmethod
+    def forget(root: Path, entries: list[Path], remote: Location | None = None) -> None:
+        """Drop journal entries (their commits were undone), here and on the store."""
+        for entry in entries:
+            entry.unlink(missing_ok=True)
+            if remote is not None:
+                remote.child(*entry.relative_to(Path(root)).parts).delete()
 
     @staticmethod
     def committed_after(root: Path, uid: str, checkpoint_id: int,
@@ -471,10 +652,10 @@ class CommitJournal:
         return sorted(d.name for d in base.iterdir() if d.is_dir()) if base.is_dir() else []
 
     @staticmethod
-    def prune(root: Path, oldest_retained: int) -> None:
+    def prune(root: Path, oldest_retained: int, remote: Location | None = None) -> None:
         """Entries no recovery can fall back past (at or before the oldest retained checkpoint) go."""
         base = Path(root) / COMMITS
         for path in base.glob("*/*") if base.is_dir() else ():
             name = path.name
             if not name.startswith(".") and int(name.rsplit("-", 1)[1]) <= oldest_retained:
-                path.unlink(missing_ok=True)
+                CommitJournal.forget(root, [path], remote)

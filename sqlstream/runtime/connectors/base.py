@@ -12,8 +12,8 @@ completes.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -41,6 +41,8 @@ class SourceContext:
     batch_size: int = DEFAULT_BATCH_SIZE
     # processing time for throttles and generated timestamps; tests pass a ManualClock
     clock: Clock = SYSTEM_CLOCK
+    # the job's SET keys, for what a connector reaches beyond its table (e.g. s3.* of file systems)
+    settings: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def schema(self) -> pa.Schema:
@@ -72,6 +74,8 @@ class SinkContext:
     subtask_index: int = 0
     parallelism: int = 1
     updating: bool = False  # the input carries -U/+U/-D rows
+    # the job's SET keys, for what a connector reaches beyond its table (e.g. s3.* of file systems)
+    settings: Mapping[str, str] = field(default_factory=dict)
 
 
 class SourceReader(ABC):

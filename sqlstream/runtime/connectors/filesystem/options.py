@@ -10,13 +10,14 @@ from sqlstream.core.connectors import ConnectorOptions, option, option_group
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
 from sqlstream.runtime.formats import FORMAT_NAMES, all_format_options, create_format
+from sqlstream.runtime.fs import StorageError, check_path
 
 
 @dataclass(frozen=True)
 class FileSystemOptions(ConnectorOptions):
     """What a filesystem source or sink is configured with; sizes in bytes, intervals in milliseconds."""
 
-    path: str = option("path", required=True, description="a file or directory")
+    path: str = option("path", required=True, description="a file or directory: a local path or a file://, s3://, gs://, abfs:// or hdfs:// URI")
     format: str = option("format", required=True, choices=FORMAT_NAMES, description="csv, json or parquet")
     format_options: Mapping[str, Any] = option_group(all_format_options())
     monitor_interval_ms: int | None = option(
@@ -29,6 +30,10 @@ class FileSystemOptions(ConnectorOptions):
     )
 
     def check(self, table: str) -> None:
+        try:
+            check_path(self.path)
+        except StorageError as e:
+            raise ConnectorError(f"table '{table}': option 'path': {e}") from None
         if self.rolling_file_size is not None and self.rolling_file_size <= 0:
             raise ConnectorError(
                 f"table '{table}': option 'sink.rolling-policy.file-size' = '{self.rolling_file_size}' is invalid: "

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 import zlib
 from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
-from sqlstream.core.errors import ConnectorError
+from sqlstream.core.errors import ConnectorError, DataError
 from sqlstream.runtime.connectors.base import SourceContext, SourceReader
 from sqlstream.runtime.connectors.filesystem.options import FileSystemOptions
 from sqlstream.runtime.formats import FileFormat, create_format
+from sqlstream.runtime.fs import StorageError, resolve
 
 
 def _hidden(name: str) -> bool:
@@ -27,7 +30,11 @@ class FileSystemSource(SourceReader):
         self._ctx = ctx
         self._table = ctx.table.name
         options = FileSystemOptions.from_options(ctx.options, self._table)
-        self._path = options.path
+        self._path = options.path.removeprefix("file://")  # a local path as it was given
+        try:
+            self._location = resolve(options.path, ctx.settings)
+        except StorageError as e:
+            raise ConnectorError(f"table '{self._table}': {e}") from None
         self._format: FileFormat = create_format(
             options.format, ctx.table.physical_schema, options.format_options, ctx.columns, self._table
         )
@@ -35,6 +42,7 @@ class FileSystemSource(SourceReader):
         self._interval_s: float | None = None if interval is None else interval / 1000.0
         self.bounded = self._interval_s is None
         self._root = ""
+        self._remote_dir = False  # the store path is a directory (else one object)
         self._done: list[str] = []  # relative names of finished files, in reading order
         self._done_set: set[str] = set()
         self._queue: list[str] = []
@@ -52,6 +60,9 @@ class FileSystemSource(SourceReader):
         return self._restored_errors + self._format.parse_errors
 
     def open(self) -> None:
+        if self._location.remote:
+            self._open_remote()
+            return
         if not os.path.exists(self._path):
             raise ConnectorError(f"table '{self._table}': path '{self._path}' does not exist")
         self._root = self._path if os.path.isdir(self._path) else os.path.dirname(self._path)
@@ -59,8 +70,39 @@ class FileSystemSource(SourceReader):
             self._known.add(self._current)
         self._scan()
 
+    def _open_remote(self) -> None:
+        """A file or directory on an object store: its existence checked, its listing remote."""
+        try:
+            kind = self._location.info().type
+        except StorageError as e:
+            raise ConnectorError(f"table '{self._table}': {e}") from None
+        if kind == pafs.FileType.NotFound:
+            raise ConnectorError(f"table '{self._table}': path {self._location.where()} does not exist")
+        self._remote_dir = kind == pafs.FileType.Directory
+        if self._current is not None:
+            self._known.add(self._current)
+        self._scan()
+
+    def _list_remote(self) -> list[str]:
+        """Relative names of the visible objects under the store path, sorted."""
+        if not self._remote_dir:
+            return [self._location.name]
+        try:
+            entries = self._location.list()
+        except StorageError as e:
+            raise ConnectorError(f"table '{self._table}': {e}") from None
+        prefix = self._location.path.rstrip("/") + "/"
+        out = []
+        for entry in entries:
+            rel = entry.path.removeprefix(prefix)
+            if entry.type == pafs.FileType.File and not any(_hidden(part) for part in rel.split("/")):
+                out.append(rel)
+        return sorted(out)
+
     def _list(self) -> list[str]:
         """Relative names of the visible files, sorted."""
+        if self._location.remote:
+            return self._list_remote()
         if not os.path.isdir(self._path):
             return [os.path.basename(self._path)] if os.path.exists(self._path) else []
         out: list[str] = []
@@ -112,7 +154,10 @@ class FileSystemSource(SourceReader):
                 return False
             self._current = self._queue.pop(0)
             self._offset = 0
-        self._batches = self._file_batches(os.path.join(self._root, self._current), self._offset)
+        if self._location.remote:
+            self._batches = self._remote_batches(self._current, self._offset)
+        else:
+            self._batches = self._file_batches(os.path.join(self._root, self._current), self._offset)
         return True
 
     def _file_batches(self, path: str, skip: int) -> Iterator[pa.RecordBatch]:
@@ -120,6 +165,21 @@ class FileSystemSource(SourceReader):
         for batch in self._format.read_file(path, skip):
             for start in range(0, batch.num_rows, size):
                 yield batch.slice(start, size)
+
+    def _remote_batches(self, name: str, skip: int) -> Iterator[pa.RecordBatch]:
+        """The batches of an object, decoded from a local copy (the formats read local files,
+        and parquet seeks); errors name the object, not the copy."""
+        obj = self._location.child(*name.split("/")) if self._remote_dir else self._location
+        with tempfile.TemporaryDirectory(prefix="sqlstream-read-") as tmp:
+            local = os.path.join(tmp, os.path.basename(name))
+            try:
+                obj.download(local)
+            except StorageError as e:
+                raise ConnectorError(f"table '{self._table}': {e}") from None
+            try:
+                yield from self._file_batches(local, skip)
+            except DataError as e:
+                raise type(e)(str(e).replace(local, obj.uri)) from None
 
     def _finish_current(self) -> None:
         assert self._current is not None
