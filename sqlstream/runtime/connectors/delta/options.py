@@ -1,0 +1,42 @@
+"""The delta connector's options (Flink's Delta connector names), validated at ``CREATE TABLE``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from sqlstream.core.connectors import ConnectorOptions, option
+from sqlstream.core.errors import ConnectorError
+from sqlstream.core.tables import TableDef
+from sqlstream.runtime.connectors.lakehouse import refuse_types
+
+
+@dataclass(frozen=True)
+class DeltaOptions(ConnectorOptions):
+    """What a Delta source or sink is configured with."""
+
+    table_path: str = option(
+        "table-path", required=True, description="the Delta table's directory: a local path or file:// URI"
+    )
+    version_as_of: int | None = option(
+        "versionAsOf", "int", description="source: read this version of the table instead of the latest"
+    )
+
+    def check(self, table: str) -> None:
+        if not self.table_path.strip():
+            raise ConnectorError(f"table '{table}': option 'table-path' must not be empty")
+        if self.version_as_of is not None and self.version_as_of < 0:
+            raise ConnectorError(
+                f"table '{table}': option 'versionAsOf' = '{self.version_as_of}' must not be negative"
+            )
+
+
+def _no_delta_type(t: pa.DataType) -> bool:
+    """Delta Lake has no time of day and no interval types (delta-rs refuses them when it creates a table)."""
+    return pa.types.is_time(t) or pa.types.is_duration(t) or pa.types.is_interval(t)
+
+
+def validate_table(table: TableDef, given: dict[str, str]) -> None:
+    """Every column has a Delta type: a TIME column fails at CREATE TABLE, not when a job writes."""
+    refuse_types(table, _no_delta_type, "Delta Lake")

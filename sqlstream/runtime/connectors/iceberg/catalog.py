@@ -1,0 +1,65 @@
+"""The Iceberg catalog and table of a sqlstream table, and how sqlstream's types map to Iceberg's."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+from pyiceberg.catalog import Catalog
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.table import Table
+
+from sqlstream.core.errors import ConnectorError
+from sqlstream.runtime.connectors.iceberg.options import IcebergOptions
+
+
+def catalog(options: IcebergOptions, table: str) -> Catalog:
+    """The catalog the options name (only 'sql' is offered: pyiceberg's SQL catalog)."""
+    properties = {"uri": options.uri}
+    if options.warehouse:
+        warehouse = options.warehouse
+        properties["warehouse"] = warehouse if "://" in warehouse else f"file://{os.path.abspath(warehouse)}"
+    try:
+        return SqlCatalog(options.catalog_name, **properties)
+    except Exception as e:  # noqa: BLE001 - SQLAlchemy and driver errors have no common base to name
+        raise ConnectorError(
+            f"table '{table}': cannot open Iceberg catalog '{options.catalog_name}' at '{options.uri}': {e}"
+        ) from None
+
+
+def describe(options: IcebergOptions, table: str) -> str:
+    namespace, name = options.identifier(table)
+    return f"Iceberg table '{namespace}.{name}' of catalog '{options.catalog_name}'"
+
+
+def load(cat: Catalog, options: IcebergOptions, table: str) -> Table:
+    try:
+        return cat.load_table(options.identifier(table))
+    except (NoSuchTableError, NoSuchNamespaceError):
+        raise ConnectorError(f"table '{table}': {describe(options, table)} does not exist") from None
+
+
+def iceberg_type(t: pa.DataType) -> pa.DataType:
+    """The Arrow type pyiceberg turns into the Iceberg type of a column of type ``t``.
+
+    Iceberg keeps timestamps and times in microseconds and has no 8- or 16-bit integers;
+    every other type of sqlstream's has an Iceberg type of the same name.
+    """
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", t.tz)
+    if pa.types.is_time(t):
+        return pa.time64("us")
+    if pa.types.is_int8(t) or pa.types.is_int16(t):
+        return pa.int32()
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(t.value_field.with_type(iceberg_type(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(iceberg_type(t.key_type)), t.item_field.with_type(iceberg_type(t.item_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(iceberg_type(f.type)) for f in t])
+    return t
+
+
+def iceberg_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_type(iceberg_type(f.type)) for f in schema])

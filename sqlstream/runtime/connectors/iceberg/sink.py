@@ -1,0 +1,67 @@
+"""The iceberg sink: one Iceberg snapshot per checkpoint, appending (see the package docstring)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table import Table
+
+from sqlstream.core.errors import ConnectorError
+from sqlstream.runtime.connectors.base import SinkContext
+from sqlstream.runtime.connectors.iceberg.catalog import catalog, describe, iceberg_schema, load
+from sqlstream.runtime.connectors.iceberg.options import IcebergOptions
+from sqlstream.runtime.connectors.lakehouse import StagedLakeSink, column_names
+
+APP_ID = "sqlstream.app-id"
+CHECKPOINT_ID = "sqlstream.checkpoint-id"
+_COMMIT_ATTEMPTS = 25  # concurrent subtasks commit to the same table: a lost race is retried on the new state
+
+
+class IcebergSink(StagedLakeSink):
+    """Appends an insert-only stream; one snapshot per checkpoint and subtask."""
+
+    def __init__(self, ctx: SinkContext) -> None:
+        super().__init__(ctx, ())
+        self._options = IcebergOptions.from_options(ctx.options, ctx.table.name)
+        self._catalog = catalog(self._options, ctx.table.name)
+        self._columns: list[str] = []
+
+    def _describe(self) -> str:
+        return describe(self._options, self._table)
+
+    def _open_table(self) -> str:
+        namespace, name = self._options.identifier(self._table)
+        try:
+            self._catalog.create_namespace_if_not_exists(namespace)
+            table = self._catalog.create_table_if_not_exists((namespace, name), schema=iceberg_schema(self._ctx.schema))
+        except (ValueError, TypeError, OSError) as e:
+            raise ConnectorError(f"table '{self._table}': cannot create {self._describe()}: {e}") from None
+        names = [f.name for f in table.schema().fields]
+        self._columns = column_names(self._ctx.schema.names, names, self._table, self._describe())
+        return table.location()
+
+    def _load(self) -> Table:
+        return load(self._catalog, self._options, self._table)
+
+    def _committed_checkpoint(self, app: str) -> int | None:
+        ids = [int(s.summary[CHECKPOINT_ID]) for s in self._load().metadata.snapshots
+               if s.summary is not None and s.summary.get(APP_ID) == app]
+        return max(ids, default=None)
+
+    def _commit_rows(self, rows: pa.Table, app: str, checkpoint_id: int) -> None:
+        properties = {APP_ID: app, CHECKPOINT_ID: str(checkpoint_id)}
+        for attempt in range(_COMMIT_ATTEMPTS):
+            table = self._load()
+            target = table.schema().as_arrow()
+            arrays = [c.cast(target.field(n).type) for c, n in zip(rows.columns, self._columns, strict=True)]
+            data = pa.Table.from_arrays(arrays, schema=pa.schema([target.field(n) for n in self._columns]))
+            try:
+                table.append(data, snapshot_properties=properties)
+                return
+            except CommitFailedException as e:
+                if attempt + 1 == _COMMIT_ATTEMPTS:
+                    raise ConnectorError(
+                        f"table '{self._table}': committing to {self._describe()} failed {_COMMIT_ATTEMPTS} times: {e}"
+                    ) from None
+            except ValueError as e:
+                raise ConnectorError(f"table '{self._table}': committing to {self._describe()} failed: {e}") from None
