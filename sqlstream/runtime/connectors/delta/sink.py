@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
-from deltalake.exceptions import DeltaError, TableNotFoundError
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from sqlstream.core.errors import ConnectorError
 from sqlstream.runtime.connectors.base import SinkContext
@@ -18,6 +18,7 @@ from sqlstream.runtime.connectors.lakehouse import (
 from sqlstream.runtime.elements import RowKind
 
 _MAX_COMMIT_RETRIES = 25  # concurrent subtasks commit to the same log; appends never conflict
+_MERGE_ATTEMPTS = 25
 
 
 def _quoted(name: str) -> str:
@@ -59,13 +60,23 @@ class DeltaSink(StagedLakeSink):
             max_commit_retries=_MAX_COMMIT_RETRIES,
             app_transactions=[Transaction(app, checkpoint_id)],
         )
-        try:
-            if self._keys:
-                self._merge(rows, props)
-            else:
-                write_deltalake(self._path, rows.rename_columns(self._columns), mode="append", commit_properties=props)
-        except DeltaError as e:
-            raise ConnectorError(f"table '{self._table}': committing to {self._describe()} failed: {e}") from None
+        for attempt in range(_MERGE_ATTEMPTS):
+            try:
+                if self._keys:
+                    self._merge(rows, props)
+                else:
+                    write_deltalake(self._path, rows.rename_columns(self._columns), mode="append",
+                                    commit_properties=props)
+                return
+            except CommitFailedError as e:
+                # a MERGE conflicts with any concurrent commit (delta-rs retries only appends): run it
+                # again on the new version; the failed attempt committed nothing
+                if attempt + 1 == _MERGE_ATTEMPTS:
+                    raise ConnectorError(
+                        f"table '{self._table}': committing to {self._describe()} failed {_MERGE_ATTEMPTS} times: {e}"
+                    ) from None
+            except DeltaError as e:
+                raise ConnectorError(f"table '{self._table}': committing to {self._describe()} failed: {e}") from None
 
     def _merge(self, rows: pa.Table, props: CommitProperties) -> None:
         """MERGE the checkpoint's last change per key: -D deletes the key's row, +I/+U insert or replace it."""
