@@ -148,6 +148,10 @@ class CheckpointCoordinator:
         self.publish_lock = threading.Lock()
         self.pending: dict[int, PendingCheckpoint] = {}
         self.savepoints: set[int] = set()  # ids of savepoints (their files are not in the checkpoint root)
+        # ids _complete took to publish: a subtask's late acknowledgement of one must not remove its
+        # directory (a finished subtask's final snapshot can complete a checkpoint before the
+        # subtask's own write for it is acknowledged)
+        self.published: set[int] = set()
         self.finished: dict[SubtaskKey, Any] = {}
         self.completed: list[CheckpointStats] = []
         self.latest_completed: int | None = None
@@ -286,7 +290,7 @@ class CheckpointCoordinator:
             pending = self.pending.get(checkpoint_id)
             if pending is None:
                 # aborted or abandoned meanwhile: what this subtask just wrote is removed with it
-                if self.storage is not None and checkpoint_id not in self.savepoints:
+                if self.storage is not None and checkpoint_id not in self.savepoints | self.published:
                     self.storage.discard(checkpoint_id)
                 return
             pending.acks[key] = snapshot
@@ -323,6 +327,7 @@ class CheckpointCoordinator:
         with self.lock:
             if self.pending.pop(pending.checkpoint_id, None) is None:
                 return
+            self.published.add(pending.checkpoint_id)
             # an older checkpoint that has not completed by now never will be used
             abandoned = [self.pending.pop(n) for n in sorted(self.pending) if n < pending.checkpoint_id]
         for older in abandoned:
