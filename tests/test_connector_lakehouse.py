@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 from pyiceberg.catalog.sql import SqlCatalog
 
 from sqlstream.core.errors import ConnectorError, PlanError
@@ -353,3 +353,20 @@ def test_bad_options_fail_at_create_table(options: dict[str, str], message: str)
 def test_a_column_type_delta_has_not_is_refused_at_create_table(tmp_path: Path) -> None:
     with pytest.raises(ConnectorError, match="table 'lake': column 't' has type TIME, which Delta Lake has no type for"):
         execute(f"CREATE TABLE lake (k INT, t TIME) WITH ({delta_with(tmp_path / 'd')});")
+
+
+def test_iceberg_primary_key_becomes_the_identifier_fields_of_a_created_table(tmp_path: Path) -> None:
+    execute(f"{GEN} CREATE TABLE lake (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) "
+            f"WITH ({iceberg_with(tmp_path)}); INSERT INTO lake SELECT seq, CAST(seq AS STRING) FROM gen;")
+    table = iceberg_catalog(tmp_path).load_table("default.lake")
+    assert table.schema().identifier_field_names() == {"k"}
+    assert table.schema().find_field("k").required
+    assert table.scan().to_arrow().num_rows == N
+
+
+def test_delta_source_reads_a_partitioned_table_another_writer_made(tmp_path: Path) -> None:
+    path = tmp_path / "parted"
+    write_deltalake(str(path), pa.table({"p": [1, 1, 2, 3], "v": ["a", "b", "c", "d"]}), partition_by=["p"])
+    got = run_sql(f"CREATE TABLE lake (v STRING, p BIGINT) WITH ({delta_with(path)}); SELECT p, v FROM lake;",
+                  {"parallelism.default": "2"})
+    assert rows(got) == [(1, "a"), (1, "b"), (2, "c"), (3, "d")]

@@ -17,7 +17,9 @@ an unbounded one only on checkpoints.  A missing namespace and table are created
 the sink's columns: BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, STRING, BYTES, DATE,
 ARRAY, MAP and ROW map to Iceberg's types of the same name, TINYINT and SMALLINT to
 ``int``, TIMESTAMP to ``timestamp``, TIMESTAMP_LTZ to ``timestamptz`` and TIME to
-``time`` (Iceberg's are in microseconds), NOT NULL columns to required fields.
+``time`` (Iceberg's are in microseconds), NOT NULL columns to required fields, and the
+``PRIMARY KEY`` columns to the table's (required) identifier fields, as Flink's Iceberg
+catalog does; the sink still appends (Flink's upsert mode needs equality deletes).
 
 Source.  A bounded scan of the current snapshot (or ``snapshot-id``), pinned when the
 job starts: the position is the snapshot id and the rows returned.  Subtask ``i`` of

@@ -8,6 +8,7 @@ import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.table import Table
 
 from sqlstream.core.errors import ConnectorError
@@ -61,5 +62,13 @@ def iceberg_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def iceberg_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([f.with_type(iceberg_type(f.type)) for f in schema])
+def iceberg_schema(schema: pa.Schema, primary_key: tuple[str, ...]) -> Schema:
+    """The Iceberg schema of a new table with ``schema``'s columns; the PRIMARY KEY columns become its
+    identifier fields (required, as Flink's Iceberg catalog makes them)."""
+    keys = {k.lower() for k in primary_key}
+    arrow = pa.schema([
+        f.with_type(iceberg_type(f.type)).with_nullable(f.nullable and f.name.lower() not in keys) for f in schema
+    ])
+    fresh = assign_fresh_schema_ids(Catalog._convert_schema_if_needed(arrow))
+    ids = [fresh.find_field(f.name).field_id for f in schema if f.name.lower() in keys]
+    return Schema(*fresh.fields, identifier_field_ids=ids)

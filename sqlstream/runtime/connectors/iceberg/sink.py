@@ -33,7 +33,7 @@ class IcebergSink(StagedLakeSink):
         namespace, name = self._options.identifier(self._table)
         try:
             self._catalog.create_namespace_if_not_exists(namespace)
-            table = self._catalog.create_table_if_not_exists((namespace, name), schema=iceberg_schema(self._ctx.schema))
+            table = self._catalog.create_table_if_not_exists((namespace, name), schema=iceberg_schema(self._ctx.schema, tuple(self._ctx.table.primary_key)))
         except (ValueError, TypeError, OSError) as e:
             raise ConnectorError(f"table '{self._table}': cannot create {self._describe()}: {e}") from None
         names = [f.name for f in table.schema().fields]
