@@ -15,7 +15,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyiceberg.catalog.sql import SqlCatalog
 
-from sqlstream.core.errors import ConnectorError, PlanError
+from sqlstream.core.errors import ConnectorError, DataError, PlanError
 from sqlstream.core.tables import ColumnDef, TableDef
 from sqlstream.core.types import parse_type
 from sqlstream.frontend.session import Session
@@ -370,3 +370,35 @@ def test_delta_source_reads_a_partitioned_table_another_writer_made(tmp_path: Pa
     got = run_sql(f"CREATE TABLE lake (v STRING, p BIGINT) WITH ({delta_with(path)}); SELECT p, v FROM lake;",
                   {"parallelism.default": "2"})
     assert rows(got) == [(1, "a"), (1, "b"), (2, "c"), (3, "d")]
+
+
+def test_rows_are_written_as_an_existing_tables_types_and_a_value_that_does_not_fit_fails(tmp_path: Path) -> None:
+    path = tmp_path / "narrow"
+    write_deltalake(str(path), pa.table({"k": pa.array([0], pa.int32()), "v": ["zero"]}))
+    writer = sink({"connector": "delta", "table-path": str(path)})
+    writer.write(batch([1], ["one"]), None)
+    writer.commit([writer.prepare_commit(1)])
+    written = DeltaTable(str(path)).to_pyarrow_table()
+    assert written.schema.field("k").type == pa.int32()
+    assert sorted(rows(written)) == [(0, "zero"), (1, "one")]
+    writer.write(batch([2**40], ["too big"]), None)
+    with pytest.raises(DataError, match="column 'k' \\(int64\\) does not convert to int32"):
+        writer.commit([writer.prepare_commit(2)])
+
+
+def test_a_null_in_a_required_iceberg_column_fails_before_the_commit(tmp_path: Path) -> None:
+    writer = sink(lake_options("iceberg", tmp_path), primary_key=("k",))
+    writer.write(pa.RecordBatch.from_arrays([pa.array([None], pa.int64()), pa.array(["a"])], names=["k", "v"]), None)
+    with pytest.raises(DataError, match="column 'k' of Iceberg table 'default.lake' .* is required"):
+        writer.commit([writer.prepare_commit(1)])
+    assert iceberg_catalog(tmp_path).load_table("default.lake").current_snapshot() is None
+
+
+def test_delta_with_a_primary_key_upserts_an_insert_only_stream(tmp_path: Path) -> None:
+    path = tmp_path / "delta"
+    for start, end, tag in ((0, 9, "a"), (5, 14, "b")):
+        execute(f"""CREATE TABLE gen (seq BIGINT) WITH ('connector' = 'datagen', 'fields.seq.kind' = 'sequence',
+                    'fields.seq.start' = '{start}', 'fields.seq.end' = '{end}');
+                    CREATE TABLE lake (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ({delta_with(path)});
+                    INSERT INTO lake SELECT seq, '{tag}' FROM gen;""")
+    assert sorted(rows(DeltaTable(str(path)).to_pyarrow_table())) == [(k, "a" if k < 5 else "b") for k in range(15)]

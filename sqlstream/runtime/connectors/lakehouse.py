@@ -244,6 +244,27 @@ def column_names(wanted: list[str], available: list[str], table: str, what: str)
     return out
 
 
+def to_target(columns: list[pa.ChunkedArray], names: list[str], target: pa.Schema, table: str,
+              what: str) -> pa.Table:
+    """The written columns as the lakehouse table's columns ``names`` with its types and nullability.
+
+    A value that does not fit the table's type, or a NULL in a required column, is a DataError
+    naming the column, raised before anything is committed.
+    """
+    arrays = []
+    for column, name in zip(columns, names, strict=True):
+        field = target.field(name)
+        if not field.nullable and column.null_count:
+            raise DataError(f"table '{table}': column '{name}' of {what} is required, and a row has NULL in it")
+        try:
+            arrays.append(column if column.type == field.type else column.cast(field.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise DataError(
+                f"table '{table}': column '{name}' ({column.type}) does not convert to {field.type} of {what}: {e}"
+            ) from None
+    return pa.Table.from_arrays(arrays, schema=pa.schema([target.field(n) for n in names]))
+
+
 class LakeScan(SourceReader):
     """A bounded read of one pinned table version, this subtask's share of its data files.
 

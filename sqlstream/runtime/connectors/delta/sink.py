@@ -14,6 +14,7 @@ from sqlstream.runtime.connectors.lakehouse import (
     StagedLakeSink,
     column_names,
     last_row_per_key,
+    to_target,
 )
 from sqlstream.runtime.elements import RowKind
 
@@ -65,8 +66,9 @@ class DeltaSink(StagedLakeSink):
                 if self._keys:
                     self._merge(rows, props)
                 else:
-                    write_deltalake(self._path, rows.rename_columns(self._columns), mode="append",
-                                    commit_properties=props)
+                    target = pa.schema(self._load().schema().to_arrow())
+                    data = to_target(rows.columns, self._columns, target, self._table, self._describe())
+                    write_deltalake(self._path, data, mode="append", commit_properties=props)
                 return
             except CommitFailedError as e:
                 # a MERGE conflicts with any concurrent commit (delta-rs retries only appends): run it
@@ -83,8 +85,8 @@ class DeltaSink(StagedLakeSink):
         dt = self._load()
         target = pa.schema(dt.schema().to_arrow())
         changes = last_row_per_key(rows, list(self._ctx.schema.names[i] for i in self._key_indexes()))
-        arrays = [c.cast(target.field(name).type) for c, name in zip(changes.columns[:-1], self._columns, strict=True)]
-        source = pa.Table.from_arrays([*arrays, changes[KIND_COLUMN]], names=[*self._columns, KIND_COLUMN])
+        data = to_target(changes.columns[:-1], self._columns, target, self._table, self._describe())
+        source = data.append_column(KIND_COLUMN, changes[KIND_COLUMN])
         keys = [self._columns[i] for i in self._key_indexes()]
         on = " AND ".join(f"t.{_quoted(k)} = s.{_quoted(k)}" for k in keys)
         deleted = f"s.{_quoted(KIND_COLUMN)} = {int(RowKind.DELETE)}"

@@ -10,7 +10,7 @@ from sqlstream.core.errors import ConnectorError
 from sqlstream.runtime.connectors.base import SinkContext
 from sqlstream.runtime.connectors.iceberg.catalog import catalog, describe, iceberg_schema, load
 from sqlstream.runtime.connectors.iceberg.options import IcebergOptions
-from sqlstream.runtime.connectors.lakehouse import StagedLakeSink, column_names
+from sqlstream.runtime.connectors.lakehouse import StagedLakeSink, column_names, to_target
 
 APP_ID = "sqlstream.app-id"
 CHECKPOINT_ID = "sqlstream.checkpoint-id"
@@ -52,9 +52,7 @@ class IcebergSink(StagedLakeSink):
         properties = {APP_ID: app, CHECKPOINT_ID: str(checkpoint_id)}
         for attempt in range(_COMMIT_ATTEMPTS):
             table = self._load()
-            target = table.schema().as_arrow()
-            arrays = [c.cast(target.field(n).type) for c, n in zip(rows.columns, self._columns, strict=True)]
-            data = pa.Table.from_arrays(arrays, schema=pa.schema([target.field(n) for n in self._columns]))
+            data = to_target(rows.columns, self._columns, table.schema().as_arrow(), self._table, self._describe())
             try:
                 table.append(data, snapshot_properties=properties)
                 return
