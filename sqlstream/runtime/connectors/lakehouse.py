@@ -17,7 +17,8 @@ under that app id: if it is not below the committable's, the commit was already 
 ``<run uuid>-<subtask>``, new for every writer, so the ids of one writer only grow;
 a restored job commits its predecessor's committables under the predecessor's app id.
 
-Leading '_' keeps the staging directory out of Delta's log and vacuum and out of
+A checkpoint's rows are read back into memory to be committed (a MERGE needs them all to
+reduce them to one change per key).  Leading '_' keeps the staging directory out of Delta's log and vacuum and out of
 Iceberg's metadata (which only lists the files it committed).
 """
 
@@ -76,7 +77,7 @@ class StagedLakeSink(SinkWriter):
     def __init__(self, ctx: SinkContext, keys: tuple[str, ...]) -> None:
         self._ctx = ctx
         self._table = ctx.table.name
-        self._keys = keys  # upsert key (PRIMARY KEY) when the input updates, else ()
+        self._keys = keys  # the PRIMARY KEY of a sink that upserts by it (Delta), else (): it appends
         self._app = f"{uuid.uuid4().hex}-{ctx.subtask_index}"
         self._staged_schema = ctx.schema if not keys else ctx.schema.append(pa.field(KIND_COLUMN, pa.int8()))
         self._fs: pafs.FileSystem | None = None
