@@ -20,6 +20,8 @@ from sqlstream.core.tables import ColumnDef, TableDef
 from sqlstream.core.types import parse_type
 from sqlstream.frontend.session import Session
 from sqlstream.runtime.connectors.base import SinkContext, SinkWriter, SourceContext
+from sqlstream.runtime.connectors.delta import DeltaOptions
+from sqlstream.runtime.connectors.iceberg import IcebergOptions
 from sqlstream.runtime.connectors.lakehouse import STAGING_DIR
 from sqlstream.runtime.connectors.registry import get_connector
 from sqlstream.runtime.elements import RowKind
@@ -402,3 +404,17 @@ def test_delta_with_a_primary_key_upserts_an_insert_only_stream(tmp_path: Path) 
                     CREATE TABLE lake (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ({delta_with(path)});
                     INSERT INTO lake SELECT seq, '{tag}' FROM gen;""")
     assert sorted(rows(DeltaTable(str(path)).to_pyarrow_table())) == [(k, "a" if k < 5 else "b") for k in range(15)]
+
+
+def test_the_options_dataclasses_are_the_option_schemas_and_parse_to_python_values() -> None:
+    for name, kind in (("delta", DeltaOptions), ("iceberg", IcebergOptions)):
+        spec = get_connector(name)
+        assert spec.options_type is kind
+        assert [o.key for o in kind.declared()] == [o.key for o in spec.options]
+    table = TableDef("lake", KEYED, {"connector": "iceberg", "catalog-name": "c", "catalog-type": "SQL",
+                                     "uri": "sqlite:///c.db", "snapshot-id": "42"})
+    opts = IcebergOptions.from_options(get_connector("iceberg").validate(table), "lake")
+    assert (opts.catalog_type, opts.snapshot_id, opts.warehouse) == ("sql", 42, None)
+    assert opts.identifier("lake") == ("default", "lake")
+    table = TableDef("lake", KEYED, {"connector": "delta", "table-path": "/t", "versionAsOf": "3"})
+    assert DeltaOptions.from_options(get_connector("delta").validate(table), "lake") == DeltaOptions("/t", 3)
