@@ -7,6 +7,7 @@ through the sink writer (a commit replayed after a restore is skipped).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import duckdb
@@ -418,3 +419,16 @@ def test_the_options_dataclasses_are_the_option_schemas_and_parse_to_python_valu
     assert opts.identifier("lake") == ("default", "lake")
     table = TableDef("lake", KEYED, {"connector": "delta", "table-path": "/t", "versionAsOf": "3"})
     assert DeltaOptions.from_options(get_connector("delta").validate(table), "lake") == DeltaOptions("/t", 3)
+
+
+@pytest.mark.parametrize(("name", "module", "options"), [
+    ("delta", "deltalake", "'table-path' = '/t'"),
+    ("iceberg", "pyiceberg", "'catalog-name' = 'c', 'catalog-type' = 'sql', 'uri' = 'sqlite:///c.db'"),
+])
+def test_a_missing_library_is_named_with_its_extra_at_create_table(
+    name: str, module: str, options: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # what Python does for a package that is not importable
+    with pytest.raises(ConnectorError, match=f"connector '{name}' needs {module}, which is not installed: "
+                                             f"pip install 'sqlstream\\[{name}\\]'"):
+        execute(f"CREATE TABLE lake (k BIGINT) WITH ('connector' = '{name}', {options});")

@@ -24,6 +24,7 @@ Iceberg's metadata (which only lists the files it committed).
 
 from __future__ import annotations
 
+import importlib
 import os
 import uuid
 from abc import abstractmethod
@@ -203,6 +204,21 @@ class StagedLakeSink(SinkWriter):
         staged = self._finish_file()
         if staged is not None:
             self._delete([staged])
+
+
+def require(module: str, table: TableDef, extra: str) -> None:
+    """ConnectorError at CREATE TABLE when the library behind the connector is not installed.
+
+    pyiceberg and deltalake are optional extras, imported where they are used; this names the
+    extra before a job would fail for want of it.
+    """
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise ConnectorError(
+            f"table '{table.name}': connector '{table.connector}' needs {module}, which is not installed: "
+            f"pip install 'sqlstream[{extra}]'"
+        ) from None
 
 
 def refuse_types(table: TableDef, unsupported: Callable[[pa.DataType], bool], fmt: str) -> None:

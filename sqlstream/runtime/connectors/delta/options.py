@@ -9,7 +9,7 @@ import pyarrow as pa
 from sqlstream.core.connectors import ConnectorOptions, option
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
-from sqlstream.runtime.connectors.lakehouse import refuse_types
+from sqlstream.runtime.connectors.lakehouse import refuse_types, require
 
 
 @dataclass(frozen=True)
@@ -38,5 +38,7 @@ def _no_delta_type(t: pa.DataType) -> bool:
 
 
 def validate_table(table: TableDef, given: dict[str, str]) -> None:
-    """Every column has a Delta type: a TIME column fails at CREATE TABLE, not when a job writes."""
+    """The library is installed and every column has a Delta type:
+    a TIME column fails at CREATE TABLE, not when a job writes."""
+    require("deltalake", table, "delta")
     refuse_types(table, _no_delta_type, "Delta Lake")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
-from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from sqlstream.core.errors import ConnectorError
 from sqlstream.runtime.connectors.base import SinkContext
@@ -17,6 +17,9 @@ from sqlstream.runtime.connectors.lakehouse import (
     to_target,
 )
 from sqlstream.runtime.elements import RowKind
+
+if TYPE_CHECKING:  # deltalake is the optional 'delta' extra: imported where it is used
+    from deltalake import CommitProperties, DeltaTable
 
 _MAX_COMMIT_RETRIES = 25  # concurrent subtasks commit to the same log; appends never conflict
 _MERGE_ATTEMPTS = 25
@@ -38,6 +41,8 @@ class DeltaSink(StagedLakeSink):
         return f"Delta table '{self._path}'"
 
     def _open_table(self) -> str:
+        from deltalake import DeltaTable
+
         try:
             dt = DeltaTable.create(self._path, schema=self._ctx.schema, mode="ignore")
         except Exception as e:  # noqa: BLE001 - delta-rs raises a bare Exception for what it cannot store
@@ -47,6 +52,9 @@ class DeltaSink(StagedLakeSink):
         return dt.table_uri
 
     def _load(self) -> DeltaTable:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
         try:
             return DeltaTable(self._path)
         except TableNotFoundError:
@@ -56,6 +64,9 @@ class DeltaSink(StagedLakeSink):
         return self._load().transaction_version(app)
 
     def _commit_rows(self, rows: pa.Table, app: str, checkpoint_id: int) -> None:
+        from deltalake import CommitProperties, Transaction, write_deltalake
+        from deltalake.exceptions import CommitFailedError, DeltaError
+
         props = CommitProperties(
             custom_metadata={"sqlstream.app-id": app, "sqlstream.checkpoint-id": str(checkpoint_id)},
             max_commit_retries=_MAX_COMMIT_RETRIES,

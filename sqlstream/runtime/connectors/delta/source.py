@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pyarrow as pa
-from deltalake import DeltaTable
-from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from sqlstream.core.errors import ConnectorError
 from sqlstream.runtime.connectors.base import SourceContext
@@ -22,6 +20,9 @@ class DeltaSource(LakeScan):
         self._options = DeltaOptions.from_options(ctx.options, ctx.table.name)
 
     def _scan(self, version: int | None) -> tuple[int | None, list[str], Iterator[pa.RecordBatch]]:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError, TableNotFoundError
+
         path = self._options.table_path
         if version is None:
             version = self._options.version_as_of

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from pyiceberg.catalog import Catalog
-from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
-from pyiceberg.schema import Schema, assign_fresh_schema_ids
-from pyiceberg.table import Table
 
 from sqlstream.core.errors import ConnectorError
 from sqlstream.runtime.connectors.iceberg.options import IcebergOptions
 
+if TYPE_CHECKING:  # pyiceberg is the optional 'iceberg' extra: imported where it is used
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.schema import Schema
+    from pyiceberg.table import Table
+
 
 def catalog(options: IcebergOptions, table: str) -> Catalog:
     """The catalog the options name (only 'sql' is offered: pyiceberg's SQL catalog)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
     properties = {"uri": options.uri}
     if options.warehouse:
         warehouse = options.warehouse
@@ -35,6 +38,8 @@ def describe(options: IcebergOptions, table: str) -> str:
 
 
 def load(cat: Catalog, options: IcebergOptions, table: str) -> Table:
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
     try:
         return cat.load_table(options.identifier(table))
     except (NoSuchTableError, NoSuchNamespaceError):
@@ -65,6 +70,9 @@ def iceberg_type(t: pa.DataType) -> pa.DataType:
 def iceberg_schema(schema: pa.Schema, primary_key: tuple[str, ...]) -> Schema:
     """The Iceberg schema of a new table with ``schema``'s columns; the PRIMARY KEY columns become its
     identifier fields (required, as Flink's Iceberg catalog makes them)."""
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.schema import Schema, assign_fresh_schema_ids
+
     keys = {k.lower() for k in primary_key}
     arrow = pa.schema([
         f.with_type(iceberg_type(f.type)).with_nullable(f.nullable and f.name.lower() not in keys) for f in schema

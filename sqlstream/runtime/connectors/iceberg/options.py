@@ -10,7 +10,7 @@ import pyarrow as pa
 from sqlstream.core.connectors import ConnectorOptions, option
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
-from sqlstream.runtime.connectors.lakehouse import refuse_types
+from sqlstream.runtime.connectors.lakehouse import refuse_types, require
 
 CatalogType = Literal["sql"]
 
@@ -64,5 +64,7 @@ def _no_iceberg_type(t: pa.DataType) -> bool:
 
 
 def validate_table(table: TableDef, given: dict[str, str]) -> None:
-    """Every column has an Iceberg type: an INTERVAL column fails at CREATE TABLE, not when a job writes."""
+    """The library is installed and every column has an Iceberg type:
+    an INTERVAL column fails at CREATE TABLE, not when a job writes."""
+    require("pyiceberg", table, "iceberg")
     refuse_types(table, _no_iceberg_type, "Iceberg")

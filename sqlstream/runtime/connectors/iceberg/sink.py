@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
-from pyiceberg.exceptions import CommitFailedException
-from pyiceberg.table import Table
 
 from sqlstream.core.errors import ConnectorError
 from sqlstream.runtime.connectors.base import SinkContext
 from sqlstream.runtime.connectors.iceberg.catalog import catalog, describe, iceberg_schema, load
 from sqlstream.runtime.connectors.iceberg.options import IcebergOptions
 from sqlstream.runtime.connectors.lakehouse import StagedLakeSink, column_names, to_target
+
+if TYPE_CHECKING:  # pyiceberg is the optional 'iceberg' extra: imported where it is used
+    from pyiceberg.table import Table
 
 APP_ID = "sqlstream.app-id"
 CHECKPOINT_ID = "sqlstream.checkpoint-id"
@@ -49,6 +52,8 @@ class IcebergSink(StagedLakeSink):
         return max(ids, default=None)
 
     def _commit_rows(self, rows: pa.Table, app: str, checkpoint_id: int) -> None:
+        from pyiceberg.exceptions import CommitFailedException
+
         properties = {APP_ID: app, CHECKPOINT_ID: str(checkpoint_id)}
         for attempt in range(_COMMIT_ATTEMPTS):
             table = self._load()

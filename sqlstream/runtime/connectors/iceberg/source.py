@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pyarrow as pa
-from pyiceberg.expressions import AlwaysTrue
-from pyiceberg.io.pyarrow import ArrowScan
 
 from sqlstream.core.errors import ConnectorError
 from sqlstream.runtime.connectors.base import SourceContext
@@ -23,6 +21,9 @@ class IcebergSource(LakeScan):
         self._options = IcebergOptions.from_options(ctx.options, ctx.table.name)
 
     def _scan(self, version: int | None) -> tuple[int | None, list[str], Iterator[pa.RecordBatch]]:
+        from pyiceberg.expressions import AlwaysTrue
+        from pyiceberg.io.pyarrow import ArrowScan
+
         table = load(catalog(self._options, self._table), self._options, self._table)
         what = describe(self._options, self._table)
         if version is None:
