@@ -432,3 +432,13 @@ def test_a_missing_library_is_named_with_its_extra_at_create_table(
     with pytest.raises(ConnectorError, match=f"connector '{name}' needs {module}, which is not installed: "
                                              f"pip install 'sqlstream\\[{name}\\]'"):
         execute(f"CREATE TABLE lake (k BIGINT) WITH ('connector' = '{name}', {options});")
+
+
+@pytest.mark.parametrize("kind", ["delta", "iceberg"])
+def test_a_table_created_by_a_sink_that_committed_nothing_reads_as_empty(kind: str, tmp_path: Path) -> None:
+    options = lake_options(kind, tmp_path)
+    if kind == "delta":
+        options["table-path"] = (tmp_path / "delta").as_uri()  # a file:// URI works as a path does
+    sink(options).close()
+    with_ = ", ".join(f"'{k}' = '{v}'" for k, v in options.items())
+    assert rows(run_sql(f"CREATE TABLE lake (k BIGINT, v STRING) WITH ({with_}); SELECT k, v FROM lake;")) == []
