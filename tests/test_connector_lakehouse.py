@@ -96,7 +96,7 @@ def test_insert_into_delta_creates_the_table_and_reads_back(tmp_path: Path) -> N
 
 def test_insert_into_iceberg_creates_the_table_and_reads_back(tmp_path: Path) -> None:
     execute(f"{GEN} CREATE TABLE lake ({COLUMNS}) WITH ({iceberg_with(tmp_path)}); {INSERT}")
-    table = iceberg_catalog(tmp_path).load_table("default.lake")
+    table = iceberg_catalog(tmp_path).load_table("default_database.lake")
     assert [str(f.field_type) for f in table.schema().fields] == [
         "long", "string", "timestamptz", "decimal(10, 2)", "int", "date"]
     expected = duckdb_rows(ORACLE)
@@ -174,7 +174,7 @@ def contents(kind: str, tmp: Path) -> tuple[list[tuple], int]:
     if kind == "delta":
         dt = DeltaTable(str(tmp / "delta"))
         return sorted(rows(dt.to_pyarrow_table())), dt.version()
-    table = iceberg_catalog(tmp).load_table("default.lake")
+    table = iceberg_catalog(tmp).load_table("default_database.lake")
     return sorted(rows(table.scan().to_arrow())), len(table.metadata.snapshots)
 
 
@@ -200,7 +200,7 @@ def test_one_commit_per_checkpoint_and_a_replayed_commit_is_skipped(kind: str, t
     restored.commit([first, second])
     assert contents(kind, tmp_path) == (committed, commits)
     restored.close()
-    staging = (tmp_path / "delta" if kind == "delta" else tmp_path / "warehouse" / "default" / "lake") / STAGING_DIR
+    staging = (tmp_path / "delta" if kind == "delta" else tmp_path / "warehouse" / "default_database" / "lake") / STAGING_DIR
     assert list(staging.iterdir()) == []
 
 
@@ -215,7 +215,7 @@ def test_the_commit_carries_the_app_id_and_checkpoint_id(kind: str, tmp_path: Pa
         assert dt.transaction_version(committable["app"]) == 7
         info = dt.history(1)[0]
     else:
-        info = iceberg_catalog(tmp_path).load_table("default.lake").current_snapshot().summary
+        info = iceberg_catalog(tmp_path).load_table("default_database.lake").current_snapshot().summary
     assert info["sqlstream.app-id"] == committable["app"]
     assert info["sqlstream.checkpoint-id"] == "7"
 
@@ -228,12 +228,12 @@ def test_aborted_and_unstaged_rows_are_never_committed(kind: str, tmp_path: Path
     writer.abort([doomed])
     writer.write(batch([2], ["b"]), None)
     writer.close()  # the rows after the last checkpoint are replayed by the restored job
-    staging = (tmp_path / "delta" if kind == "delta" else tmp_path / "warehouse" / "default" / "lake") / STAGING_DIR
+    staging = (tmp_path / "delta" if kind == "delta" else tmp_path / "warehouse" / "default_database" / "lake") / STAGING_DIR
     assert list(staging.iterdir()) == []
     if kind == "delta":
         assert DeltaTable(str(tmp_path / "delta")).to_pyarrow_table().num_rows == 0
     else:
-        assert iceberg_catalog(tmp_path).load_table("default.lake").current_snapshot() is None
+        assert iceberg_catalog(tmp_path).load_table("default_database.lake").current_snapshot() is None
 
 
 def test_delta_upsert_applies_deletes_and_the_last_change_per_key(tmp_path: Path) -> None:
@@ -304,7 +304,7 @@ def test_iceberg_source_reads_a_snapshot_id(tmp_path: Path) -> None:
     writer = sink(options)
     writer.write(batch([1], ["a"]), None)
     writer.commit([writer.prepare_commit(1)])
-    first = iceberg_catalog(tmp_path).load_table("default.lake").current_snapshot().snapshot_id
+    first = iceberg_catalog(tmp_path).load_table("default_database.lake").current_snapshot().snapshot_id
     writer.write(batch([2], ["b"]), None)
     writer.commit([writer.prepare_commit(2)])
     got = run_sql(f"CREATE TABLE lake (k BIGINT, v STRING) WITH "
@@ -318,7 +318,7 @@ def test_iceberg_source_reads_a_snapshot_id(tmp_path: Path) -> None:
 def test_reading_a_missing_table_or_column_names_it(tmp_path: Path) -> None:
     with pytest.raises(ConnectorError, match="Delta table '.*nothing' does not exist"):
         run_sql(f"CREATE TABLE lake (k BIGINT) WITH ({delta_with(tmp_path / 'nothing')}); SELECT k FROM lake;")
-    with pytest.raises(ConnectorError, match="Iceberg table 'default.lake' of catalog 'lake' does not exist"):
+    with pytest.raises(ConnectorError, match="Iceberg table 'default_database.lake' of catalog 'lake' does not exist"):
         run_sql(f"CREATE TABLE lake (k BIGINT) WITH ({iceberg_with(tmp_path)}); SELECT k FROM lake;")
     writer = sink(lake_options("delta", tmp_path))
     writer.write(batch([1], ["a"]), None)
@@ -362,7 +362,7 @@ def test_a_column_type_delta_has_not_is_refused_at_create_table(tmp_path: Path) 
 def test_iceberg_primary_key_becomes_the_identifier_fields_of_a_created_table(tmp_path: Path) -> None:
     execute(f"{GEN} CREATE TABLE lake (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) "
             f"WITH ({iceberg_with(tmp_path)}); INSERT INTO lake SELECT seq, CAST(seq AS STRING) FROM gen;")
-    table = iceberg_catalog(tmp_path).load_table("default.lake")
+    table = iceberg_catalog(tmp_path).load_table("default_database.lake")
     assert table.schema().identifier_field_names() == {"k"}
     assert table.schema().find_field("k").required
     assert table.scan().to_arrow().num_rows == N
@@ -393,9 +393,9 @@ def test_rows_are_written_as_an_existing_tables_types_and_a_value_that_does_not_
 def test_a_null_in_a_required_iceberg_column_fails_before_the_commit(tmp_path: Path) -> None:
     writer = sink(lake_options("iceberg", tmp_path), primary_key=("k",))
     writer.write(pa.RecordBatch.from_arrays([pa.array([None], pa.int64()), pa.array(["a"])], names=["k", "v"]), None)
-    with pytest.raises(DataError, match="column 'k' of Iceberg table 'default.lake' .* is required"):
+    with pytest.raises(DataError, match="column 'k' of Iceberg table 'default_database.lake' .* is required"):
         writer.commit([writer.prepare_commit(1)])
-    assert iceberg_catalog(tmp_path).load_table("default.lake").current_snapshot() is None
+    assert iceberg_catalog(tmp_path).load_table("default_database.lake").current_snapshot() is None
 
 
 def test_delta_with_a_primary_key_upserts_an_insert_only_stream(tmp_path: Path) -> None:
@@ -417,7 +417,7 @@ def test_the_options_dataclasses_are_the_option_schemas_and_parse_to_python_valu
                                      "uri": "sqlite:///c.db", "snapshot-id": "42"})
     opts = IcebergOptions.from_options(get_connector("iceberg").validate(table), "lake")
     assert (opts.catalog_type, opts.snapshot_id, opts.warehouse) == ("sql", 42, None)
-    assert opts.identifier("lake") == ("default", "lake")
+    assert opts.identifier("lake") == ("default_database", "lake")
     table = TableDef("lake", KEYED, {"connector": "delta", "table-path": "/t", "versionAsOf": "3"})
     assert DeltaOptions.from_options(get_connector("delta").validate(table), "lake") == DeltaOptions("/t", 3)
 

@@ -56,7 +56,7 @@ def table_rows(kind: str, tmp: Path) -> list[tuple]:
     if kind == "delta":
         table = DeltaTable(str(tmp / "delta")).to_pyarrow_table()
     else:
-        table = SqlCatalog("lake", uri=f"sqlite:///{tmp}/catalog.db").load_table("default.out").scan().to_arrow()
+        table = SqlCatalog("lake", uri=f"sqlite:///{tmp}/catalog.db").load_table("default_database.out").scan().to_arrow()
     return sorted(rows(table))
 
 

@@ -1,8 +1,9 @@
 """The 'iceberg' connector: an Apache Iceberg table (pyiceberg) as a bounded source and an exactly-once sink.
 
 Options follow Flink's Iceberg connector: ``catalog-name``, ``catalog-type``,
-``uri``, ``warehouse``, ``catalog-database`` (default ``default``) and
-``catalog-table`` (default: the table's own name); for reading, ``snapshot-id``.
+``uri``, ``warehouse``, ``catalog-database`` (default ``default_database``, the
+database Flink's session starts in) and ``catalog-table`` (default: the table's own
+name); for reading, ``snapshot-id``.
 The one catalog type is ``sql``, pyiceberg's SQL catalog, whose ``uri`` is a
 SQLAlchemy URL (``sqlite:////path/catalog.db``); Flink's ``hive``/``hadoop``/``rest``
 are refused.  Columns are matched by name (exactly, else case-insensitively).

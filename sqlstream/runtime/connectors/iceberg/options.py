@@ -33,7 +33,9 @@ class IcebergOptions(ConnectorOptions):
         "warehouse", description="where new tables' files go: a local path or file:// URI"
     )
     catalog_database: str = option(
-        "catalog-database", default="default", description="the namespace (database) of the table in the catalog"
+        "catalog-database",
+        default="default_database",
+        description="the namespace (database) of the table in the catalog (Flink's default: its current database)",
     )
     catalog_table: str | None = option(
         "catalog-table", description="the table's name in the catalog (default: the table's own name)"
