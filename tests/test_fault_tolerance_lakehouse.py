@@ -10,7 +10,6 @@ app id and checkpoint id in the table and is skipped), never twice, never not at
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -73,9 +72,7 @@ def test_sigkill_and_restore_commits_exactly_the_failure_free_rows(kind: str, mo
     clean = job(kind, mode, tmp_path / "clean")
     clean.run_clean()
     assert table_rows(kind, tmp_path / "clean") == expected
-    started = time.monotonic()
     killed = job(kind, mode, tmp_path / "killed")
     run = run_with_kills(killed, seed, KILLS)
     assert table_rows(kind, tmp_path / "killed") == expected
     assert run.kills >= 2, "the harness should have killed the job several times"
-    assert time.monotonic() - started < 90
