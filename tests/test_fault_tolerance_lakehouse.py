@@ -59,6 +59,16 @@ def table_rows(kind: str, tmp: Path) -> list[tuple]:
     return sorted(rows(table))
 
 
+def commits(kind: str, tmp: Path) -> list[tuple[str, str]]:
+    """(app id, checkpoint id) of every commit the sinks made."""
+    if kind == "delta":
+        infos = [c for c in DeltaTable(str(tmp / "delta")).history() if "sqlstream.app-id" in c]
+    else:
+        table = SqlCatalog("lake", uri=f"sqlite:///{tmp}/catalog.db").load_table("default_database.out")
+        infos = [s.summary for s in table.metadata.snapshots]
+    return [(c["sqlstream.app-id"], c["sqlstream.checkpoint-id"]) for c in infos]
+
+
 def job(kind: str, mode: str, tmp: Path) -> Job:
     columns, query, _ = JOBS[mode]
     return Job(tmp, job_script(tmp / "chk", sink_options(kind, tmp), columns, query, parallelism=2, retained=2))
@@ -75,4 +85,6 @@ def test_sigkill_and_restore_commits_exactly_the_failure_free_rows(kind: str, mo
     killed = job(kind, mode, tmp_path / "killed")
     run = run_with_kills(killed, seed, KILLS)
     assert table_rows(kind, tmp_path / "killed") == expected
+    made = commits(kind, tmp_path / "killed")
+    assert made and len(made) == len(set(made)), "a checkpoint was committed twice"
     assert run.kills >= 2, "the harness should have killed the job several times"
