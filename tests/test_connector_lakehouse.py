@@ -7,6 +7,7 @@ through the sink writer (a commit replayed after a restore is skipped).
 
 from __future__ import annotations
 
+import datetime
 import sys
 import threading
 from pathlib import Path
@@ -288,7 +289,7 @@ def test_the_source_reads_the_version_it_started_with_and_resumes_by_rows(kind: 
     assert reader().snapshot_position() != position  # a new job reads the newest version
 
 
-def test_delta_source_reads_version_as_of(tmp_path: Path) -> None:
+def test_delta_source_reads_version_as_of_and_timestamp_as_of(tmp_path: Path) -> None:
     options = lake_options("delta", tmp_path)
     writer = sink(options)
     for n in range(3):
@@ -297,9 +298,16 @@ def test_delta_source_reads_version_as_of(tmp_path: Path) -> None:
     got = run_sql(f"CREATE TABLE lake (k BIGINT, v STRING) WITH ({delta_with(tmp_path / 'delta', versionAsOf='2')});"
                   "SELECT k FROM lake;")
     assert sorted(rows(got)) == [(0,), (1,)]
+    # the version current at version 2's commit time, written as Flink's Delta connector takes it
+    times = {c["version"]: c["timestamp"] for c in DeltaTable(str(tmp_path / "delta")).history()}
+    assert times[2] < times[3]
+    at = datetime.datetime.fromtimestamp(times[2] / 1000, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    got = run_sql(f"CREATE TABLE lake (k BIGINT, v STRING) WITH "
+                  f"({delta_with(tmp_path / 'delta', timestampAsOf=at)}); SELECT k FROM lake;")
+    assert sorted(rows(got)) == [(0,), (1,)]
 
 
-def test_iceberg_source_reads_a_snapshot_id(tmp_path: Path) -> None:
+def test_iceberg_source_reads_a_snapshot_id_or_the_snapshot_as_of_a_time(tmp_path: Path) -> None:
     options = lake_options("iceberg", tmp_path)
     writer = sink(options)
     writer.write(batch([1], ["a"]), None)
@@ -310,6 +318,15 @@ def test_iceberg_source_reads_a_snapshot_id(tmp_path: Path) -> None:
     got = run_sql(f"CREATE TABLE lake (k BIGINT, v STRING) WITH "
                   f"({iceberg_with(tmp_path, **{'snapshot-id': str(first)})}); SELECT k, v FROM lake;")
     assert rows(got) == [(1, "a")]
+    table = iceberg_catalog(tmp_path).load_table("default_database.lake")
+    at = table.snapshot_by_id(first).timestamp_ms
+    assert at < table.current_snapshot().timestamp_ms
+    got = run_sql(f"CREATE TABLE lake (k BIGINT, v STRING) WITH "
+                  f"({iceberg_with(tmp_path, **{'as-of-timestamp': str(at)})}); SELECT k, v FROM lake;")
+    assert rows(got) == [(1, "a")]
+    with pytest.raises(ConnectorError, match=f"has no snapshot at or before {at - 1} ms"):
+        run_sql(f"CREATE TABLE lake (k BIGINT, v STRING) WITH "
+                f"({iceberg_with(tmp_path, **{'as-of-timestamp': str(at - 1)})}); SELECT k, v FROM lake;")
     with pytest.raises(ConnectorError, match="has no snapshot 12345"):
         run_sql(f"CREATE TABLE lake (k BIGINT, v STRING) WITH "
                 f"({iceberg_with(tmp_path, **{'snapshot-id': '12345'})}); SELECT k, v FROM lake;")
@@ -338,6 +355,12 @@ def test_reading_a_missing_table_or_column_names_it(tmp_path: Path) -> None:
                                                    "Did you mean 'table-path'?"),
         ({"connector": "delta", "table-path": "/x", "versionAsOf": "-1"}, "'versionAsOf' = '-1' must not be negative"),
         ({"connector": "delta", "table-path": "/x", "versionAsOf": "one"}, "'versionAsOf' = 'one' is not a valid int"),
+        ({"connector": "delta", "table-path": "/x", "timestampAsOf": "yesterday"},
+         "'timestampAsOf' = 'yesterday' is not an ISO-8601 timestamp"),
+        ({"connector": "delta", "table-path": "/x", "timestampAsOf": "2024-01-01", "versionAsOf": "1"},
+         "options 'versionAsOf' and 'timestampAsOf' exclude each other"),
+        ({"connector": "iceberg", "catalog-name": "c", "catalog-type": "sql", "uri": "sqlite:///c.db",
+          "snapshot-id": "1", "as-of-timestamp": "1"}, "options 'snapshot-id' and 'as-of-timestamp' exclude each other"),
         ({"connector": "iceberg", "catalog-type": "sql", "uri": "sqlite:///c.db"},
          "connector 'iceberg' requires option 'catalog-name'"),
         ({"connector": "iceberg", "catalog-name": "c", "catalog-type": "hive", "uri": "thrift://h:9083"},

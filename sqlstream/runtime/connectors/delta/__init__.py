@@ -1,7 +1,8 @@
 """The 'delta' connector: a Delta Lake table (delta-rs) as a bounded source and an exactly-once sink.
 
 Options follow Flink's Delta connector: ``table-path`` (the table's directory, a local
-path or ``file://`` URI) and, for reading, ``versionAsOf``.  Columns are matched by
+path or ``file://`` URI) and, for reading, ``versionAsOf`` or ``timestampAsOf`` (the
+latest version committed at or before an ISO-8601 time, UTC unless it has an offset).  Columns are matched by
 name (exactly, else case-insensitively).
 
 Sink.  Rows are staged per checkpoint and committed as one Delta version per completed
@@ -20,7 +21,8 @@ BYTES, DATE, TIMESTAMP (as ``timestamp_ntz``), TIMESTAMP_LTZ (as ``timestamp``),
 ARRAY, MAP and ROW map to Delta's types of the same meaning, timestamps in
 microseconds; TIME has no Delta type and is refused.
 
-Source.  A bounded scan of the latest version (or ``versionAsOf``), pinned when the job
+Source.  A bounded scan of the latest version (or the one ``versionAsOf`` /
+``timestampAsOf`` names), pinned when the job
 starts: the position is the version and the rows returned.  Subtask ``i`` of ``n``
 reads every ``n``-th data file in path order.
 """

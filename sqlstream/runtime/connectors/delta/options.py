@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import pyarrow as pa
 
@@ -22,6 +23,11 @@ class DeltaOptions(ConnectorOptions):
     version_as_of: int | None = option(
         "versionAsOf", "int", description="source: read this version of the table instead of the latest"
     )
+    timestamp_as_of: str | None = option(
+        "timestampAsOf",
+        description="source: read the latest version committed at or before this time, "
+        "ISO-8601 such as '2024-05-01 10:00:00' (UTC unless it has an offset)",
+    )
 
     def check(self, table: str) -> None:
         if not self.table_path.strip():
@@ -30,6 +36,23 @@ class DeltaOptions(ConnectorOptions):
             raise ConnectorError(
                 f"table '{table}': option 'versionAsOf' = '{self.version_as_of}' must not be negative"
             )
+        if self.timestamp_as_of is not None:
+            if self.version_as_of is not None:
+                raise ConnectorError(f"table '{table}': options 'versionAsOf' and 'timestampAsOf' exclude each other")
+            self.as_of_time(table)
+
+    def as_of_time(self, table: str) -> datetime | None:
+        """'timestampAsOf' as an aware datetime (UTC when it names no offset)."""
+        if self.timestamp_as_of is None:
+            return None
+        try:
+            when = datetime.fromisoformat(self.timestamp_as_of.strip())
+        except ValueError:
+            raise ConnectorError(
+                f"table '{table}': option 'timestampAsOf' = '{self.timestamp_as_of}' is not an ISO-8601 timestamp "
+                "such as '2024-05-01 10:00:00'"
+            ) from None
+        return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def _no_delta_type(t: pa.DataType) -> bool:

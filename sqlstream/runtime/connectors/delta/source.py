@@ -26,8 +26,11 @@ class DeltaSource(LakeScan):
         path = self._options.table_path
         if version is None:
             version = self._options.version_as_of
+        as_of = self._options.as_of_time(self._table) if version is None else None
         try:
             dt = DeltaTable(path, version=version)
+            if as_of is not None:
+                dt.load_as_version(as_of)
             dataset = dt.to_pyarrow_dataset()
         except TableNotFoundError:
             raise ConnectorError(f"table '{self._table}': Delta table '{path}' does not exist") from None

@@ -3,7 +3,8 @@
 Options follow Flink's Iceberg connector: ``catalog-name``, ``catalog-type``,
 ``uri``, ``warehouse``, ``catalog-database`` (default ``default_database``, the
 database Flink's session starts in) and ``catalog-table`` (default: the table's own
-name); for reading, ``snapshot-id``.
+name); for reading, ``snapshot-id`` or ``as-of-timestamp`` (milliseconds since the
+epoch: the snapshot current then).
 The one catalog type is ``sql``, pyiceberg's SQL catalog, whose ``uri`` is a
 SQLAlchemy URL (``sqlite:////path/catalog.db``); Flink's ``hive``/``hadoop``/``rest``
 are refused.  Columns are matched by name (exactly, else case-insensitively).
@@ -22,7 +23,8 @@ ARRAY, MAP and ROW map to Iceberg's types of the same name, TINYINT and SMALLINT
 ``PRIMARY KEY`` columns to the table's (required) identifier fields, as Flink's Iceberg
 catalog does; the sink still appends (Flink's upsert mode needs equality deletes).
 
-Source.  A bounded scan of the current snapshot (or ``snapshot-id``), pinned when the
+Source.  A bounded scan of the current snapshot (or the one ``snapshot-id`` /
+``as-of-timestamp`` names), pinned when the
 job starts: the position is the snapshot id and the rows returned.  Subtask ``i`` of
 ``n`` reads every ``n``-th data file in path order.
 """

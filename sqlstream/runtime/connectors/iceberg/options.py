@@ -43,6 +43,10 @@ class IcebergOptions(ConnectorOptions):
     snapshot_id: int | None = option(
         "snapshot-id", "int", description="source: read this snapshot instead of the current one"
     )
+    as_of_timestamp: int | None = option(
+        "as-of-timestamp", "int",
+        description="source: read the snapshot that was current at this time, in milliseconds since the epoch",
+    )
 
     def check(self, table: str) -> None:
         for key, value in (("catalog-name", self.catalog_name), ("uri", self.uri),
@@ -54,6 +58,9 @@ class IcebergOptions(ConnectorOptions):
                 f"table '{table}': option 'uri' = '{self.uri}' is not a SQLAlchemy URL; "
                 "expected e.g. 'sqlite:////path/catalog.db'"
             )
+
+        if self.snapshot_id is not None and self.as_of_timestamp is not None:
+            raise ConnectorError(f"table '{table}': options 'snapshot-id' and 'as-of-timestamp' exclude each other")
 
     def identifier(self, table: str) -> tuple[str, str]:
         """(namespace, name) of the table in the catalog."""

@@ -28,7 +28,13 @@ class IcebergSource(LakeScan):
         what = describe(self._options, self._table)
         if version is None:
             version = self._options.snapshot_id
-        if version is None:
+        as_of = self._options.as_of_timestamp
+        if version is None and as_of is not None:
+            snapshot = table.snapshot_as_of_timestamp(as_of)
+            if snapshot is None:
+                raise ConnectorError(f"table '{self._table}': {what} has no snapshot at or before {as_of} ms")
+            version = snapshot.snapshot_id
+        elif version is None:
             current = table.current_snapshot()
             version = None if current is None else current.snapshot_id
         elif table.snapshot_by_id(version) is None:
