@@ -317,6 +317,31 @@ def test_a_checkpoint_past_its_timeout_is_aborted_and_its_files_removed(tmp_path
     assert not (tmp_path / "chk" / "chk-1").exists()
 
 
+def test_a_late_acknowledgement_does_not_remove_a_checkpoint_being_published(tmp_path: Path) -> None:
+    """A finished subtask's final snapshot completes checkpoint 1 while its own write for 1 is still
+    in the snapshot pool; that write's acknowledgement lands while 1 is being published.  It used to
+    remove chk-1 then (its metadata not written yet): the publication failed with FileNotFoundError."""
+    storage = CheckpointStorage(tmp_path / "chk")
+    keys = [("a", 0), ("b", 0)]
+    coordinator = CheckpointCoordinator(storage, 10, keys, lambda n, s: None, lambda n, f: None, {})
+    publish = storage.complete
+
+    def complete_after_the_late_ack(checkpoint_id: int, metadata: dict[str, Any]) -> Path:
+        late = coordinator.directory_for(checkpoint_id, "b", 0)
+        (late / "late").write_bytes(b"b's own snapshot of checkpoint 1")
+        coordinator.acknowledge(checkpoint_id, ("b", 0), {})
+        return publish(checkpoint_id, metadata)
+
+    storage.complete = complete_after_the_late_ack  # type: ignore[method-assign]
+    future = coordinator.trigger_checkpoint()
+    (coordinator.directory_for(1, "a", 0) / "state").write_bytes(b"a's snapshot")
+    coordinator.acknowledge(1, ("a", 0), {})
+    coordinator.subtask_finished(("b", 0), {})  # b's final snapshot stands for it: 1 completes
+    assert future.result(timeout=5) == tmp_path / "chk" / "chk-1"
+    assert completed_ids(tmp_path / "chk") == [1]
+    assert (tmp_path / "chk" / "chk-1" / "a-0" / "state").exists()
+
+
 def test_max_concurrent_checkpoints_and_min_pause_gate_the_periodic_trigger(tmp_path: Path) -> None:
     coordinator, _ = _coordinator(tmp_path, max_concurrent=1, min_pause_ms=60_000)
     assert coordinator.may_trigger(0.01)

@@ -143,6 +143,9 @@ class ConnectorSpec:
     name: str
     options: tuple[Option, ...]
     accepts_updates: bool = False  # sink understands -U/+U/-D
+    # ... and only applies them by the table's PRIMARY KEY (an updating query into a table
+    # without one is refused at plan time)
+    updates_need_primary_key: bool = False
     # option keys matched by prefix (datagen's 'fields.<name>.kind'); checked by validate_extra
     prefixes: tuple[str, ...] = ()
     validate_extra: Callable[[TableDef, dict[str, str]], None] | None = None

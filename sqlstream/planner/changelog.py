@@ -34,6 +34,14 @@ def check_sink(root: Sink) -> None:
             "(TABLE(TUMBLE(...)) ... GROUP BY window_start, window_end, ...) for append-only results, "
             "or a sink that accepts updates (e.g. 'print', 'blackhole')."
         )
+    if connector.updates_need_primary_key and not root.table.primary_key:
+        producer = _first_updating(root.input)
+        what = producer.describe() if producer is not None else "the query"
+        raise PlanError(
+            f"table sink '{root.table.name}' (connector '{root.table.connector}') applies updates by its primary "
+            f"key, and has none, so it cannot consume the update changes produced by {what}. Declare "
+            "PRIMARY KEY (...) NOT ENFORCED on the table (an upsert sink), or write an append-only result."
+        )
 
 
 def _check_retractions(node: LogicalNode) -> None:

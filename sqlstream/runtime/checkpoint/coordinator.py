@@ -156,9 +156,10 @@ class CheckpointCoordinator:
         self.publish_lock = threading.Lock()
         self.pending: dict[int, PendingCheckpoint] = {}
         self.savepoints: set[int] = set()  # ids of savepoints (their files are not in the checkpoint root)
-        # ids taken out of pending by _complete and not yet published: a late acknowledgement of one
-        # (a subtask that finished meanwhile is counted by its final snapshot) must not remove its files
-        self.publishing: set[int] = set()
+        # ids _complete took to publish: a subtask's late acknowledgement of one must not remove its
+        # directory (a finished subtask's final snapshot can complete a checkpoint before the
+        # subtask's own write for it is acknowledged), neither while it is published nor after
+        self.published: set[int] = set()
         self.finished: dict[SubtaskKey, Any] = {}
         self.completed: list[CheckpointStats] = []
         self.latest_completed: int | None = None
@@ -299,7 +300,7 @@ class CheckpointCoordinator:
             pending = self.pending.get(checkpoint_id)
             if pending is None:
                 # aborted or abandoned meanwhile: what this subtask just wrote is removed with it
-                if self.storage is not None and checkpoint_id not in self.savepoints | self.publishing:
+                if self.storage is not None and checkpoint_id not in self.savepoints | self.published:
                     self.storage.discard(checkpoint_id)
                 return
             pending.acks[key] = snapshot
@@ -336,16 +337,7 @@ class CheckpointCoordinator:
         with self.lock:
             if self.pending.pop(pending.checkpoint_id, None) is None:
                 return
-            self.publishing.add(pending.checkpoint_id)
-        try:
-            self._publish(pending)
-        finally:
-            with self.lock:
-                self.publishing.discard(pending.checkpoint_id)
-
-    def _publish(self, pending: PendingCheckpoint) -> None:
-        """Publish a checkpoint that has every acknowledgement (unless a newer one won meanwhile)."""
-        with self.lock:
+            self.published.add(pending.checkpoint_id)
             # an older checkpoint that has not completed by now never will be used
             abandoned = [self.pending.pop(n) for n in sorted(self.pending) if n < pending.checkpoint_id]
         for older in abandoned:
