@@ -397,7 +397,7 @@ ERRORS = [
     ("SELECT LEAD(v) OVER (ORDER BY ts) FROM e", "LEAD is not supported on streams"),
     ("SELECT COUNT(DISTINCT v) OVER (ORDER BY ts) FROM e", "DISTINCT"),
     ("SELECT SUM(v) OVER w FROM e WINDOW w2 AS (ORDER BY ts)", "unknown window 'w'"),
-    ("SELECT k, SUM(v), SUM(v) OVER (ORDER BY ts) FROM e GROUP BY k", "cannot be combined with GROUP BY"),
+    ("SELECT k, SUM(v), SUM(v) OVER (ORDER BY ts) FROM e GROUP BY k", "'v' is neither grouped nor aggregated"),
     ("SELECT *, SUM(n) OVER (ORDER BY k) FROM (SELECT k, COUNT(*) AS n FROM e GROUP BY k)", "append-only input"),
     ("SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v) AS rn FROM e", "WHERE rn <= N"),
     ("SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC) AS rn FROM e", "WHERE rn <= N"),

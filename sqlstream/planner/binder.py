@@ -453,6 +453,12 @@ class QueryBinder:
             or having is not None
             or any(contains_aggregate(i) for i in items)
         )
+        from sqlstream.planner.over import group_aggregate_calls, over_aggregated
+
+        windowed = any(isinstance(n, exp.Window) for i in items for n in i.walk())
+        if windowed and (group is not None or having is not None or any(group_aggregate_calls(i) for i in items)):
+            # OVER windows see the GROUP BY's rows: aggregate first, then rank or window the result
+            return self._bind_select(over_aggregated(sel))
         if any(isinstance(n, exp.Window) for i in items for n in i.walk()):
             from sqlstream.planner.over import bind_window_items
 

@@ -50,7 +50,7 @@ from sqlstream.core.expressions import (
 from sqlstream.core.sql import dialect
 from sqlstream.core.types import sql_type_name
 from sqlstream.core.windows import WINDOW_COLUMNS
-from sqlstream.planner.expr_binder import AGGREGATES, ExprBinder
+from sqlstream.planner.expr_binder import AGGREGATES, ExprBinder, is_aggregate
 from sqlstream.planner.joins import conjoin, conjuncts
 from sqlstream.planner.logical import (
     TOP_N_HINT,
@@ -83,16 +83,11 @@ class _BoundWindow:
 
 
 def bind_window_items(binder: QueryBinder, rel: Relation, items: list[exp.Expression]) -> LogicalNode:
-    """A SELECT list with OVER windows: an OverAggregate or a Rank, under a projection of the items."""
+    """A SELECT list with OVER windows: an OverAggregate or a Rank, under a projection of the items
+    (a grouping query's items were moved above its GROUP BY first: over_aggregated)."""
     select = items[0].parent if items else None
-    if isinstance(select, exp.Select):
-        for clause in ("group", "having"):
-            if select.args.get(clause) is not None:
-                raise plan_error(
-                    "OVER windows cannot be combined with GROUP BY or HAVING in one streaming query; "
-                    "aggregate in a subquery and apply the OVER window to its result",
-                    select.args[clause],
-                )
+    if not isinstance(select, exp.Select):
+        select = None
     windows: list[exp.Window] = []
     for item in items:
         for n in item.walk():
@@ -540,3 +535,80 @@ def _limit_count(limit: exp.Expression) -> int:
         shown = value.sql() if value is not None else "nothing"
         raise plan_error(f"LIMIT takes a constant non-negative number of rows, got {shown}", limit)
     return int(value.this)
+
+
+def _window_function(n: exp.Expression) -> bool:
+    """The function an OVER clause applies (SUM in SUM(x) OVER w), not an aggregate of the rows."""
+    return isinstance(n.parent, exp.Window) and n.parent.this is n
+
+
+def group_aggregate_calls(node: exp.Expression) -> list[exp.Expression]:
+    """The aggregate calls of ``node`` that aggregate its query's groups: not window functions
+    (whose arguments are searched: SUM(SUM(x)) OVER w holds one) and not inside subqueries."""
+    found: list[exp.Expression] = []
+
+    def visit(n: exp.Expression) -> None:
+        if isinstance(n, exp.Subquery | exp.Select) and n is not node:
+            return
+        if is_aggregate(n) and not _window_function(n):
+            found.append(n)
+            return
+        for child in n.iter_expressions():
+            visit(child)
+
+    visit(node)
+    return found
+
+
+def over_aggregated(sel: exp.Select) -> exp.Select:
+    """A SELECT with both GROUP BY (or aggregates) and OVER windows as two query blocks, as SQL
+    evaluates it: the inner one groups (keys and every aggregate call, with WHERE and HAVING), the
+    outer one computes the items, OVER windows included, over the grouped rows. So a window Top-N
+    can rank a window aggregation's rows in one query, as in Flink:
+    ``ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY SUM(x) DESC)``."""
+    group = sel.args.get("group")
+    keys = list(group.expressions) if group is not None else []
+    if group is not None and any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup")):
+        raise plan_error("OVER windows over GROUPING SETS, ROLLUP or CUBE are not supported; aggregate in a "
+                         "subquery and apply the OVER window to its result", group)
+    inner_items: list[exp.Expression] = []
+    replaced: dict[str, exp.Expression] = {}
+    names: set[str] = set()
+    for i, key in enumerate(keys):
+        name = key.name if isinstance(key, exp.Column) else f"$g{i}"
+        if name.lower() in names:
+            raise plan_error(f"OVER windows over a GROUP BY with two keys named '{name}': aggregate in a subquery "
+                             "with distinct names and apply the OVER window to its result", key)
+        names.add(name.lower())
+        inner_items.append(exp.alias_(key.copy(), name, quoted=True))
+        replaced[key.sql()] = exp.column(exp.to_identifier(name, quoted=True))
+    aggregates: list[exp.Expression] = []
+    for item in sel.expressions:
+        for n in group_aggregate_calls(item):
+            if n.sql() not in replaced:
+                name = f"$a{len(aggregates)}"
+                aggregates.append(n)
+                inner_items.append(exp.alias_(n.copy(), name, quoted=True))
+                replaced[n.sql()] = exp.column(exp.to_identifier(name, quoted=True))
+    inner = sel.copy()
+    inner.set("expressions", inner_items)
+    for clause in ("distinct", "order", "limit", "offset"):
+        inner.set(clause, None)
+
+    def outer_form(n: exp.Expression) -> exp.Expression:
+        if n.sql() in replaced and not _window_function(n) and not isinstance(n, exp.Ordered):
+            return replaced[n.sql()].copy()
+        if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star):
+            if n.name.lower() not in names:
+                raise plan_error(f"'{n.sql()}' is neither grouped nor aggregated; OVER windows in an aggregating "
+                                 "query read its GROUP BY keys and aggregates", n)
+            return exp.column(exp.to_identifier(n.name, quoted=True))
+        return n
+
+    outer = exp.Select(expressions=[i.copy().transform(outer_form) for i in sel.expressions])
+    outer.set("from_", exp.From(this=exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("$grouped")))))
+    for clause in ("distinct", "order", "limit", "offset", "windows"):
+        if sel.args.get(clause) is not None:
+            outer.set(clause, sel.args[clause].copy().transform(outer_form))
+    inner.set("windows", None)
+    return outer

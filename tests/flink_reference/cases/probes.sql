@@ -109,3 +109,7 @@ SELECT u.user_id FROM users AS u WHERE EXISTS (SELECT 1 FROM orders AS o WHERE o
 SELECT product, SUM(amount) / COUNT(*) AS avg_amt, MAX(qty) - MIN(qty) AS spread FROM orders GROUP BY product HAVING MAX(qty) - MIN(qty) > 1;
 -- case: probe_case_with_null_and_else
 SELECT order_id, CASE currency WHEN 'EUR' THEN 1 WHEN 'USD' THEN 2 END AS c, CASE WHEN currency IS NULL THEN 'none' ELSE currency END AS d FROM orders WHERE order_id <= 10;
+-- case: probe_topn_over_group_by_in_one_block
+SELECT * FROM (SELECT product, COUNT(*) AS n, ROW_NUMBER() OVER (ORDER BY COUNT(*) DESC, product) AS rn FROM orders GROUP BY product) WHERE rn <= 2;
+-- case: probe_window_topn_having_in_one_block
+SELECT * FROM (SELECT window_start, window_end, user_id, SUM(qty) AS q, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY SUM(qty) DESC, user_id) AS rn FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) WHERE user_id IS NOT NULL GROUP BY window_start, window_end, user_id HAVING COUNT(*) > 1) WHERE rn <= 1;
