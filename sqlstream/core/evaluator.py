@@ -225,6 +225,9 @@ def compile_expr(expr: Expr) -> Compiled:
         assert fn is not None, expr.name
         args = [compile_expr(a) for a in expr.args]
         kernel = fn.kernel
+        if fn.per_site:
+            site = kernel()
+            return _guarded(expr, lambda batch: site(*[a(batch) for a in args], rows=batch.num_rows))
         if fn.zoned:
             zone = expr.zone or "UTC"
             return _guarded(expr, lambda batch: kernel(*[a(batch) for a in args], zone=zone))

@@ -36,6 +36,8 @@ _SIMPLE: dict[type[exp.Func], tuple[str, tuple[str, ...]]] = {
     exp.RegexpLike: ("REGEXP", ("this", "expression")),
     exp.RegexpReplace: ("REGEXP_REPLACE", ("this", "expression", "replacement")),
     exp.Abs: ("ABS", ("this",)),
+    exp.Rand: ("RAND", ("this",)),
+    exp.Uuid: ("UUID", ()),
     exp.Sign: ("SIGN", ("this",)),
     exp.Round: ("ROUND", ("this", "decimals")),
     exp.Trunc: ("TRUNCATE", ("this", "decimals")),

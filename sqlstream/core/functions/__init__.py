@@ -46,6 +46,9 @@ class ScalarFunction:
     sees_constants: bool = False
     # the kernel reads or writes wall-clock time: it takes the session zone as ``zone=``
     zoned: bool = False
+    # ``kernel`` makes one kernel per call site, which keeps state from batch to batch (a seeded
+    # RAND's generator) and takes the batch's row count as ``rows=`` (a value per row, no argument)
+    per_site: bool = False
 
 
 REGISTRY: dict[str, ScalarFunction] = {}
@@ -61,10 +64,11 @@ def register(
     aliases: tuple[str, ...] = (),
     sees_constants: bool = False,
     zoned: bool = False,
+    per_site: bool = False,
 ) -> None:
     fn = ScalarFunction(
         name, infer, kernel, min_args, min_args if max_args == -1 else max_args, coerce_args, sees_constants,
-        zoned,
+        zoned, per_site,
     )
     for n in (name, *aliases):
         REGISTRY[n.upper()] = fn
@@ -391,4 +395,12 @@ register("COALESCE", _common, _coalesce, 1, None, coerce_args=True)
 
 # The Flink built-in function library registers itself into REGISTRY; imported
 # last because those modules import the helpers above.
-from sqlstream.core.functions import arithmetic, encodings, numeric, strings, temporal, text  # noqa: E402, F401
+from sqlstream.core.functions import (  # noqa: E402, F401
+    arithmetic,
+    encodings,
+    numeric,
+    randomness,
+    strings,
+    temporal,
+    text,
+)

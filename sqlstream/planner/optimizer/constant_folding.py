@@ -11,7 +11,8 @@ from sqlstream.core.expressions import Call, Case, Cast, Expr, Literal, children
 from sqlstream.planner.logical import LogicalNode
 
 # functions whose value changes between calls: never folded
-NON_DETERMINISTIC = {"CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP", "CURRENT_DATE", "CURRENT_TIME", "RAND", "UUID", "PROCTIME"}
+NON_DETERMINISTIC = {"CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP", "CURRENT_DATE", "CURRENT_TIME", "RAND", "RAND_INTEGER", "UUID",
+                     "PROCTIME"}
 
 
 def fold(e: Expr) -> Expr:

@@ -48,3 +48,7 @@ SELECT id, SINH(d) AS s, COSH(d) AS c, TANH(d) AS t, COT(d) AS ct FROM nums WHER
 SELECT id, MOD(m, 2) AS r FROM nums WHERE m IS NOT NULL;
 -- case: power_negative_exponent
 SELECT id, POWER(d, -1) AS p FROM nums WHERE id IN (2, 3, 8);
+-- case: rand_seeded_sequences
+SELECT id, RAND(42) AS r, RAND_INTEGER(7, 100) AS i, RAND_INTEGER(7, 16) AS p FROM events WHERE id <= 6;
+-- case: rand_unseeded_ranges
+SELECT COUNT(*) AS n, MIN(RAND()) >= 0 AS lo, MAX(RAND()) < 1 AS hi, MIN(RAND_INTEGER(5)) >= 0 AS ilo, MAX(RAND_INTEGER(5)) < 5 AS ihi, MIN(CHAR_LENGTH(UUID())) AS ul, COUNT(DISTINCT UUID()) AS ud FROM events;
