@@ -20,6 +20,7 @@ import functools
 import re
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
@@ -746,7 +747,28 @@ def _current_time(*, zone: str) -> Value:
     return pa.scalar(_local_millis(zone) % _MS_PER_DAY // 1000 * 1000, pa.time32("ms"))
 
 
+# ---------------------------------------------------------------- CURRENT_WATERMARK
+
+# the event time (epoch ms) of the operator evaluating an expression; an operator that evaluates
+# CURRENT_WATERMARK sets it around each batch (runtime.operators.calc), None before any watermark
+OPERATOR_WATERMARK: ContextVar[int | None] = ContextVar("operator_watermark", default=None)
+
+
+def _current_watermark_type(types: list[pa.DataType]) -> pa.DataType:
+    check_args("CURRENT_WATERMARK", types, ((pa.types.is_timestamp, "TIMESTAMP/TIMESTAMP_LTZ"),))
+    return pa.timestamp("ms", types[0].tz)
+
+
+def _current_watermark(rowtime: Value) -> Value:
+    """The watermark of the evaluating operator, in the rowtime attribute's type; NULL while the
+    operator has none (Flink: no common watermark of the upstream operations yet)."""
+    t = pa.timestamp("ms", rowtime.type.tz)
+    return pa.scalar(OPERATOR_WATERMARK.get(), t)
+
+
 # ---------------------------------------------------------------- registration
+
+register("CURRENT_WATERMARK", _current_watermark_type, _current_watermark, 1)
 
 register("EXTRACT", returns("EXTRACT", pa.int64(), STRING, ANY_TEMPORAL), _extract, 2, zoned=True)
 for _name, _unit_name, _kind in (

@@ -12,7 +12,7 @@ from sqlstream.planner.logical import LogicalNode
 
 # functions whose value changes between calls: never folded
 NON_DETERMINISTIC = {"CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP", "CURRENT_DATE", "CURRENT_TIME", "RAND", "RAND_INTEGER", "UUID",
-                     "PROCTIME"}
+                     "PROCTIME", "CURRENT_WATERMARK"}
 
 
 def fold(e: Expr) -> Expr:

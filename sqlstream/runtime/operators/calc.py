@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from sqlstream.core.evaluator import Predicate, Projector
 from sqlstream.core.expressions import Expr
-from sqlstream.runtime.elements import Chunk
+from sqlstream.core.functions.temporal import OPERATOR_WATERMARK
+from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
 from sqlstream.runtime.operators.base import Operator, Output
 
 
@@ -14,8 +15,20 @@ class CalcOperator(Operator):
     def __init__(self, predicate: Expr | None, exprs: list[Expr] | None, names: list[str] | None) -> None:
         self.predicate = Predicate(predicate) if predicate is not None else None
         self.projector = Projector(exprs, names) if exprs is not None else None
+        self.watermark: int | None = None  # for CURRENT_WATERMARK(...)
+
+    def on_watermark(self, timestamp: int) -> Output:
+        self.watermark = None if timestamp <= MIN_WATERMARK else timestamp
+        return []
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
+        token = OPERATOR_WATERMARK.set(self.watermark)
+        try:
+            return self._process(chunk)
+        finally:
+            OPERATOR_WATERMARK.reset(token)
+
+    def _process(self, chunk: Chunk) -> Output:
         if self.predicate is not None:
             chunk = chunk.filter(self.predicate(chunk.batch))
             if chunk.num_rows == 0:

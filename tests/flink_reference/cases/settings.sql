@@ -115,3 +115,5 @@ SET 'table.local-time-zone' = 'Asia/Kolkata';
 SELECT id, UNIX_TIMESTAMP('1970-01-01 05:30:00') AS u, TO_TIMESTAMP('1970-01-01 05:30:00') AS t, FROM_UNIXTIME(id * 1800) AS f FROM events WHERE id <= 2;
 -- case: convert_tz_forms
 SELECT CONVERT_TZ('1970-01-01 00:00:00', 'UTC', 'America/Los_Angeles') AS a, CONVERT_TZ('2024-03-10 01:30:00', 'PST', 'GMT+08:00') AS b, CONVERT_TZ('2024-01-01 00:00:00', 'Asia/Kolkata', 'UTC') AS c, CONVERT_TZ(CAST(NULL AS STRING), 'UTC', 'UTC') AS d, CONVERT_TZ('2024-11-03 01:30:00', 'America/New_York', 'UTC') AS e;
+-- case: current_watermark_late_row_filter
+SELECT order_id FROM orders WHERE CURRENT_WATERMARK(ts) IS NULL OR ts > CURRENT_WATERMARK(ts);
