@@ -18,7 +18,7 @@ class FileSystemOptions(ConnectorOptions):
     """What a filesystem source or sink is configured with; sizes in bytes, intervals in milliseconds."""
 
     path: str = option("path", required=True, description="a file or directory: a local path or a file://, s3://, gs://, abfs:// or hdfs:// URI")
-    format: str = option("format", required=True, choices=FORMAT_NAMES, description="csv, json or parquet")
+    format: str = option("format", required=True, choices=FORMAT_NAMES, description="csv, json, parquet, avro, raw or orc")
     format_options: Mapping[str, Any] = option_group(all_format_options())
     monitor_interval_ms: int | None = option(
         "source.monitor-interval",
