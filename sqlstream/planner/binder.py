@@ -255,7 +255,7 @@ class QueryBinder:
         connector = connector_spec(table.connector)
         if not connector.readable:
             raise PlanError(f"table '{table.name}' (connector '{table.connector}') can only be written to, not read")
-        physical = [c.name for c in table.physical_columns]
+        physical = [c.name for c in table.source_columns]
         node: LogicalNode = Scan(table, physical)
         if any(c.computed is not None for c in table.columns):
             phys_scope = Scope.of(node.schema)

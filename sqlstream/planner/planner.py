@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from sqlstream.catalog.catalog import Catalog
 from sqlstream.core.config import setting
+from sqlstream.core.connectors import connector_spec
 from sqlstream.core.expressions import ColumnRef, Expr, Literal
 from sqlstream.core.physical import Dataflow
 from sqlstream.core.tables import TableDef
@@ -55,10 +56,12 @@ def insert_plan(catalog: Catalog, insert: exp.Insert, settings: Mapping[str, str
             f"(execution.runtime-mode = '{setting(settings or {}, 'execution.runtime-mode')}'); "
             "Flink only overwrites in batch mode. Use INSERT INTO", insert)
     obj = with_hint_options(obj, target, settings or {})
+    if obj.metadata_columns:
+        connector_spec(obj.connector).check_writable_metadata(obj)
     query = insert.expression
     rel = QueryBinder(catalog, settings).bind_query(query)
     node = rel.node
-    sink_cols = list(obj.physical_columns)
+    sink_cols = list(obj.persisted_columns)
     produced = list(node.schema)
     if columns_node:
         named = [c.name.lower() for c in columns_node]

@@ -155,6 +155,8 @@ class Subtask(threading.Thread):
         self.ended: set[int] = set()
         self.final_commit = threading.Event()
         self.notified = 0  # the newest checkpoint whose completion this subtask's operators have seen
+        # the reader's position in each checkpoint not yet known complete, for its completion notice
+        self.reader_positions: dict[int, Any] = {}
         self.clock = clock  # processing time handed to the operators while idle
         self.last_tick = clock.monotonic()
 
@@ -319,6 +321,9 @@ class Subtask(threading.Thread):
                 _, n, final = message
                 for task in self.tasks:
                     task.operator.notify_checkpoint_complete(n, final)
+                if self.reader is not None and n in self.reader_positions:
+                    self.reader.notify_checkpoint_complete(n, self.reader_positions[n])
+                self.reader_positions = {k: v for k, v in self.reader_positions.items() if k > n}
                 self.notified = max(self.notified, n)
                 if final:
                     self.final_commit.set()
@@ -358,6 +363,8 @@ class Subtask(threading.Thread):
             if task.ctx.state is not None:
                 keyed[uid] = task.ctx.state.snapshot_all(checkpoint_id, canonical)
         position = self.reader.snapshot_position() if self.reader is not None else None
+        if self.reader is not None:
+            self.reader_positions[checkpoint_id] = position
 
         def write(directory: Any) -> dict[str, Any]:
             handles = {}

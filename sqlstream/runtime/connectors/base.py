@@ -35,7 +35,7 @@ class SourceContext:
 
     table: TableDef
     options: dict[str, Any]  # validated, typed
-    columns: list[str]  # physical columns to produce, in this order (projection pushdown)
+    columns: list[str]  # physical and metadata columns to produce, in this order (projection pushdown)
     subtask_index: int = 0
     parallelism: int = 1
     batch_size: int = DEFAULT_BATCH_SIZE
@@ -46,7 +46,7 @@ class SourceContext:
 
     @property
     def schema(self) -> pa.Schema:
-        full = self.table.physical_schema
+        full = self.table.source_schema
         return pa.schema([full.field(c) for c in self.columns])
 
 
@@ -122,6 +122,10 @@ class SourceReader(ABC):
     @abstractmethod
     def restore_position(self, position: Any) -> None:
         """Resume from a position returned by snapshot_position (called before open)."""
+
+    def notify_checkpoint_complete(self, checkpoint_id: int, position: Any) -> None:  # noqa: B027 - optional hook
+        """Checkpoint ``checkpoint_id``, which holds ``position`` (what snapshot_position returned for it),
+        is complete: e.g. tell the external system how far reading got (Kafka commits group offsets)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources."""

@@ -1,18 +1,21 @@
-"""The 'kafka' connector: a topic read and written as csv or json messages.
+"""The 'kafka' connector: a topic read and written as csv, json, avro or raw messages.
 
 Options follow Flink's Kafka SQL connector.  Differences, and why:
 
-* ``scan.startup.mode`` defaults to ``earliest-offset`` (Flink: ``group-offsets``):
-  this engine keeps read positions in its checkpoints and never uses consumer
-  groups, so there are no group offsets to start from.
+* ``scan.startup.mode`` defaults to ``earliest-offset`` (Flink: ``group-offsets``),
+  so a table without 'properties.group.id' reads its topic; ``group-offsets``
+  requires one.  Without a committed offset, ``group-offsets`` starts per
+  'properties.auto.offset.reset' (earliest or latest; none, Flink's default,
+  fails).  ``timestamp`` starts at the first record at or after
+  'scan.startup.timestamp-millis' (the end where there is none).
+* 'avro-confluent' is refused: it needs a Confluent Schema Registry.
 * ``scan.bounded.mode`` is ``unbounded`` or ``latest-offset``, which batch
   jobs and tests need: a partition ends at the high watermark of its first
   fetch response (taken while the reader opens), or earlier where
   read_committed reading reaches the end of the partition (an open
   transaction holds the stable end back).
-* Only ``csv`` and ``json`` values; ``key.format``/``key.fields`` give the sink
-  a message key (the value still holds every column, Flink's
-  ``value.fields-include = ALL``); the source ignores keys.
+* Keys, values and METADATA columns map to records as in Flink (see
+  :mod:`.layout`); the 'headers' metadata is refused (no MAP type).
 * Partitions are assigned when the reader opens; partitions added later are
   not read until the job restarts.
 
@@ -53,6 +56,7 @@ still relies on ListOffsets).
 """
 
 from sqlstream.runtime.connectors.base import Connector
+from sqlstream.runtime.connectors.kafka.layout import METADATA
 from sqlstream.runtime.connectors.kafka.options import PROPERTIES, KafkaOptions, validate_table
 from sqlstream.runtime.connectors.kafka.sink import KafkaSink
 from sqlstream.runtime.connectors.kafka.source import KafkaSource
@@ -66,7 +70,8 @@ CONNECTOR = Connector(
     accepts_updates=False,
     prefixes=(PROPERTIES,),
     validate_extra=validate_table,
-    description="a Kafka topic of csv or json messages (exactly-once sink through transactions)",
+    metadata=METADATA,
+    description="a Kafka topic of csv, json, avro or raw messages (exactly-once sink through transactions)",
 )
 
 __all__ = ["CONNECTOR", "KafkaOptions", "KafkaSink", "KafkaSource"]

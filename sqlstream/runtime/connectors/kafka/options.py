@@ -7,15 +7,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-import pyarrow as pa
-
 from sqlstream.core.connectors import ConnectorOptions, option, option_group
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
-from sqlstream.runtime.formats import FORMAT_NAMES, TextFormat, all_format_options, create_format
+from sqlstream.runtime.connectors.kafka.layout import RecordLayout
+from sqlstream.runtime.formats import FORMAT_NAMES, all_format_options
 
-MessageFormat = Literal["csv", "json"]
-StartupMode = Literal["earliest-offset", "latest-offset", "specific-offsets"]
+MessageFormat = Literal["csv", "json", "avro", "raw", "avro-confluent"]
+StartupMode = Literal["earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets"]
+FieldsInclude = Literal["all", "except_key"]
 BoundedMode = Literal["unbounded", "latest-offset"]
 DeliveryGuarantee = Literal["none", "at-least-once", "exactly-once"]
 Partitioner = Literal["default", "fixed", "round-robin"]
@@ -26,7 +26,7 @@ _SPECIFIC_OFFSET = re.compile(r"^\s*partition\s*:\s*(\d+)\s*,\s*offset\s*:\s*(\d
 # Properties the connector sets itself; a user value would break its guarantees.
 _RESERVED_PROPERTIES = {
     "transactional.id": "set 'sink.transactional-id-prefix' instead",
-    "enable.auto.commit": "positions are kept in checkpoints, never committed to Kafka",
+    "enable.auto.commit": "positions are kept in checkpoints and committed to 'properties.group.id' when one completes",
     "isolation.level": "the source reads committed records only (read_committed)",
 }
 
@@ -58,20 +58,34 @@ class KafkaOptions(ConnectorOptions):
         "properties.bootstrap.servers", required=True, description="Kafka brokers, e.g. 'localhost:9092'"
     )
     format: MessageFormat = option(
-        "format", required=True, choices=MESSAGE_FORMATS, description="message format: csv or json"
+        "format", required=True, choices=MESSAGE_FORMATS, description="value format: csv, json, avro or raw"
     )
     format_options: Mapping[str, Any] = option_group(all_format_options())
     key_format: MessageFormat | None = option(
-        "key.format", choices=MESSAGE_FORMATS, description="sink: format of the message key (csv or json)"
+        "key.format", choices=MESSAGE_FORMATS, description="format of the message key: csv, json, avro or raw"
     )
     key_fields: tuple[str, ...] = option(
-        "key.fields", "list", default=(), description="sink: columns encoded into the message key, separated by ';'"
+        "key.fields", "list", default=(), description="columns held by the message key, separated by ';'"
+    )
+    key_fields_prefix: str = option(
+        "key.fields-prefix", default="", description="prefix of the key columns' names that the key format drops"
+    )
+    value_fields_include: FieldsInclude = option(
+        "value.fields-include",
+        default="all",
+        choices=get_args(FieldsInclude),
+        description="ALL: the value holds every physical column; EXCEPT_KEY: all but the key fields",
     )
     startup_mode: StartupMode = option(
         "scan.startup.mode",
         default="earliest-offset",
         choices=get_args(StartupMode),
-        description="where a fresh source starts (no group offsets: the default is earliest-offset)",
+        description="where a fresh source starts (default earliest-offset, Flink's is group-offsets)",
+    )
+    startup_timestamp_ms: int | None = option(
+        "scan.startup.timestamp-millis",
+        "int",
+        description="'timestamp' mode: start at the first record with a timestamp at or after this (epoch ms)",
     )
     specific_offsets_text: str | None = option(
         "scan.startup.specific-offsets",
@@ -140,16 +154,36 @@ class KafkaOptions(ConnectorOptions):
             )
         if bool(self.key_fields) != (self.key_format is not None):
             raise ConnectorError(f"table '{table}': options 'key.format' and 'key.fields' must be given together")
+        if self.key_fields_prefix and self.value_fields_include == "all":
+            raise ConnectorError(
+                f"table '{table}': a key prefix is not allowed when option 'value.fields-include' is set to 'ALL'. "
+                "Set it to 'EXCEPT_KEY' instead to avoid field overlaps."
+            )
+        unprefixed = [f for f in self.key_fields if not f.startswith(self.key_fields_prefix)]
+        if unprefixed:
+            raise ConnectorError(
+                f"table '{table}': all fields in 'key.fields' must be prefixed with '{self.key_fields_prefix}' when "
+                f"option 'key.fields-prefix' is set but field '{unprefixed[0]}' is not prefixed."
+            )
+        if (self.startup_mode == "timestamp") != (self.startup_timestamp_ms is not None):
+            raise ConnectorError(
+                f"table '{table}': 'scan.startup.mode' = 'timestamp' and option 'scan.startup.timestamp-millis' "
+                "go together"
+            )
 
 
-def text_format(
-    name: str, schema: pa.Schema, options: Mapping[str, Any], columns: list[str] | None, table: str
-) -> TextFormat:
-    """A format that encodes and decodes single messages (csv or json)."""
-    fmt = create_format(name, schema, options, columns, table)
-    if not isinstance(fmt, TextFormat):
-        raise ConnectorError(f"table '{table}': format '{name}' cannot encode single Kafka messages")
-    return fmt
+def record_layout(options: KafkaOptions, table: TableDef, columns: list[str] | None = None) -> RecordLayout:
+    """How the table's rows map to Kafka records (``columns``: what a source produces; None for a sink)."""
+    return RecordLayout(
+        table,
+        options.format,
+        options.format_options,
+        options.key_format,
+        options.key_fields,
+        options.key_fields_prefix,
+        options.value_fields_include == "except_key",
+        columns,
+    )
 
 
 def client_properties(table: TableDef) -> dict[str, str]:
@@ -178,11 +212,10 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
     key_fields = [f.strip() for f in given.get("key.fields", "").split(";") if f.strip()]
     missing = [f for f in key_fields if schema.get_field_index(f) < 0]
     if missing:
-        raise ConnectorError(f"table '{name}': key field '{missing[0]}' is not a column of {schema.names}")
-    declared = {o.key: o for o in all_format_options()}
-    typed = {k: declared[k].convert(v, name) for k, v in given.items() if k in declared}
+        raise ConnectorError(f"table '{name}': key field '{missing[0]}' is not a physical column of {schema.names}")
+    if given.get("properties.group.id") is None and given.get("scan.startup.mode", "").lower() == "group-offsets":
+        raise ConnectorError(f"table '{name}': 'scan.startup.mode' = 'group-offsets' requires 'properties.group.id'")
     # Building the formats checks their option values and the column types they support.
-    text_format(fmt, schema, typed, None, name)
-    key_format = given.get("key.format")
-    if key_format is not None:
-        text_format(key_format.lower(), pa.schema([schema.field(f) for f in key_fields]), {}, None, name)
+    declared = {o.key: o for o in KafkaOptions.declared()}
+    typed = {k: declared[k].convert(v, name) for k, v in given.items() if k in declared}
+    record_layout(KafkaOptions.from_options(typed, name), table)

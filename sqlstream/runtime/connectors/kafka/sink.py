@@ -37,9 +37,12 @@ from sqlstream.runtime.connectors.kafka.client import (
     read_committed_consumer,
     topic_partitions,
 )
-from sqlstream.runtime.connectors.kafka.options import KafkaOptions, client_properties, text_format
+from sqlstream.runtime.connectors.kafka.options import (
+    KafkaOptions,
+    client_properties,
+    record_layout,
+)
 from sqlstream.runtime.elements import RowKind
-from sqlstream.runtime.formats import TextFormat
 
 
 def _order(checkpoint_id: int) -> float:
@@ -57,12 +60,7 @@ class KafkaSink(SinkWriter):
         self._topic = options.topic
         self._bootstrap = options.bootstrap_servers
         self._guarantee = options.delivery_guarantee
-        self._format = text_format(options.format, ctx.schema, options.format_options, None, self._table)
-        self._key_fields = list(options.key_fields)
-        self._key_format: TextFormat | None = None
-        if options.key_format is not None:
-            key_schema = pa.schema([ctx.schema.field(f) for f in self._key_fields])
-            self._key_format = text_format(options.key_format, key_schema, {}, None, self._table)
+        self._layout = record_layout(options, ctx.table)
         self._partitioner = options.partitioner
         self._next_partition = ctx.subtask_index  # round-robin: subtasks start apart
         self._prefix = options.transactional_id_prefix or ""
@@ -73,7 +71,8 @@ class KafkaSink(SinkWriter):
         self._partitions = 0
         self._delivery_error: KafkaError | None = None
         # exactly-once state
-        self._buffer: list[tuple[int, bytes | None, bytes]] = []  # (partition or -1, key, value)
+        # (partition or -1, key, value, timestamp in epoch ms or 0 for the producer's time)
+        self._buffer: list[tuple[int, bytes | None, bytes | None, int]] = []
         self._run = uuid.uuid4().hex
         self._run_floor = -math.inf  # highest checkpoint order known in the run continued from a restore
         self._prepared = False
@@ -212,18 +211,13 @@ class KafkaSink(SinkWriter):
             return
         assert self._producer is not None, "open() first"
         batch = conform(batch, self._ctx.schema)
-        values = self._format.encode_messages(batch)
-        keys: list[bytes | None]
-        if self._key_format is not None:
-            keys = self._key_format.encode_messages(batch.select(self._key_fields))
-        else:
-            keys = [None] * batch.num_rows
+        keys, values, timestamps = self._layout.encode(batch)
         partitions = self._assign_partitions(batch.num_rows)
         if self.exactly_once:
-            self._buffer.extend(zip(partitions, keys, values, strict=True))
+            self._buffer.extend(zip(partitions, keys, values, timestamps, strict=True))
             return
-        for partition, key, value in zip(partitions, keys, values, strict=True):
-            self._produce(self._topic, value, key, partition, self._on_delivery)
+        for partition, key, value, timestamp in zip(partitions, keys, values, timestamps, strict=True):
+            self._produce(self._topic, value, key, partition, self._on_delivery, timestamp)
         self._producer.poll(0)
         self._check_delivery()
 
@@ -241,20 +235,19 @@ class KafkaSink(SinkWriter):
     def _produce(
         self,
         topic: str,
-        value: bytes,
+        value: bytes | None,
         key: bytes | None,
         partition: int,
         on_delivery: Callable[[KafkaError | None, Message], None] | None = None,
+        timestamp: int = 0,
     ) -> None:
-        """Produce one message, waiting for room while librdkafka's queue is full."""
+        """Produce one message (``timestamp`` 0: the current time), waiting for room while librdkafka's queue is full."""
         assert self._producer is not None
         deadline = time.monotonic() + TXN_TIMEOUT_S
+        extra: dict[str, Any] = {} if on_delivery is None else {"on_delivery": on_delivery}
         while True:
             try:
-                if on_delivery is None:
-                    self._producer.produce(topic, value=value, key=key, partition=partition)
-                else:
-                    self._producer.produce(topic, value=value, key=key, partition=partition, on_delivery=on_delivery)
+                self._producer.produce(topic, value=value, key=key, partition=partition, timestamp=timestamp, **extra)
                 return
             except BufferError:
                 if time.monotonic() > deadline:
@@ -281,7 +274,8 @@ class KafkaSink(SinkWriter):
 
         The committable is a plain dict (picklable): topic, transactional_id,
         subtask, run, checkpoint and records, a list of (partition or -1 for
-        the client's partitioner, key bytes or None, value bytes).
+        the client's partitioner, key bytes or None, value bytes or None,
+        timestamp in epoch milliseconds or 0 for the producer's current time).
         """
         if not self.exactly_once:
             if self._guarantee == "at-least-once" and self._producer is not None:
@@ -335,8 +329,8 @@ class KafkaSink(SinkWriter):
         marker = json.dumps({"run": c["run"], "checkpoint": c["checkpoint"]}).encode()
         try:
             producer.begin_transaction()
-            for partition, key, value in c["records"]:
-                self._produce(c["topic"], value, key, partition)
+            for partition, key, value, *timestamp in c["records"]:  # no timestamp in older checkpoints
+                self._produce(c["topic"], value, key, partition, None, *timestamp)
             self._produce(self._marker_topic, marker, c["transactional_id"].encode(), -1)
             producer.commit_transaction(TXN_TIMEOUT_S)
         except KafkaException as e:

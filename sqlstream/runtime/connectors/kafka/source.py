@@ -19,7 +19,11 @@ from sqlstream.runtime.connectors.kafka.client import (
     read_committed_consumer,
     topic_partitions,
 )
-from sqlstream.runtime.connectors.kafka.options import KafkaOptions, client_properties, text_format
+from sqlstream.runtime.connectors.kafka.options import (
+    KafkaOptions,
+    client_properties,
+    record_layout,
+)
 
 
 def _watermarks(consumer: Consumer, topic: str, partition: int, table: str) -> tuple[int, int]:
@@ -44,11 +48,14 @@ class KafkaSource(SourceReader):
         options = KafkaOptions.from_options(ctx.options, self._table)
         self._topic = options.topic
         self._bootstrap = options.bootstrap_servers
-        self._format = text_format(
-            options.format, ctx.table.physical_schema, options.format_options, ctx.columns, self._table
-        )
+        self._layout = record_layout(options, ctx.table, ctx.columns)
         self._startup = options.startup_mode
         self._specific = options.specific_offsets
+        self._startup_ms = options.startup_timestamp_ms
+        self._properties = client_properties(ctx.table)
+        if self._properties.get("auto.offset.reset", "").lower() == "none":  # Flink's spelling of librdkafka's
+            self._properties["auto.offset.reset"] = "error"
+        self._group = self._properties.get("group.id")
         self.bounded = options.bounded_mode == "latest-offset"
         self._errors = ClientErrors()
         self._consumer: Consumer | None = None
@@ -60,31 +67,76 @@ class KafkaSource(SourceReader):
         # Consumed but not yet returned: partition -> (messages, end-of-partition offset seen after them).
         self._pending: dict[int, tuple[list[Message], int | None]] = {}
         self._split: str | None = None
+        self._seeking: set[int] = set()  # 'timestamp' mode: partitions not yet at the startup time
 
     def open(self) -> None:
         # A short fetch wait bounds how long open() waits for the first fetch of an idle partition.
         consumer = read_committed_consumer(
-            self._bootstrap, {"fetch.wait.max.ms": 100, **client_properties(self._ctx.table)}, self._errors
+            self._bootstrap, {"fetch.wait.max.ms": 100, "on_commit": self._on_commit, **self._properties}, self._errors
         )
         self._consumer = consumer
         md = cluster_metadata(consumer, self._errors, self._bootstrap, self._table)
         everything = topic_partitions(md, self._topic, self._bootstrap, self._table)
         ctx = self._ctx
         self._partitions = [p for p in everything if p % ctx.parallelism == ctx.subtask_index]
+        fresh = [p for p in self._partitions if p not in self._restored]
+        if self._startup == "timestamp":
+            self._seeking = set(fresh)
+        found = self._lookup_start(fresh) if self._startup in ("group-offsets", "timestamp") else {}
         for p in self._partitions:
             low, high = _watermarks(consumer, self._topic, p, self._table)
-            self._positions[p] = self._start_offset(p, low, high)
+            self._positions[p] = self._start_offset(p, low, high, found.get(p, -1))
         consumer.assign([TopicPartition(self._topic, p, self._positions[p]) for p in self._partitions])
         if self.bounded:
             self._await_end_offsets()
 
-    def _start_offset(self, partition: int, low: int, high: int) -> int:
+    def _lookup_start(self, partitions: list[int]) -> dict[int, int]:
+        """group-offsets: the group's committed offsets; timestamp: the first offset at or after the time.
+
+        -1 where there is none.
+        """
+        assert self._consumer is not None
+        if not partitions:
+            return {}
+        try:
+            if self._startup == "group-offsets":
+                asked = [TopicPartition(self._topic, p) for p in partitions]
+                answer = self._consumer.committed(asked, timeout=METADATA_TIMEOUT_S)
+            else:
+                asked = [TopicPartition(self._topic, p, self._startup_ms) for p in partitions]
+                answer = self._consumer.offsets_for_times(asked, timeout=METADATA_TIMEOUT_S)
+        except KafkaException as e:
+            what = f"the offsets of consumer group '{self._group}'" if self._startup == "group-offsets" else (
+                f"the offsets at timestamp {self._startup_ms}")
+            raise ConnectorError(
+                f"table '{self._table}': cannot read {what} for topic '{self._topic}': {e.args[0].str()}"
+            ) from None
+        return {tp.partition: tp.offset if tp.offset >= 0 else -1 for tp in answer}
+
+    def _start_offset(self, partition: int, low: int, high: int, found: int) -> int:
+        """Where a partition starts: a restored position, else per 'scan.startup.mode' (``found``: the
+        group's committed offset or the offset for the startup timestamp, -1 for none)."""
         if partition in self._restored:
             return self._restored[partition]
         if self._startup == "latest-offset":
             return high
         if self._startup == "specific-offsets" and partition in self._specific:
             return self._specific[partition]
+        if self._startup == "timestamp":
+            return found if found >= 0 else high  # no record at or after the timestamp: the end
+        if self._startup == "group-offsets" and found < 0:
+            reset = self._properties.get("auto.offset.reset", "error").lower()
+            if reset in ("earliest", "smallest", "beginning"):
+                return low
+            if reset in ("latest", "largest", "end"):
+                return high
+            raise ConnectorError(
+                f"table '{self._table}': consumer group '{self._group}' has no committed offset for topic "
+                f"'{self._topic}' partition {partition}, and 'properties.auto.offset.reset' is '{reset}' "
+                "(set it to 'earliest' or 'latest' to start without one, as in Flink)"
+            )
+        if self._startup == "group-offsets":
+            return found
         return low  # earliest-offset, and partitions specific-offsets does not list
 
     def _await_end_offsets(self) -> None:
@@ -155,13 +207,13 @@ class KafkaSource(SourceReader):
             messages = [m for m in messages if m.offset() < end]
         batch = None
         if messages:
+            self._positions[partition] = messages[-1].offset() + 1
+            if partition in self._seeking:
+                messages = self._skip_earlier(partition, messages)
+        if messages:
             offsets = [m.offset() for m in messages]
             topic = self._topic
-            batch = self._format.decode_messages(
-                [m.value() or b"" for m in messages],
-                lambda i: f"topic '{topic}' partition {partition} offset {offsets[i]}",
-            )
-            self._positions[partition] = offsets[-1] + 1
+            batch = self._layout.decode(messages, lambda i: f"topic '{topic}' partition {partition} offset {offsets[i]}")
         if eof is not None:
             # Transaction markers may follow the last record: the end-of-partition offset skips them.
             self._positions[partition] = max(self._positions[partition], eof if end is None else min(eof, end))
@@ -173,6 +225,18 @@ class KafkaSource(SourceReader):
             return None
         self._split = self._split_name(partition)
         return batch
+
+    def _skip_earlier(self, partition: int, messages: list[Message]) -> list[Message]:
+        """'timestamp' mode: drop the records before the first one at or after the startup time.
+
+        The broker's ListOffsets answer already points there; this also holds where a broker
+        answers by record batch or not at all (tansu answers offset 0 for every timestamp).
+        """
+        for i, m in enumerate(messages):
+            if m.timestamp()[1] >= (self._startup_ms or 0):
+                self._seeking.discard(partition)
+                return messages[i:]
+        return []
 
     def _finish(self, partition: int) -> None:
         if partition in self._done:
@@ -208,7 +272,7 @@ class KafkaSource(SourceReader):
     @property
     def parse_errors(self) -> int:
         """Malformed messages skipped so far (with ignore-parse-errors)."""
-        return self._format.parse_errors
+        return self._layout.parse_errors
 
     def snapshot_position(self) -> Any:
         return dict(self._positions)
@@ -216,6 +280,22 @@ class KafkaSource(SourceReader):
     def restore_position(self, position: Any) -> None:
         """Resume at ``{partition: next offset}``; partitions it does not list start per scan.startup.mode."""
         self._restored = {int(p): int(o) for p, o in (position or {}).items()}
+
+    def notify_checkpoint_complete(self, checkpoint_id: int, position: Any) -> None:
+        """Commit the checkpoint's positions to 'properties.group.id' (asynchronously, as Flink's KafkaSource
+        does) so that lag tools see progress; the checkpoints stay the source of truth for restores."""
+        if self._group is None or self._consumer is None or not position:
+            return
+        offsets = [TopicPartition(self._topic, int(p), int(o)) for p, o in position.items()]
+        try:
+            self._consumer.commit(offsets=offsets, asynchronous=True)
+        except KafkaException as e:  # a failed commit only delays what lag tools see, as in Flink
+            LOG.warning("table '%s': committing offsets of checkpoint %s to group '%s' failed: %s",
+                        self._table, checkpoint_id, self._group, e.args[0].str())
+
+    def _on_commit(self, err: KafkaError | None, _partitions: list[TopicPartition]) -> None:
+        if err is not None:
+            LOG.warning("table '%s': committing offsets to group '%s' failed: %s", self._table, self._group, err.str())
 
     def close(self) -> None:
         if self._consumer is not None:
