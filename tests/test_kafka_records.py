@@ -214,6 +214,12 @@ def test_group_offsets_committed_when_a_checkpoint_completes_and_used_at_startup
                                                           "properties.auto.offset.reset": "earliest",
                                                           "scan.bounded.mode": "latest-offset"})
     assert len(drain(fallback)) == 7
+    off = group_source(kafka_broker, topic, "g3", **{"properties.commit.offsets.on.checkpoint": "false",
+                                                     "scan.bounded.mode": "latest-offset"})
+    assert len(drain(off)) == 7
+    off.notify_checkpoint_complete(1, off.snapshot_position())
+    off.close()  # a commit made would be flushed by closing
+    assert committed(kafka_broker, topic, "g3", 2) == [-1001, -1001]
 
 
 def test_group_offsets_committed_by_a_running_job(kafka_broker: str, tmp_path: Path) -> None:

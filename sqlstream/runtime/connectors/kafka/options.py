@@ -22,6 +22,8 @@ Partitioner = Literal["default", "fixed", "round-robin"]
 
 MESSAGE_FORMATS: tuple[str, ...] = get_args(MessageFormat)
 PROPERTIES = "properties."
+# A KafkaSource setting given among the client properties, as in Flink; not passed to librdkafka.
+COMMIT_ON_CHECKPOINT = "properties.commit.offsets.on.checkpoint"
 _SPECIFIC_OFFSET = re.compile(r"^\s*partition\s*:\s*(\d+)\s*,\s*offset\s*:\s*(\d+)\s*$")
 # Properties the connector sets itself; a user value would break its guarantees.
 _RESERVED_PROPERTIES = {
@@ -187,8 +189,17 @@ def record_layout(options: KafkaOptions, table: TableDef, columns: list[str] | N
 
 
 def client_properties(table: TableDef) -> dict[str, str]:
-    """The table's 'properties.*' options as librdkafka settings."""
-    return {k[len(PROPERTIES):]: v for k, v in table.options.items() if k.startswith(PROPERTIES)}
+    """The table's 'properties.*' options as librdkafka settings (without those Flink's KafkaSource reads itself)."""
+    return {
+        k[len(PROPERTIES):]: v
+        for k, v in table.options.items()
+        if k.startswith(PROPERTIES) and k != COMMIT_ON_CHECKPOINT
+    }
+
+
+def commits_on_checkpoint(table: TableDef) -> bool:
+    """Flink's KafkaSource property 'commit.offsets.on.checkpoint' (default true)."""
+    return table.options.get(COMMIT_ON_CHECKPOINT, "true").strip().lower() == "true"
 
 
 def validate_table(table: TableDef, given: dict[str, str]) -> None:
@@ -206,6 +217,8 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
                 f"table '{name}': option '{key}' is managed by the kafka connector: "
                 f"{_RESERVED_PROPERTIES[key[len(PROPERTIES):]]}"
             )
+    if given.get(COMMIT_ON_CHECKPOINT, "true").strip().lower() not in ("true", "false"):
+        raise ConnectorError(f"table '{name}': option '{COMMIT_ON_CHECKPOINT}' must be 'true' or 'false'")
     if given.get("csv.header", "false").lower() == "true":
         raise ConnectorError(f"table '{name}': 'csv.header' does not apply to Kafka messages (one record each)")
     schema = table.physical_schema

@@ -22,6 +22,7 @@ from sqlstream.runtime.connectors.kafka.client import (
 from sqlstream.runtime.connectors.kafka.options import (
     KafkaOptions,
     client_properties,
+    commits_on_checkpoint,
     record_layout,
 )
 
@@ -55,7 +56,9 @@ class KafkaSource(SourceReader):
         self._properties = client_properties(ctx.table)
         if self._properties.get("auto.offset.reset", "").lower() == "none":  # Flink's spelling of librdkafka's
             self._properties["auto.offset.reset"] = "error"
+        # offsets are committed to the group when checkpoints complete, unless turned off (as in Flink)
         self._group = self._properties.get("group.id")
+        self._commit = self._group is not None and commits_on_checkpoint(ctx.table)
         self.bounded = options.bounded_mode == "latest-offset"
         self._errors = ClientErrors()
         self._consumer: Consumer | None = None
@@ -284,7 +287,7 @@ class KafkaSource(SourceReader):
     def notify_checkpoint_complete(self, checkpoint_id: int, position: Any) -> None:
         """Commit the checkpoint's positions to 'properties.group.id' (asynchronously, as Flink's KafkaSource
         does) so that lag tools see progress; the checkpoints stay the source of truth for restores."""
-        if self._group is None or self._consumer is None or not position:
+        if not self._commit or self._consumer is None or not position:
             return
         offsets = [TopicPartition(self._topic, int(p), int(o)) for p, o in position.items()]
         try:
