@@ -171,6 +171,15 @@ def test_raw_file_is_one_value_per_line(tmp_path: Path) -> None:
     assert table.column(0).to_pylist() == ["a", "b c", "", "d"]
     reader = create_format("raw", schema, {}, None, "t")
     assert [b.column(0).to_pylist() for b in reader.read_file(str(path), skip_rows=2)] == [["", "d"]]
+    ints = pa.RecordBatch.from_pydict({"v": [258, -1]}, schema=pa.schema([("v", pa.int32())]))
+    (tmp_path / "ints").mkdir()
+    path, table = write_read(tmp_path / "ints", "raw", ints)
+    assert path.read_bytes() == b"\x00\x00\x01\x02\n\xff\xff\xff\xff\n"  # as Flink 2.3 writes them
+    assert table.column(0).to_pylist() == [258, -1]
+    writer = create_format("raw", schema, {}, None, "t").open_writer(str(tmp_path / "nulls"), schema)
+    with pytest.raises(DataError, match="cannot write a NULL value to file"):
+        writer.write(pa.RecordBatch.from_pydict({"line": ["a", None]}, schema=schema))
+    writer.close()
 
 
 def test_orc_refuses_time_and_reads_other_types_by_cast(tmp_path: Path) -> None:

@@ -9,7 +9,9 @@ message (a Kafka tombstone) and a null message reads as NULL.
 
 In files (the filesystem connector) each value is one line, as Flink's
 filesystem connector frames a serialization format: read up to each newline,
-written followed by one.  A NULL value is written as an empty line.
+written followed by one (checked against Flink 2.3: INT 258 is written as
+``00 00 01 02 0a``).  A NULL value cannot be written to a file (Flink fails
+with a NullPointerException; here it is a DataError naming the file).
 """
 
 from __future__ import annotations
@@ -169,6 +171,7 @@ class RawFileWriter(FileWriter):
     """Appends one line per value to a file."""
 
     def __init__(self, path: str, fmt: RawFormat) -> None:
+        self._path = path
         self._fmt = fmt
         self._file = open(path, "wb")  # noqa: SIM115 - closed in close()
         self._size = 0
@@ -176,7 +179,9 @@ class RawFileWriter(FileWriter):
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
-        encoded = pc.fill_null(self._fmt.encode_values(batch.column(0)), b"")
+        if batch.column(0).null_count:
+            raise DataError(f"format 'raw' cannot write a NULL value to file {self._path}: a line holds one value")
+        encoded = self._fmt.encode_values(batch.column(0))
         data = concat_values(pc.binary_join_element_wise(encoded, pa.scalar(b""), b"\n"))
         self._file.write(data)
         self._size += len(data)
