@@ -12,10 +12,11 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from sqlstream.catalog.persistent import object_from_json, object_to_json
 from sqlstream.core.errors import ConnectorError, DataError, PlanError
 from sqlstream.core.tables import ColumnDef, MetadataDef, TableDef
 from sqlstream.core.types import parse_type
-from sqlstream.frontend.session import Session
+from sqlstream.frontend.session import Session, show_create
 from sqlstream.runtime.connectors.base import SourceContext
 from tests.conftest import run_sql
 from tests.test_connector_kafka import KAFKA, committed_messages, drain, new_topic, produce_raw
@@ -100,11 +101,18 @@ def test_metadata_columns_read_and_timestamp_written(kafka_broker: str) -> None:
             part INT METADATA FROM 'partition' VIRTUAL,
             `offset` BIGINT METADATA VIRTUAL,
             src STRING METADATA FROM 'topic' VIRTUAL,
-            kind STRING METADATA FROM 'timestamp-type' VIRTUAL
+            kind STRING METADATA FROM 'timestamp-type' VIRTUAL,
+            epoch INT METADATA FROM 'leader-epoch' VIRTUAL
         ) WITH ({kafka_with(kafka_broker, topic, format='json')});
         INSERT INTO t VALUES (1, TO_TIMESTAMP_LTZ(1700000000123, 3)), (2, TO_TIMESTAMP_LTZ(1700000000456, 3));
-        SELECT id, event_time, part, `offset`, src, kind FROM t;
+        SELECT id, event_time, part, `offset`, src, kind, epoch FROM t;
     """)
+    consumer = Consumer({"bootstrap.servers": kafka_broker, "group.id": "test-raw"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    epochs = [m.leader_epoch() for m in consumer.consume(2, 10)]
+    consumer.close()
+    assert result.column("epoch").to_pylist() == epochs
+    result = result.drop_columns(["epoch"])
     assert result.to_pylist() == [
         {"id": 1, "event_time": dt.datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=UTC), "part": 0, "offset": 0,
          "src": topic, "kind": "CreateTime"},
@@ -287,3 +295,22 @@ def test_metadata_schema_of_a_table() -> None:
     assert t.source_schema.names == ["id", "o", "ts"]
     assert t.persisted_schema.names == ["id", "ts"]
     assert pa.types.is_timestamp(t.persisted_schema.field("ts").type)
+
+
+def test_metadata_columns_survive_show_create_the_persistent_catalog_and_like() -> None:
+    session = Session()
+    session.execute_script(f"""
+        CREATE TABLE base (id INT, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp', `offset` BIGINT METADATA VIRTUAL)
+        WITH ({kafka_with('127.0.0.1:1', 'x', format='json')});
+        CREATE TABLE copy (extra STRING) LIKE base;
+        CREATE TABLE plain (extra STRING) LIKE base (EXCLUDING METADATA);
+    """)
+    base = session.catalog.require("base")
+    assert object_from_json(object_to_json(base)) == base
+    text = show_create(base)
+    assert "`ts` TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'," in text and "`offset` BIGINT METADATA VIRTUAL" in text
+    assert [c.metadata for c in session.catalog.require("copy").columns] == [
+        None, MetadataDef("timestamp"), MetadataDef(None, True), None]
+    assert [c.name for c in session.catalog.require("plain").columns] == ["id", "extra"]
+    with pytest.raises(PlanError, match="metadata column named 'ts' already exists"):
+        session.execute_script("CREATE TABLE clash (ts TIMESTAMP_LTZ(3) METADATA) LIKE base")
