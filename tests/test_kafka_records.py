@@ -314,3 +314,43 @@ def test_metadata_columns_survive_show_create_the_persistent_catalog_and_like() 
     assert [c.name for c in session.catalog.require("plain").columns] == ["id", "extra"]
     with pytest.raises(PlanError, match="metadata column named 'ts' already exists"):
         session.execute_script("CREATE TABLE clash (ts TIMESTAMP_LTZ(3) METADATA) LIKE base")
+
+
+def test_event_time_from_the_record_timestamp(kafka_broker: str) -> None:
+    topic = new_topic(kafka_broker, 1)
+    producer = Producer({"bootstrap.servers": kafka_broker})
+    for i, ts in enumerate([1_000, 2_500, 9_000, 11_000]):
+        producer.produce(topic, value=json.dumps({"id": i}).encode(), partition=0, timestamp=ts)
+    assert producer.flush(10) == 0
+    result = run_sql(f"""
+        CREATE TABLE t (
+            id INT,
+            ts TIMESTAMP(3) METADATA FROM 'timestamp',
+            WATERMARK FOR ts AS ts
+        ) WITH ({kafka_with(kafka_broker, topic, format='json')});
+        SELECT window_start, COUNT(*) AS n
+        FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+        GROUP BY window_start, window_end;
+    """, {"table.local-time-zone": "Asia/Kolkata"})
+    # the record's TIMESTAMP_LTZ time is cast to TIMESTAMP in the session zone (UTC+05:30), as Flink casts it
+    start = dt.datetime(1970, 1, 1, 5, 30)
+    assert sorted(result.to_pylist(), key=lambda r: r["window_start"]) == [
+        {"window_start": start, "n": 2},
+        {"window_start": start + dt.timedelta(seconds=5), "n": 1},
+        {"window_start": start + dt.timedelta(seconds=10), "n": 1},
+    ]
+
+
+def test_timestamp_metadata_written_from_a_wall_clock_column_in_the_session_zone(kafka_broker: str) -> None:
+    topic = new_topic(kafka_broker, 1)
+    session = Session()
+    session.config["table.local-time-zone"] = "Asia/Kolkata"
+    session.execute_script(f"""
+        CREATE TABLE t (id INT, ts TIMESTAMP(3) METADATA FROM 'timestamp')
+        WITH ({kafka_with(kafka_broker, topic, format='json')});
+        INSERT INTO t VALUES (1, TIMESTAMP '1970-01-01 05:30:01.000');
+        INSERT INTO t (id) VALUES (2);
+    """)
+    (_k, first, stamp), (_k2, second, now) = keyed_messages(kafka_broker, topic)
+    assert (first, stamp) == (b'{"id":1}', 1000)
+    assert second == b'{"id":2}' and abs(now - time.time() * 1000) < 600_000  # no value: the producer's time

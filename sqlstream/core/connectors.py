@@ -242,6 +242,13 @@ class ConnectorSpec:
         return typed
 
 
+    def metadata_type(self, column: ColumnDef) -> pa.DataType:
+        """The type the connector reads and writes metadata column ``column`` as (validate() has
+        checked the key); the planner casts between it and the declared type, in the session zone."""
+        found = self.metadata[column.metadata_key or ""]
+        assert found.type is not None
+        return found.type
+
     def check_writable_metadata(self, table: TableDef) -> None:
         """INSERT INTO ``table``: each persisted (non-VIRTUAL) metadata column must be writable."""
         for column in table.persisted_columns:

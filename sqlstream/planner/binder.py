@@ -256,7 +256,18 @@ class QueryBinder:
         if not connector.readable:
             raise PlanError(f"table '{table.name}' (connector '{table.connector}') can only be written to, not read")
         physical = [c.name for c in table.source_columns]
-        node: LogicalNode = Scan(table, physical)
+        # metadata columns come from the connector in its metadata types and are cast to the declared
+        # ones in the session zone, as Flink's planner casts them (TIMESTAMP_LTZ 'timestamp' into TIMESTAMP)
+        read = tuple(
+            dataclasses.replace(c, type=connector.metadata_type(c)) if c.metadata is not None else c
+            for c in table.columns
+        )
+        node: LogicalNode = Scan(dataclasses.replace(table, columns=read), physical)
+        if read != table.columns:
+            casts = [coerce(ColumnRef(i, c.name, r.type), c.type, zone=self.zone)
+                     for i, (c, r) in enumerate(zip(table.source_columns,
+                                                    (r for r in read if r.computed is None), strict=True))]
+            node = Project(node, casts, physical)
         if any(c.computed is not None for c in table.columns):
             phys_scope = Scope.of(node.schema)
             exprs: list[Expr] = []

@@ -85,7 +85,7 @@ def insert_plan(catalog: Catalog, insert: exp.Insert, settings: Mapping[str, str
     for c in sink_cols:
         i = source_for.get(c.name.lower())
         if i is None:
-            exprs.append(Literal(None, c.type))
+            exprs.append(Literal(None, c.type if c.metadata is None else connector_spec(obj.connector).metadata_type(c)))
             continue
         f = produced[i]
         if not _assignable(f.type, c.type):
@@ -94,7 +94,11 @@ def insert_plan(catalog: Catalog, insert: exp.Insert, settings: Mapping[str, str
                 f"{sql_type_name(f.type)} ('{f.name}'); add a CAST",
                 query,
             )
-        exprs.append(coerce(ColumnRef(i, f.name, f.type), c.type, zone=setting(settings or {}, "table.local-time-zone")))
+        zone = setting(settings or {}, "table.local-time-zone")
+        expr = coerce(ColumnRef(i, f.name, f.type), c.type, zone=zone)
+        if c.metadata is not None:  # the connector writes it in its metadata type (Flink casts it so)
+            expr = coerce(expr, connector_spec(obj.connector).metadata_type(c), zone=zone)
+        exprs.append(expr)
     names = [c.name for c in sink_cols]
     identity = all(isinstance(e, ColumnRef) and e.index == k for k, e in enumerate(exprs)) and len(exprs) == len(produced)
     if not identity or node.schema.names != names:

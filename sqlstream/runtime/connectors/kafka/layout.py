@@ -10,6 +10,9 @@ are taken from the value, as Flink does.
 
 METADATA columns read the record's Kafka metadata (:data:`METADATA`);
 'timestamp' is also written (a NULL lets the producer take the current time).
+The planner hands the connector metadata columns typed as the metadata is and
+casts between that and the declared type in the session time zone, as Flink's
+planner does.
 Flink's 'headers' metadata is a MAP<STRING, BYTES>, a type this engine does
 not have, so it is refused.
 
