@@ -182,6 +182,12 @@ def test_raw_file_is_one_value_per_line(tmp_path: Path) -> None:
     writer.close()
 
 
+@pytest.mark.parametrize("fmt", ["avro", "orc"])
+def test_file_without_rows(tmp_path: Path, fmt: str) -> None:
+    path, table = write_read(tmp_path, fmt, sample_batch().select(NO_LTZ).slice(0, 0))
+    assert table.num_rows == 0 and path.stat().st_size > 0
+
+
 def test_orc_refuses_time_and_reads_other_types_by_cast(tmp_path: Path) -> None:
     with pytest.raises(ConnectorError, match="format 'orc' does not support column 't' of type TIME"):
         create_format("orc", pa.schema([("t", parse_type("TIME"))]), {}, None, "t")

@@ -82,20 +82,23 @@ class OrcFormat(FileFormat):
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema)
 
     def open_writer(self, path: str, schema: pa.Schema) -> FileWriter:
-        return OrcFileWriter(path)
+        return OrcFileWriter(path, schema)
 
 
 class OrcFileWriter(FileWriter):
     """One ORC file; each written batch is appended (the writer forms stripes)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, schema: pa.Schema) -> None:
         self._path = path
+        self._schema = schema
         self._writer = orc.ORCWriter(path)
+        self._written = False
         self._closed = False
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows:
             self._writer.write(pa.Table.from_batches([batch]))
+            self._written = True
 
     @property
     def size(self) -> int:
@@ -104,6 +107,8 @@ class OrcFileWriter(FileWriter):
     def close(self) -> None:
         if self._closed:
             return
+        if not self._written:  # a file without rows still has the columns (and is a valid ORC file)
+            self._writer.write(self._schema.empty_table())
         self._writer.close()
         self._closed = True
         fd = os.open(self._path, os.O_RDONLY)
