@@ -222,6 +222,11 @@ def test_group_offsets_committed_when_a_checkpoint_completes_and_used_at_startup
                                                           "properties.auto.offset.reset": "earliest",
                                                           "scan.bounded.mode": "latest-offset"})
     assert len(drain(fallback)) == 7
+    # specific-offsets: a partition it does not list resumes from the group's offset (Flink's initializer)
+    specific = group_source(kafka_broker, topic, "g1", **{"scan.startup.mode": "specific-offsets",
+                                                          "scan.startup.specific-offsets": "partition:0,offset:1",
+                                                          "scan.bounded.mode": "latest-offset"})
+    assert sorted(r["id"] for r in drain(specific)) == [1, 2, 13]
     off = group_source(kafka_broker, topic, "g3", **{"properties.commit.offsets.on.checkpoint": "false",
                                                      "scan.bounded.mode": "latest-offset"})
     assert len(drain(off)) == 7

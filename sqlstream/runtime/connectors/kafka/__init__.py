@@ -8,6 +8,8 @@ Options follow Flink's Kafka SQL connector.  Differences, and why:
   'properties.auto.offset.reset' (earliest or latest; none, Flink's default,
   fails).  ``timestamp`` starts at the first record at or after
   'scan.startup.timestamp-millis' (the end where there is none).
+  ``specific-offsets`` starts a partition it does not list at the group's
+  committed offset, else at the earliest, as Flink's initializer does.
 * 'avro-confluent' is refused: it needs a Confluent Schema Registry.
 * ``scan.bounded.mode`` is ``unbounded`` or ``latest-offset``, which batch
   jobs and tests need: a partition ends at the high watermark of its first

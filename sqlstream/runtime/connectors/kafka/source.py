@@ -85,7 +85,12 @@ class KafkaSource(SourceReader):
         fresh = [p for p in self._partitions if p not in self._restored]
         if self._startup == "timestamp":
             self._seeking = set(fresh)
-        found = self._lookup_start(fresh) if self._startup in ("group-offsets", "timestamp") else {}
+        found: dict[int, int] = {}
+        if self._startup in ("group-offsets", "timestamp"):
+            found = self._lookup_start(fresh)
+        elif self._startup == "specific-offsets" and self._group is not None:
+            # as Flink's specified-offsets initializer: unlisted partitions resume from the group's offsets
+            found = self._lookup_start([p for p in fresh if p not in self._specific])
         for p in self._partitions:
             low, high = _watermarks(consumer, self._topic, p, self._table)
             self._positions[p] = self._start_offset(p, low, high, found.get(p, -1))
@@ -94,7 +99,7 @@ class KafkaSource(SourceReader):
             self._await_end_offsets()
 
     def _lookup_start(self, partitions: list[int]) -> dict[int, int]:
-        """group-offsets: the group's committed offsets; timestamp: the first offset at or after the time.
+        """The group's committed offsets (timestamp mode: the first offset at or after the time).
 
         -1 where there is none.
         """
@@ -102,14 +107,14 @@ class KafkaSource(SourceReader):
         if not partitions:
             return {}
         try:
-            if self._startup == "group-offsets":
+            if self._startup != "timestamp":
                 asked = [TopicPartition(self._topic, p) for p in partitions]
                 answer = self._consumer.committed(asked, timeout=METADATA_TIMEOUT_S)
             else:
                 asked = [TopicPartition(self._topic, p, self._startup_ms) for p in partitions]
                 answer = self._consumer.offsets_for_times(asked, timeout=METADATA_TIMEOUT_S)
         except KafkaException as e:
-            what = f"the offsets of consumer group '{self._group}'" if self._startup == "group-offsets" else (
+            what = f"the offsets of consumer group '{self._group}'" if self._startup != "timestamp" else (
                 f"the offsets at timestamp {self._startup_ms}")
             raise ConnectorError(
                 f"table '{self._table}': cannot read {what} for topic '{self._topic}': {e.args[0].str()}"
@@ -140,7 +145,9 @@ class KafkaSource(SourceReader):
             )
         if self._startup == "group-offsets":
             return found
-        return low  # earliest-offset, and partitions specific-offsets does not list
+        if self._startup == "specific-offsets" and found >= 0:
+            return found  # a partition it does not list, with a committed group offset
+        return low  # earliest-offset, and partitions specific-offsets does not list (nor the group)
 
     def _await_end_offsets(self) -> None:
         """Fix each partition's end at the high watermark of its first fetch response.
