@@ -213,7 +213,7 @@ def test_option_validation(tmp_path: Path) -> None:
         FS.validate(TableDef("t", COLUMNS, {"connector": "filesystem", "path": "x"}))
     with pytest.raises(ConnectorError, match="must be one of csv, json, parquet, avro, raw, orc"):
         FS.validate(table(tmp_path, "protobuf"))
-    with pytest.raises(ConnectorError, match="'raw' format only supports a single physical column"):
+    with pytest.raises(ConnectorError, match="'raw' format only supports single physical column"):
         FS.validate(table(tmp_path, "raw"))
     with pytest.raises(ConnectorError, match="applies to format 'avro'"):
         FS.validate(table(tmp_path, "orc", **{"avro.codec": "xz"}))

@@ -508,7 +508,7 @@ def test_missing_topic_is_reported_and_not_created(kafka_broker: str) -> None:
         ({"scan.startup.mode": "newest"}, "must be one of earliest-offset, latest-offset, group-offsets, timestamp"),
         ({"scan.startup.mode": "timestamp"}, "'scan.startup.timestamp-millis' go together"),
         ({"format": "avro-confluent"}, "format 'avro-confluent' is not supported: it needs a Confluent Schema Registry"),
-        ({"format": "raw"}, "'raw' format only supports a single physical column"),
+        ({"format": "raw"}, "'raw' format only supports single physical column"),
         ({"key.format": "csv", "key.fields": "k_id", "key.fields-prefix": "k_"}, "key prefix is not allowed"),
         ({"key.format": "csv", "key.fields": "id", "key.fields-prefix": "k_", "value.fields-include": "EXCEPT_KEY"},
          "must be prefixed with 'k_'"),

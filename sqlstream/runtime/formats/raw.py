@@ -72,17 +72,18 @@ class RawFormat(FileFormat, MessageFormat):
     ) -> None:
         super().__init__(schema, options, columns, table)
         if len(schema) != 1:
+            columns = ", ".join(f"`{f.name}` {sql_type_name(f.type)}" for f in schema)
             raise ConnectorError(
-                f"table '{table}': the 'raw' format only supports a single physical column, but the table has "
-                f"{len(schema)}: {', '.join(schema.names)}"
+                f"table '{table}': The 'raw' format only supports single physical column. However the defined "
+                f"schema contains multiple physical columns: [{columns}]"
             )
         self._field = schema.field(0)
         t = self._field.type
         if not (pa.types.is_string(t) or pa.types.is_binary(t) or t in _FIXED):
             raise ConnectorError(
-                f"table '{table}': format 'raw' does not support column '{self._field.name}' of type "
-                f"{sql_type_name(t)}; it supports STRING, BYTES, BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT "
-                "and DOUBLE"
+                f"table '{table}': The 'raw' format doesn't supports '{sql_type_name(t)}' as column type "
+                f"(column '{self._field.name}'; it supports STRING, BYTES, BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, "
+                "FLOAT and DOUBLE)."
             )
         charset = str(options.get("raw.charset") or "UTF-8")
         try:
