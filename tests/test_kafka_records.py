@@ -162,6 +162,24 @@ def test_key_fields_with_prefix_round_trip(kafka_broker: str) -> None:
     assert [json.loads(k) for k in keys] == [{"id": 7}, {"id": 8}]  # the key format's names drop the prefix
 
 
+def test_key_format_options(kafka_broker: str) -> None:
+    topic = new_topic(kafka_broker, 1)
+    result = run_sql(f"""
+        CREATE TABLE t (a INT, b STRING, v DOUBLE) WITH ({kafka_with(
+            kafka_broker, topic, format='json', **{
+                'key.format': 'csv', 'key.fields': 'a;b', 'key.csv.field-delimiter': '|',
+                'key.csv.null-literal': 'N', 'value.fields-include': 'EXCEPT_KEY'})});
+        INSERT INTO t VALUES (1, 'x', 0.5), (2, CAST(NULL AS STRING), 1.5);
+        SELECT * FROM t;
+    """)
+    assert result.to_pylist() == [{"a": 1, "b": "x", "v": 0.5}, {"a": 2, "b": None, "v": 1.5}]
+    assert [k for k, _v, _ts in keyed_messages(kafka_broker, topic)] == [b"1|x", b"2|N"]
+    with pytest.raises(ConnectorError, match="applies to key format 'json', but the table's 'key.format' is 'csv'"):
+        options = kafka_with(kafka_broker, topic, format="json", **{
+            "key.format": "csv", "key.fields": "a", "key.json.ignore-parse-errors": "true"})
+        Session().execute_script(f"CREATE TABLE u (a INT) WITH ({options})")
+
+
 def test_key_fields_read_from_records_without_keys_are_null(kafka_broker: str) -> None:
     topic = new_topic(kafka_broker, 1)
     producer = Producer({"bootstrap.servers": kafka_broker})

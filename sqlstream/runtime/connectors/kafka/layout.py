@@ -72,6 +72,7 @@ class RecordLayout:
         value_format: str,
         format_options: Mapping[str, Any],
         key_format: str | None,
+        key_format_options: Mapping[str, Any],
         key_fields: Sequence[str],
         key_prefix: str,
         except_key: bool,
@@ -99,7 +100,7 @@ class RecordLayout:
         self.key: MessageFormat | None = None
         if key_format is not None:
             self.key = message_format(
-                key_format, self._key_schema, {}, key_proj if columns is not None else None, name
+                key_format, self._key_schema, key_format_options, key_proj if columns is not None else None, name
             )
         self._plain = not self._from_key and not any(c in self._metadata for c in self.columns)
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from sqlstream.core.connectors import ConnectorOptions, option, option_group
+from sqlstream.core.connectors import ConnectorOptions, Option, option, option_group
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
 from sqlstream.runtime.connectors.kafka.layout import RecordLayout
-from sqlstream.runtime.formats import FORMAT_NAMES, all_format_options
+from sqlstream.runtime.formats import FORMAT_NAMES, GENERIC_OPTIONS, all_format_options
 
 MessageFormat = Literal["csv", "json", "avro", "raw", "avro-confluent"]
 StartupMode = Literal["earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets"]
@@ -51,6 +52,13 @@ def parse_specific_offsets(text: str, table: str) -> dict[int, int]:
     return out
 
 
+KEY = "key."
+# The key format's own options, as Flink spells them: 'key.' + the format's option ('key.json.ignore-parse-errors').
+KEY_FORMAT_OPTIONS: tuple[Option, ...] = tuple(
+    dataclasses.replace(o, key=KEY + o.key) for o in all_format_options() if o not in GENERIC_OPTIONS
+)
+
+
 @dataclass(frozen=True)
 class KafkaOptions(ConnectorOptions):
     """What a Kafka source or sink is configured with ('properties.*' client settings aside)."""
@@ -66,6 +74,7 @@ class KafkaOptions(ConnectorOptions):
     key_format: MessageFormat | None = option(
         "key.format", choices=MESSAGE_FORMATS, description="format of the message key: csv, json, avro or raw"
     )
+    key_format_options: Mapping[str, Any] = option_group(KEY_FORMAT_OPTIONS)
     key_fields: tuple[str, ...] = option(
         "key.fields", "list", default=(), description="columns held by the message key, separated by ';'"
     )
@@ -181,6 +190,7 @@ def record_layout(options: KafkaOptions, table: TableDef, columns: list[str] | N
         options.format,
         options.format_options,
         options.key_format,
+        {k[len(KEY):]: v for k, v in options.key_format_options.items()},
         options.key_fields,
         options.key_fields_prefix,
         options.value_fields_include == "except_key",
@@ -206,11 +216,18 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
     """Checks against the table and the options not typed: formats, reserved client properties, key columns."""
     name = table.name
     fmt = given.get("format", "").lower()
+    key_fmt = given.get("key.format", "").lower()
     for key in given:
         prefix = key.split(".", 1)[0]
         if prefix in FORMAT_NAMES and prefix != fmt:
             raise ConnectorError(
                 f"table '{name}': option '{key}' applies to format '{prefix}', but the table's format is '{fmt}'"
+            )
+        key_prefix = key[len(KEY):].split(".", 1)[0] if key.startswith(KEY) else ""
+        if key_prefix in FORMAT_NAMES and key_prefix != key_fmt:
+            raise ConnectorError(
+                f"table '{name}': option '{key}' applies to key format '{key_prefix}', but the table's "
+                f"'key.format' is '{key_fmt or '(none)'}'"
             )
         if key.startswith(PROPERTIES) and key[len(PROPERTIES):] in _RESERVED_PROPERTIES:
             raise ConnectorError(
@@ -219,8 +236,9 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
             )
     if given.get(COMMIT_ON_CHECKPOINT, "true").strip().lower() not in ("true", "false"):
         raise ConnectorError(f"table '{name}': option '{COMMIT_ON_CHECKPOINT}' must be 'true' or 'false'")
-    if given.get("csv.header", "false").lower() == "true":
-        raise ConnectorError(f"table '{name}': 'csv.header' does not apply to Kafka messages (one record each)")
+    for header in ("csv.header", "key.csv.header"):
+        if given.get(header, "false").lower() == "true":
+            raise ConnectorError(f"table '{name}': '{header}' does not apply to Kafka messages (one record each)")
     schema = table.physical_schema
     key_fields = [f.strip() for f in given.get("key.fields", "").split(";") if f.strip()]
     missing = [f for f in key_fields if schema.get_field_index(f) < 0]
