@@ -166,7 +166,7 @@ def test_key_format_options(kafka_broker: str) -> None:
     topic = new_topic(kafka_broker, 1)
     result = run_sql(f"""
         CREATE TABLE t (a INT, b STRING, v DOUBLE) WITH ({kafka_with(
-            kafka_broker, topic, format='json', **{
+            kafka_broker, topic, **{'value.format': 'json', 'value.json.fail-on-missing-field': 'true',
                 'key.format': 'csv', 'key.fields': 'a;b', 'key.csv.field-delimiter': '|',
                 'key.csv.null-literal': 'N', 'value.fields-include': 'EXCEPT_KEY'})});
         INSERT INTO t VALUES (1, 'x', 0.5), (2, CAST(NULL AS STRING), 1.5);

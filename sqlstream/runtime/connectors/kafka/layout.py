@@ -1,7 +1,8 @@
 """How a Kafka record maps to a table row, as in Flink's Kafka SQL connector.
 
 A row's physical columns are split between the message value (format
-'format') and the message key ('key.format', columns 'key.fields'):
+'format', or 'value.format' with its options prefixed 'value.') and the
+message key ('key.format', its options prefixed 'key.', columns 'key.fields'):
 'value.fields-include' = 'ALL' puts every physical column into the value (the
 key fields also into the key), 'EXCEPT_KEY' leaves the key fields out of it.
 With 'key.fields-prefix' the key fields are named with that prefix in the

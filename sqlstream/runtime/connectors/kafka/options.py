@@ -53,10 +53,16 @@ def parse_specific_offsets(text: str, table: str) -> dict[int, int]:
 
 
 KEY = "key."
-# The key format's own options, as Flink spells them: 'key.' + the format's option ('key.json.ignore-parse-errors').
-KEY_FORMAT_OPTIONS: tuple[Option, ...] = tuple(
-    dataclasses.replace(o, key=KEY + o.key) for o in all_format_options() if o not in GENERIC_OPTIONS
-)
+VALUE = "value."
+
+
+def _prefixed(prefix: str) -> tuple[Option, ...]:
+    """The formats' own options under ``prefix``, as Flink spells a key or value format's options."""
+    return tuple(dataclasses.replace(o, key=prefix + o.key) for o in all_format_options() if o not in GENERIC_OPTIONS)
+
+
+KEY_FORMAT_OPTIONS = _prefixed(KEY)  # 'key.json.ignore-parse-errors', ...
+VALUE_FORMAT_OPTIONS = _prefixed(VALUE)  # with 'value.format': 'value.json.fail-on-missing-field', ...
 
 
 @dataclass(frozen=True)
@@ -67,10 +73,14 @@ class KafkaOptions(ConnectorOptions):
     bootstrap_servers: str = option(
         "properties.bootstrap.servers", required=True, description="Kafka brokers, e.g. 'localhost:9092'"
     )
-    format: MessageFormat = option(
-        "format", required=True, choices=MESSAGE_FORMATS, description="value format: csv, json, avro or raw"
+    format: MessageFormat | None = option(
+        "format", choices=MESSAGE_FORMATS, description="value format: csv, json, avro or raw (or 'value.format')"
     )
     format_options: Mapping[str, Any] = option_group(all_format_options())
+    value_format: MessageFormat | None = option(
+        "value.format", choices=MESSAGE_FORMATS, description="the value format, when not given as 'format'"
+    )
+    value_format_options: Mapping[str, Any] = option_group(VALUE_FORMAT_OPTIONS)
     key_format: MessageFormat | None = option(
         "key.format", choices=MESSAGE_FORMATS, description="format of the message key: csv, json, avro or raw"
     )
@@ -145,7 +155,22 @@ class KafkaOptions(ConnectorOptions):
         """The topic of exactly-once commit markers."""
         return self.commit_marker_topic or f"{self.topic}.__sqlstream_commits"
 
+    @property
+    def message_format(self) -> str:
+        """The value format, given as 'format' or as 'value.format' (check() has made sure of one)."""
+        return self.format or self.value_format or ""
+
+    @property
+    def message_format_options(self) -> dict[str, Any]:
+        """The value format's options, given unprefixed or (with 'value.format') prefixed with 'value.'."""
+        prefixed = {k[len(VALUE):]: v for k, v in self.value_format_options.items() if v is not None}
+        return {**self.format_options, **prefixed}
+
     def check(self, table: str) -> None:
+        if (self.format is None) == (self.value_format is None):
+            raise ConnectorError(
+                f"table '{table}': connector 'kafka' requires option 'format' (or 'value.format'), exactly one of them"
+            )
         if self.startup_mode == "specific-offsets" and self.specific_offsets_text is None:
             raise ConnectorError(
                 f"table '{table}': 'scan.startup.mode' = 'specific-offsets' requires option "
@@ -187,8 +212,8 @@ def record_layout(options: KafkaOptions, table: TableDef, columns: list[str] | N
     """How the table's rows map to Kafka records (``columns``: what a source produces; None for a sink)."""
     return RecordLayout(
         table,
-        options.format,
-        options.format_options,
+        options.message_format,
+        options.message_format_options,
         options.key_format,
         {k[len(KEY):]: v for k, v in options.key_format_options.items()},
         options.key_fields,
@@ -215,20 +240,27 @@ def commits_on_checkpoint(table: TableDef) -> bool:
 def validate_table(table: TableDef, given: dict[str, str]) -> None:
     """Checks against the table and the options not typed: formats, reserved client properties, key columns."""
     name = table.name
-    fmt = given.get("format", "").lower()
+    fmt = (given.get("format") or given.get("value.format") or "").lower()
     key_fmt = given.get("key.format", "").lower()
     for key in given:
         prefix = key.split(".", 1)[0]
+        if prefix in FORMAT_NAMES and "value.format" in given:
+            raise ConnectorError(
+                f"table '{name}': option '{key}' goes with 'format'; with 'value.format' write '{VALUE}{key}'"
+            )
         if prefix in FORMAT_NAMES and prefix != fmt:
             raise ConnectorError(
                 f"table '{name}': option '{key}' applies to format '{prefix}', but the table's format is '{fmt}'"
             )
-        key_prefix = key[len(KEY):].split(".", 1)[0] if key.startswith(KEY) else ""
-        if key_prefix in FORMAT_NAMES and key_prefix != key_fmt:
-            raise ConnectorError(
-                f"table '{name}': option '{key}' applies to key format '{key_prefix}', but the table's "
-                f"'key.format' is '{key_fmt or '(none)'}'"
-            )
+        for side, chosen in ((KEY, key_fmt), (VALUE, fmt)):
+            side_prefix = key[len(side):].split(".", 1)[0] if key.startswith(side) else ""
+            if side_prefix in FORMAT_NAMES and side_prefix != chosen:
+                raise ConnectorError(
+                    f"table '{name}': option '{key}' applies to {side[:-1]} format '{side_prefix}', but the table's "
+                    f"'{side}format' is '{chosen or '(none)'}'"
+                )
+        if key.startswith(VALUE) and key[len(VALUE):].split(".", 1)[0] in FORMAT_NAMES and "value.format" not in given:
+            raise ConnectorError(f"table '{name}': option '{key}' needs 'value.format' (with 'format', write it unprefixed)")
         if key.startswith(PROPERTIES) and key[len(PROPERTIES):] in _RESERVED_PROPERTIES:
             raise ConnectorError(
                 f"table '{name}': option '{key}' is managed by the kafka connector: "
