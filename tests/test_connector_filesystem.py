@@ -397,3 +397,31 @@ def test_abort_on_failure_keeps_what_a_completed_checkpoint_holds(tmp_path: Path
     # the restore commits what checkpoint 1 staged
     OperatorHarness(SinkOperator(FS.create_sink(SinkContext(t, FS.validate(t), t.physical_schema))), None, restore=held)
     assert read_all(table(out, "csv")).column("id").to_pylist() == [0, 1, 2]
+
+
+def test_metadata_columns_read_the_file_of_each_row(tmp_path: Path) -> None:
+    out = write_files(tmp_path, "parquet", [2, 3])
+    files = sorted(p for p in out.iterdir())
+    script = f"""
+        CREATE TABLE t (
+            id INT, name STRING, ts TIMESTAMP(3),
+            p STRING METADATA FROM 'file.path' VIRTUAL,
+            `file.name` STRING METADATA VIRTUAL,
+            size BIGINT METADATA FROM 'file.size' VIRTUAL,
+            modified TIMESTAMP_LTZ(3) METADATA FROM 'file.modification-time' VIRTUAL
+        ) WITH ('connector' = 'filesystem', 'path' = '{out}', 'format' = 'parquet');
+        SELECT id, `file.name`, size, p, modified FROM t;
+    """
+    rows = Session().execute_script(script)[-1].table.to_pylist()
+    by_file = {f.name: f for f in files}
+    assert sorted(r["id"] for r in rows) == [0, 1, 2, 3, 4]
+    for r in rows:
+        f = by_file[r["file.name"]]
+        assert r["p"] == str(f) and r["size"] == f.stat().st_size
+        assert r["modified"] == dt.datetime.fromtimestamp(f.stat().st_mtime_ns // 1_000_000 / 1000, dt.UTC)
+    with pytest.raises(ConnectorError, match="declares persistable metadata columns, but connector 'filesystem' writes no metadata"):
+        Session().execute_script(f"""
+            CREATE TABLE w (id INT, p STRING METADATA FROM 'file.path')
+            WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/w', 'format' = 'csv');
+            INSERT INTO w VALUES (1, 'x');
+        """)

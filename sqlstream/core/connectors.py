@@ -267,6 +267,11 @@ class ConnectorSpec:
         if found is not None and found.refused:
             raise ConnectorError(f"metadata column '{column.name}' of table '{table.name}': {found.refused}")
         usable = sorted(k for k, m in self.metadata.items() if not m.refused and (m.writable or not writing))
+        if writing and not usable:
+            raise ConnectorError(
+                f"Table '{table.name}' declares persistable metadata columns, but connector '{self.name}' writes no "
+                "metadata. If the column should not be persisted, it can be declared with the VIRTUAL keyword."
+            )
         if found is None or (writing and not found.writable):
             hint = " Declare the column VIRTUAL to only read it." if found is not None else ""
             raise ConnectorError(

@@ -1,5 +1,8 @@
 """The 'filesystem' connector: csv / json / parquet files in a file or directory.
 
+METADATA columns read Flink's 'file.path', 'file.name', 'file.size' and
+'file.modification-time' of the file a row comes from.
+
 Source: a file, or every visible file under a directory (recursively, names
 starting with '.' or '_' are hidden, like Flink), read in name order.  The
 position is "which files are done, and how many rows of the current one were
@@ -16,7 +19,7 @@ their visible names, so readers never see a partial or uncommitted file.
 from sqlstream.runtime.connectors.base import Connector
 from sqlstream.runtime.connectors.filesystem.options import FileSystemOptions, validate_table
 from sqlstream.runtime.connectors.filesystem.sink import FileSystemSink
-from sqlstream.runtime.connectors.filesystem.source import FileSystemSource
+from sqlstream.runtime.connectors.filesystem.source import METADATA, FileSystemSource
 
 CONNECTOR = Connector(
     "filesystem",
@@ -26,7 +29,8 @@ CONNECTOR = Connector(
     create_sink=FileSystemSink,
     accepts_updates=False,
     validate_extra=validate_table,
-    description="csv, json lines or parquet files in a file or directory",
+    metadata=METADATA,
+    description="csv, json lines, parquet, avro, raw or orc files in a file or directory",
 )
 
 __all__ = ["CONNECTOR", "FileSystemOptions", "FileSystemSink", "FileSystemSource"]

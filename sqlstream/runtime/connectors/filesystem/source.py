@@ -12,11 +12,31 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from sqlstream.core.connectors import MetadataKey
 from sqlstream.core.errors import ConnectorError, DataError
 from sqlstream.runtime.connectors.base import SourceContext, SourceReader
 from sqlstream.runtime.connectors.filesystem.options import FileSystemOptions
 from sqlstream.runtime.formats import FileFormat, create_format
 from sqlstream.runtime.fs import StorageError, resolve
+
+# Flink's filesystem source metadata (FileSystemTableSource.ReadableFileInfo), all read-only.
+METADATA: dict[str, MetadataKey] = {
+    "file.path": MetadataKey(pa.string()),
+    "file.name": MetadataKey(pa.string()),
+    "file.size": MetadataKey(pa.int64()),
+    "file.modification-time": MetadataKey(pa.timestamp("ms", tz="UTC")),
+}
+
+
+def file_metadata(path: str, info: pafs.FileInfo, name: str) -> dict[str, pa.Scalar]:
+    """The METADATA values of one file: ``path`` as shown (absolute, or the object's URI), its store info."""
+    mtime_ns = info.mtime_ns if info.mtime_ns is not None else 0
+    return {
+        "file.path": pa.scalar(path),
+        "file.name": pa.scalar(name),
+        "file.size": pa.scalar(info.size, pa.int64()),
+        "file.modification-time": pa.scalar(mtime_ns // 1_000_000, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+    }
 
 
 def _hidden(name: str) -> bool:
@@ -35,8 +55,14 @@ class FileSystemSource(SourceReader):
             self._location = resolve(options.path, ctx.settings)
         except StorageError as e:
             raise ConnectorError(f"table '{self._table}': {e}") from None
+        # metadata columns ('file.path', ...) are not the format's: it decodes the physical ones
+        self._metadata = {c.name: c.metadata_key for c in ctx.table.metadata_columns if c.name in ctx.columns}
         self._format: FileFormat = create_format(
-            options.format, ctx.table.physical_schema, options.format_options, ctx.columns, self._table
+            options.format,
+            ctx.table.physical_schema,
+            options.format_options,
+            [c for c in ctx.columns if c not in self._metadata],
+            self._table,
         )
         interval = options.monitor_interval_ms
         self._interval_s: float | None = None if interval is None else interval / 1000.0
@@ -160,11 +186,30 @@ class FileSystemSource(SourceReader):
             self._batches = self._file_batches(os.path.join(self._root, self._current), self._offset)
         return True
 
-    def _file_batches(self, path: str, skip: int) -> Iterator[pa.RecordBatch]:
+    def _file_batches(
+        self, path: str, skip: int, metadata: dict[str, pa.Scalar] | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """``metadata``: the file's METADATA values (default: those of the local file ``path``)."""
         size = self._ctx.batch_size
+        info = metadata or {}
+        if self._metadata and metadata is None:
+            local = pafs.LocalFileSystem().get_file_info(path)
+            info = file_metadata(os.path.abspath(path), local, os.path.basename(path))
         for batch in self._format.read_file(path, skip):
             for start in range(0, batch.num_rows, size):
-                yield batch.slice(start, size)
+                yield self._with_metadata(batch.slice(start, size), info)
+
+    def _with_metadata(self, batch: pa.RecordBatch, info: dict[str, pa.Scalar]) -> pa.RecordBatch:
+        """The batch in the source's column order, metadata columns filled with the file's values."""
+        if not self._metadata:
+            return batch
+        schema = self._ctx.schema
+        arrays = [
+            pa.nulls(batch.num_rows, info[self._metadata[f.name]].type).fill_null(info[self._metadata[f.name]])
+            .cast(f.type) if f.name in self._metadata else batch.column(f.name)
+            for f in schema
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     def _remote_batches(self, name: str, skip: int) -> Iterator[pa.RecordBatch]:
         """The batches of an object, decoded from a local copy (the formats read local files,
@@ -174,10 +219,11 @@ class FileSystemSource(SourceReader):
             local = os.path.join(tmp, os.path.basename(name))
             try:
                 obj.download(local)
+                metadata = file_metadata(obj.uri, obj.info(), obj.name) if self._metadata else None
             except StorageError as e:
                 raise ConnectorError(f"table '{self._table}': {e}") from None
             try:
-                yield from self._file_batches(local, skip)
+                yield from self._file_batches(local, skip, metadata)
             except DataError as e:
                 raise type(e)(str(e).replace(local, obj.uri)) from None
 
