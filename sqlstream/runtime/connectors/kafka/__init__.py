@@ -23,8 +23,12 @@ Options follow Flink's Kafka SQL connector.  Differences, and why:
 
 Source.  Subtask ``i`` of ``n`` reads the partitions ``p`` with ``p % n == i``
 through ``assign()`` at explicit offsets, with ``isolation.level =
-read_committed``, auto-commit off and no group subscription (the ``group.id``
-librdkafka insists on is a fixed dummy that is never joined or committed).
+read_committed``, auto-commit off and no group subscription.  The checkpoints
+hold the positions (the source of truth, as in Flink's KafkaSource); when a
+checkpoint completes, its positions are committed to 'properties.group.id'
+(unless 'properties.commit.offsets.on.checkpoint' is false) so that lag tools
+see progress.  Without a group id, the ``group.id`` librdkafka insists on is a
+fixed dummy that is never joined or committed.
 Each batch holds messages of one partition, named by :attr:`current_split`
 (``'<topic>-<partition>'``) so watermarks can be kept per partition.  The
 position is ``{partition: next offset}``.
@@ -54,7 +58,8 @@ responses list no aborted transactions), so a writer that crashes inside
 commit leaves its partial transaction visible; and ListOffsets(latest)
 under-reports after a multi-record batch, which is why bounded reading takes
 its end offsets from a fetch response (``scan.startup.mode = latest-offset``
-still relies on ListOffsets).
+still relies on ListOffsets); and ListOffsets by timestamp answers offset 0,
+which the source corrects by skipping the records before the startup time.
 """
 
 from sqlstream.runtime.connectors.base import Connector
