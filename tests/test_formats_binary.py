@@ -101,6 +101,22 @@ def test_avro_messages_round_trip_and_are_schemaless_binary() -> None:
     assert f.decode_messages([None, messages[0]], str).num_rows == 1  # tombstones carry no row
 
 
+def test_avro_json_encoding_of_messages() -> None:
+    schema = pa.schema([pa.field("id", pa.int32(), nullable=False), ("name", pa.string()), ("ts", parse_type("TIMESTAMP(3)"))])
+    f = create_format("avro", schema, {"avro.encoding": "json"}, None, "t")
+    batch = pa.RecordBatch.from_pylist(
+        [{"id": 1, "name": "a\nb", "ts": dt.datetime(1970, 1, 1, 0, 0, 1)}, {"id": 2, "name": None, "ts": None}],
+        schema=schema)
+    messages = f.encode_messages(batch)
+    # Avro's JSON encoding: a union value names its branch
+    assert messages == [b'{"id":1,"name":{"string":"a\\nb"},"ts":{"long":1000}}', b'{"id":2,"name":null,"ts":null}']
+    assert f.decode_messages(messages, str).equals(batch)
+    with pytest.raises(DataError, match="offset 0 does not match"):
+        f.decode_messages([b'{"id": "x"}'], lambda i: f"offset {i}")
+    with pytest.raises(DataError, match="expected one JSON-encoded record, got 2"):
+        f.decode_messages([messages[0] + b"\n" + messages[1]], str)
+
+
 def test_avro_message_not_matching_the_schema() -> None:
     schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
     f = create_format("avro", schema, {}, None, "t")

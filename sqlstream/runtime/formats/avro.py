@@ -2,8 +2,10 @@
 
 Files are Avro object container files (the schema in the header, 'avro.codec'
 compressing the blocks, snappy by default as in Flink); a Kafka message is one
-record in Avro binary encoding without any header (Flink's 'avro' format is
-schemaless: both sides derive the schema from the table).
+record without any header (Flink's 'avro' format is schemaless: both sides
+derive the schema from the table) in Avro's binary encoding, or with
+'avro.encoding' = 'json' in Avro's JSON encoding (written compact, as Java's
+JsonEncoder writes it; container files are binary either way, as in Flink).
 
 The Avro schema is derived from the table as Flink's AvroSchemaConverter does:
 a record named 'record' whose fields are the columns, a nullable column a union
@@ -26,6 +28,7 @@ is a row format, so there is no columnar path.
 from __future__ import annotations
 
 import io
+import json
 import os
 import struct
 from collections.abc import Iterator, Mapping, Sequence
@@ -58,12 +61,20 @@ OPTIONS: tuple[Option, ...] = (
         description="true: TIMESTAMP is timestamp-millis, no TIMESTAMP_LTZ; false: TIMESTAMP is "
         "local-timestamp-millis and TIMESTAMP_LTZ timestamp-millis",
     ),
+    Option(
+        "avro.encoding",
+        default="binary",
+        choices=("binary", "json"),
+        description="encoding of a message: Avro binary or Avro JSON",
+    ),
     Option("avro.ignore-parse-errors", "bool", description="skip records that do not decode instead of failing"),
 )
 
 _READ_BATCH = 8192
 # What fastavro raises for bytes that are not a record of the schema.
-_DECODE_ERRORS = (EOFError, ValueError, IndexError, KeyError, TypeError, OverflowError, struct.error)
+_DECODE_ERRORS = (
+    EOFError, ValueError, IndexError, KeyError, TypeError, OverflowError, AttributeError, struct.error
+)
 
 
 def _type_schema(t: pa.DataType, legacy: bool, column: str, table: str) -> Any:
@@ -140,6 +151,7 @@ class AvroFormat(FileFormat, MessageFormat):
         self._schema_json = avro_schema(schema, True if legacy is None else bool(legacy), table)
         self._parsed = fastavro.parse_schema(self._schema_json)
         self._codec = options.get("avro.codec") or "snappy"
+        self._json = options.get("avro.encoding") == "json"
         self.ignore_errors = ignore_parse_errors(options, "avro")
 
     # -- values -> batches ------------------------------------------------
@@ -212,12 +224,8 @@ class AvroFormat(FileFormat, MessageFormat):
         for i, message in enumerate(messages):
             if message is None:  # a tombstone: Flink's avro deserializer returns no row
                 continue
-            buffer = io.BytesIO(message)
             try:
-                record = fastavro.schemaless_reader(buffer, self._parsed, None)
-                left = len(message) - buffer.tell()
-                if left:
-                    raise ValueError(f"{left} bytes left over after the record")
+                record = self._decode_json(message) if self._json else self._decode_binary(message)
             except _DECODE_ERRORS as e:
                 if self.ignore_errors:
                     self.parse_errors += 1
@@ -230,7 +238,26 @@ class AvroFormat(FileFormat, MessageFormat):
             kept.append(i)
         return self._to_batch(records, lambda k: where(kept[k]))
 
+    def _decode_binary(self, message: bytes) -> dict[str, Any]:
+        buffer = io.BytesIO(message)
+        record = fastavro.schemaless_reader(buffer, self._parsed, None)
+        left = len(message) - buffer.tell()
+        if left:
+            raise ValueError(f"{left} bytes left over after the record")
+        return record
+
+    def _decode_json(self, message: bytes) -> dict[str, Any]:
+        records = list(fastavro.json_reader(io.StringIO(message.decode()), self._parsed))
+        if len(records) != 1:
+            raise ValueError(f"expected one JSON-encoded record, got {len(records)}")
+        return records[0]
+
     def encode_messages(self, batch: pa.RecordBatch) -> list[bytes | None]:
+        if self._json:
+            text = io.StringIO()
+            fastavro.json_writer(text, self._parsed, _plain(batch))
+            lines = text.getvalue().split("\n") if batch.num_rows else []
+            return [json.dumps(json.loads(line), separators=(",", ":"), ensure_ascii=False).encode() for line in lines]
         out: list[bytes | None] = []
         buffer = io.BytesIO()
         for row in _plain(batch):
