@@ -217,13 +217,16 @@ class KafkaSource(SourceReader):
             messages = [m for m in messages if m.offset() < end]
         batch = None
         if messages:
-            self._positions[partition] = messages[-1].offset() + 1
+            after = messages[-1].offset() + 1
             if partition in self._seeking:
                 messages = self._skip_earlier(partition, messages)
-        if messages:
-            offsets = [m.offset() for m in messages]
-            topic = self._topic
-            batch = self._layout.decode(messages, lambda i: f"topic '{topic}' partition {partition} offset {offsets[i]}")
+            if messages:
+                offsets = [m.offset() for m in messages]
+                topic = self._topic
+                batch = self._layout.decode(
+                    messages, lambda i: f"topic '{topic}' partition {partition} offset {offsets[i]}"
+                )
+            self._positions[partition] = after
         if eof is not None:
             # Transaction markers may follow the last record: the end-of-partition offset skips them.
             self._positions[partition] = max(self._positions[partition], eof if end is None else min(eof, end))
