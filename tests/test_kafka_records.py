@@ -180,6 +180,20 @@ def test_key_format_options(kafka_broker: str) -> None:
         Session().execute_script(f"CREATE TABLE u (a INT) WITH ({options})")
 
 
+def test_raw_key_and_avro_json_value_with_all_fields(kafka_broker: str) -> None:
+    topic = new_topic(kafka_broker, 1)
+    result = run_sql(f"""
+        CREATE TABLE t (k STRING, v BIGINT) WITH ({kafka_with(
+            kafka_broker, topic, format='avro', **{'avro.encoding': 'json', 'key.format': 'raw', 'key.fields': 'k'})});
+        INSERT INTO t VALUES ('a', 1), ('b', CAST(NULL AS BIGINT));
+        SELECT * FROM t;
+    """)
+    assert result.to_pylist() == [{"k": "a", "v": 1}, {"k": "b", "v": None}]
+    # 'ALL': the value holds the key field too
+    assert [(k, v) for k, v, _ts in keyed_messages(kafka_broker, topic)] == [
+        (b"a", b'{"k":{"string":"a"},"v":{"long":1}}'), (b"b", b'{"k":{"string":"b"},"v":null}')]
+
+
 def test_key_fields_read_from_records_without_keys_are_null(kafka_broker: str) -> None:
     topic = new_topic(kafka_broker, 1)
     producer = Producer({"bootstrap.servers": kafka_broker})

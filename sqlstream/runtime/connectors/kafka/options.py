@@ -57,8 +57,13 @@ VALUE = "value."
 
 
 def _prefixed(prefix: str) -> tuple[Option, ...]:
-    """The formats' own options under ``prefix``, as Flink spells a key or value format's options."""
-    return tuple(dataclasses.replace(o, key=prefix + o.key) for o in all_format_options() if o not in GENERIC_OPTIONS)
+    """The formats' own options under ``prefix``, as Flink spells a key or value format's options.
+
+    Without defaults: an option not given is left to the format (and never overrides an unprefixed one).
+    """
+    return tuple(
+        dataclasses.replace(o, key=prefix + o.key, default=None) for o in all_format_options() if o not in GENERIC_OPTIONS
+    )
 
 
 KEY_FORMAT_OPTIONS = _prefixed(KEY)  # 'key.json.ignore-parse-errors', ...
@@ -215,7 +220,7 @@ def record_layout(options: KafkaOptions, table: TableDef, columns: list[str] | N
         options.message_format,
         options.message_format_options,
         options.key_format,
-        {k[len(KEY):]: v for k, v in options.key_format_options.items()},
+        {k[len(KEY):]: v for k, v in options.key_format_options.items() if v is not None},
         options.key_fields,
         options.key_fields_prefix,
         options.value_fields_include == "except_key",
