@@ -1,7 +1,8 @@
 """The 'filesystem' connector: csv / json / parquet files in a file or directory.
 
 METADATA columns read Flink's 'file.path', 'file.name', 'file.size' and
-'file.modification-time' of the file a row comes from.
+'file.modification-time' of the file a row comes from ('file.path' is the
+absolute local path, or the object's URI on a store).
 
 Source: a file, or every visible file under a directory (recursively, names
 starting with '.' or '_' are hidden, like Flink), read in name order.  The
