@@ -391,3 +391,15 @@ def test_timestamp_metadata_written_from_a_wall_clock_column_in_the_session_zone
     (_k, first, stamp), (_k2, second, now) = keyed_messages(kafka_broker, topic)
     assert (first, stamp) == (b'{"id":1}', 1000)
     assert second == b'{"id":2}' and abs(now - time.time() * 1000) < 600_000  # no value: the producer's time
+
+
+def test_exactly_once_sink_writes_the_timestamp_metadata(kafka_broker: str) -> None:
+    topic = new_topic(kafka_broker, 1)
+    session = Session()
+    session.execute_script(f"""
+        CREATE TABLE t (id INT, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp')
+        WITH ({kafka_with(kafka_broker, topic, format='json', **{
+            'sink.delivery-guarantee': 'exactly-once', 'sink.transactional-id-prefix': f'eo-{topic}'})});
+        INSERT INTO t VALUES (1, TO_TIMESTAMP_LTZ(5000, 3)), (2, TO_TIMESTAMP_LTZ(6000, 3));
+    """)
+    assert [(v, ts) for _k, v, ts in keyed_messages(kafka_broker, topic)] == [(b'{"id":1}', 5000), (b'{"id":2}', 6000)]
