@@ -9,6 +9,7 @@ from pathlib import Path
 
 import fastavro
 import pyarrow as pa
+import pyarrow.orc as orc
 import pytest
 
 from sqlstream.core.errors import ConnectorError, DataError
@@ -202,6 +203,13 @@ def test_raw_file_is_one_value_per_line(tmp_path: Path) -> None:
 def test_file_without_rows(tmp_path: Path, fmt: str) -> None:
     path, table = write_read(tmp_path, fmt, sample_batch().select(NO_LTZ).slice(0, 0))
     assert table.num_rows == 0 and path.stat().st_size > 0
+
+
+@pytest.mark.parametrize(("options", "expected"), [({}, "ZLIB"), ({"orc.compress": "none"}, "UNCOMPRESSED"),
+                                                   ({"orc.compress": "zstd"}, "ZSTD")])
+def test_orc_compression(tmp_path: Path, options: dict, expected: str) -> None:
+    path, table = write_read(tmp_path, "orc", sample_batch().select(NO_LTZ), options)
+    assert orc.ORCFile(str(path)).compression == expected and table.num_rows == 5
 
 
 def test_orc_refuses_time_and_reads_other_types_by_cast(tmp_path: Path) -> None:

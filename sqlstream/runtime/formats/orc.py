@@ -5,6 +5,8 @@ restore point are skipped unread.  ORC stores timestamps in nanoseconds, so
 read columns are cast to the table's types; a file column that does not cast
 is an error naming the file and the column.  ORC has no TIME type (Flink's orc
 format has none either), so a TIME column is refused when the table is created.
+Files are written with 'orc.compress' (ORC's own default, ZLIB, as Flink's
+writer leaves it; LZO is not offered by Arrow's ORC writer).
 """
 
 from __future__ import annotations
@@ -16,9 +18,19 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.orc as orc
 
+from sqlstream.core.connectors import Option
 from sqlstream.core.errors import ConnectorError, DataError
 from sqlstream.core.types import sql_type_name
 from sqlstream.runtime.formats import CONVERSION_ERRORS, FileFormat, FileWriter, make_batch
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "orc.compress",
+        default="zlib",
+        choices=("none", "zlib", "snappy", "lz4", "zstd"),
+        description="compression of written ORC files (ORC's default ZLIB)",
+    ),
+)
 
 
 def _supported(t: pa.DataType) -> bool:
@@ -42,6 +54,8 @@ class OrcFormat(FileFormat):
                 raise ConnectorError(
                     f"table '{table}': format 'orc' does not support column '{f.name}' of type {sql_type_name(f.type)}"
                 )
+        compress = str(options.get("orc.compress") or "zlib")
+        self._compression = "uncompressed" if compress == "none" else compress
 
     def read_file(self, path: str, skip_rows: int = 0) -> Iterator[pa.RecordBatch]:
         try:
@@ -82,16 +96,16 @@ class OrcFormat(FileFormat):
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema)
 
     def open_writer(self, path: str, schema: pa.Schema) -> FileWriter:
-        return OrcFileWriter(path, schema)
+        return OrcFileWriter(path, schema, self._compression)
 
 
 class OrcFileWriter(FileWriter):
     """One ORC file; each written batch is appended (the writer forms stripes)."""
 
-    def __init__(self, path: str, schema: pa.Schema) -> None:
+    def __init__(self, path: str, schema: pa.Schema, compression: str) -> None:
         self._path = path
         self._schema = schema
-        self._writer = orc.ORCWriter(path)
+        self._writer = orc.ORCWriter(path, compression=compression)
         self._written = False
         self._closed = False
 
