@@ -241,7 +241,6 @@ class ConnectorSpec:
             self.validate_extra(table, given)
         return typed
 
-
     def metadata_type(self, column: ColumnDef) -> pa.DataType:
         """The type the connector reads and writes metadata column ``column`` as (validate() has
         checked the key); the planner casts between it and the declared type, in the session zone."""
