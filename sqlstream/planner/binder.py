@@ -262,7 +262,7 @@ class QueryBinder:
             dataclasses.replace(c, type=connector.metadata_type(c)) if c.metadata is not None else c
             for c in table.columns
         )
-        node: LogicalNode = Scan(dataclasses.replace(table, columns=read), physical)
+        node: LogicalNode = Scan(dataclasses.replace(table, columns=read) if read != table.columns else table, physical)
         if read != table.columns:
             casts = [coerce(ColumnRef(i, c.name, r.type), c.type, zone=self.zone)
                      for i, (c, r) in enumerate(zip(table.source_columns,
