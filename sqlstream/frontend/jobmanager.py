@@ -21,12 +21,20 @@ REST API (JSON):
 * ``GET /jobs``: every job with state, uptime, records in/out, last checkpoint;
 * ``GET /jobs/<id>``: the same plus, per operator (by node id, with its inputs and
   parallelism): records in/out and records/s, per-subtask figures, the watermark
-  and its lag, input queue fill and time backpressured; the checkpoint history
-  (trigger time, duration, size, state) with counts, and the physical plan;
+  and its lag, input queue fill, busy and backpressured time (totals, and ms/s
+  between the two newest statuses); the checkpoint history (trigger time,
+  duration, size, state) with counts, and the physical plan;
 * ``POST /jobs`` ``{"sql": ..., "name"?, "cwd"?, "restore"?, "allow_non_restored_state"?}``;
 * ``POST /jobs/<id>/stop`` ``{"savepoint_dir"?}``: stop with a savepoint;
 * ``POST /jobs/<id>/cancel``;
+* ``POST /jobmanager/shutdown``: stop the job manager (``sqlstream jobmanager stop``);
+* ``GET /metrics``: Prometheus' text format (``sqlstream.frontend.metrics``); it needs
+  the token too, as a bearer token, unless started with ``--metrics-no-auth``;
 * ``GET /``: the web page (``sqlstream/frontend/web/index.html``).
+
+A job's id is the one given here: the child runs under it (``--job-id``), so its
+registry entry, savepoints, status and every command (``jobs``, ``stop``,
+``cancel``, ``savepoint``) name it the same way.
 
 Anyone who can submit SQL can run code as this user (CREATE FUNCTION imports
 Python from the job's directory), so every request must carry the token kept
@@ -70,7 +78,14 @@ from sqlstream.core import status as job_status
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.home import home, open_private, private_dir
 from sqlstream.core.secrets import redact
-from sqlstream.frontend.jobs import alive, request_savepoint
+from sqlstream.frontend import metrics
+from sqlstream.frontend.jobs import (
+    alive,
+    jobs_dir,
+    request_cancel,
+    request_savepoint,
+    running_entry,
+)
 from sqlstream.runtime.elements import MAX_WATERMARK
 
 HOST = "127.0.0.1"
@@ -159,6 +174,12 @@ class JobRecord:
             "savepoint": self.savepoint, "error": self.error,
         }
 
+    def samples(self) -> tuple[job_status.JobStatus | None, job_status.JobStatus | None]:
+        """(the status before the newest, the newest) of those read so far: rates are their difference."""
+        self.status()
+        with self._samples_lock:
+            return self._samples
+
     def detail(self) -> dict[str, Any]:
         status = self.status()
         out = self.summary(status)
@@ -171,17 +192,8 @@ class JobRecord:
             previous, last = self._samples
         if last is None or last.timestamp_ms != status.timestamp_ms:
             previous = None  # a newer one was read meanwhile
-        earlier = {op.node_id: op for op in previous.operators} if previous is not None else {}
-        dt_s = (status.timestamp_ms - previous.timestamp_ms) / 1000 if previous is not None else 0.0
-        operators = []
-        for op in status.operators:
-            before = earlier.get(op.node_id)
-            entry = op.to_dict()
-            entry["records_in_per_s"] = round((op.records_in - before.records_in) / dt_s, 1) if before and dt_s > 0 else 0.0
-            entry["records_out_per_s"] = round((op.records_out - before.records_out) / dt_s, 1) if before and dt_s > 0 else 0.0
-            mark = op.watermark
-            entry["watermark_lag_ms"] = status.timestamp_ms - mark if mark is not None and mark != MAX_WATERMARK else None
-            operators.append(entry)
+        operators = [dict(op.to_dict(), **rates) for op, rates in zip(status.operators, operator_rates(previous, status),
+                                                                      strict=True)]
         latest = status.latest_checkpoint
         out.update({
             "operators": operators, "explain": status.plan, "restarts": status.restarts,
@@ -191,6 +203,40 @@ class JobRecord:
                             "latest": _checkpoint_json(latest) if latest is not None else None},
         })
         return out
+
+
+def operator_rates(previous: job_status.JobStatus | None, status: job_status.JobStatus) -> list[dict[str, Any]]:
+    """Per operator of ``status``: records/s, busy and backpressured ms/s, watermark lag, from two statuses.
+
+    Rates are the change of the runtime's running totals between ``previous`` and ``status``
+    over the time between them (0 without a previous one).  Busy and backpressured time are per
+    subtask (0..1000 ms/s, Flink's ``busyTimeMsPerSecond`` and ``backPressuredTimeMsPerSecond``)
+    and given for the operator's busiest, most blocked subtask: the one holding the job back.
+    """
+    earlier = {op.node_id: op for op in previous.operators} if previous is not None else {}
+    dt_s = (status.timestamp_ms - previous.timestamp_ms) / 1000 if previous is not None else 0.0
+    out = []
+    for op in status.operators:
+        before = earlier.get(op.node_id)
+        if before is not None and dt_s > 0:
+            old = {s.index: s for s in before.subtasks}
+
+            def per_s(now: float, then: float) -> float:
+                return round(max(now - then, 0) / dt_s, 1)
+
+            busy = [per_s(s.busy_ms, old[s.index].busy_ms) for s in op.subtasks if s.index in old]
+            blocked = [per_s(s.backpressured_ms, old[s.index].backpressured_ms) for s in op.subtasks if s.index in old]
+            rates = {"records_in_per_s": per_s(op.records_in, before.records_in),
+                     "records_out_per_s": per_s(op.records_out, before.records_out),
+                     "busy_ms_per_s": min(max(busy, default=0.0), 1000.0),
+                     "backpressured_ms_per_s": min(max(blocked, default=0.0), 1000.0)}
+        else:
+            rates = {"records_in_per_s": 0.0, "records_out_per_s": 0.0, "busy_ms_per_s": 0.0,
+                     "backpressured_ms_per_s": 0.0}
+        mark = op.watermark
+        rates["watermark_lag_ms"] = status.timestamp_ms - mark if mark is not None and mark != MAX_WATERMARK else None
+        out.append(rates)
+    return out
 
 
 def _checkpoint_json(checkpoint: job_status.CheckpointStatus) -> dict[str, Any]:
@@ -243,7 +289,10 @@ class JobManager:
         script = job.dir / "job.sql"
         with open_private(script, "w") as f:
             f.write(sql)
-        cmd = [sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script), "--status-dir", str(job.dir)]
+        (jobs_dir() / f"{job.id}.cancel").unlink(missing_ok=True)
+        # the child runs under this id: its registry entry, savepoints and status all say job.id
+        cmd = [sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script), "--status-dir", str(job.dir),
+               "--job-id", job.id]
         if restore:
             cmd += ["--restore", restore]
         if allow_non_restored_state:
@@ -280,11 +329,11 @@ class JobManager:
     def stop(self, job_id: str, savepoint_dir: str | None = None) -> str:
         """Stop with a savepoint (into ``savepoint_dir``, or the job's own folder): returns its path."""
         job = self._require_running(job_id)
-        registry_id = self._registry_id(job)
+        self._await_registered(job)
         target = savepoint_dir if savepoint_dir else job.dir / "savepoints"
         job.requested = "stop"
         try:
-            path = request_savepoint(registry_id, target, stop=True)
+            path = request_savepoint(job.id, target, stop=True)
         except SqlStreamError:
             job.requested = None
             raise
@@ -297,7 +346,8 @@ class JobManager:
         job.requested = "cancel"
         job.save()
         if job.pid is not None and alive(job.pid):
-            os.kill(job.pid, signal.SIGINT)  # `sqlstream run` cancels its job on Ctrl-C
+            # a file the child polls, not a signal: its SIGINT may be ignored (inherited from our parent)
+            request_cancel(job.id, started=False)
 
             def kill_if_stuck() -> None:
                 deadline = time.monotonic() + 15
@@ -308,13 +358,12 @@ class JobManager:
 
             threading.Thread(target=kill_if_stuck, daemon=True).start()
 
-    def _registry_id(self, job: JobRecord, timeout_s: float = 30) -> str:
-        """The child's id in the job registry (which savepoint requests go to), from its status."""
+    def _await_registered(self, job: JobRecord, timeout_s: float = 30) -> None:
+        """Until the child has registered under the job's id (and can take savepoint requests)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            status = job.status()
-            if status is not None:
-                return status.job_id
+            if running_entry(job.id) is not None:
+                return
             if job.state != RUNNING:
                 break
             time.sleep(0.05)
@@ -422,6 +471,7 @@ class ServerOptions:
     request_timeout_s: float = REQUEST_TIMEOUT_S  # for a request's headers and body to arrive
     ssl_cert: str | None = None  # PEM certificate chain: serve HTTPS
     ssl_key: str | None = None  # PEM private key of ssl_cert
+    metrics_auth: bool = True  # GET /metrics needs the token too (Prometheus sends it as a bearer token)
 
     def __post_init__(self) -> None:
         if self.request_timeout_s <= 0:
@@ -486,6 +536,7 @@ class _Handler(BaseHTTPRequestHandler):
     manager: JobManager
     options: ServerOptions
     token: str
+    metrics_registry: metrics.CollectorRegistry
     server_version = "sqlstream-jobmanager"
 
     def setup(self) -> None:
@@ -654,6 +705,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "Set-Cookie": f"{self.cookie_name}={given}; Path=/; HttpOnly; SameSite=Strict{secure}",
             })
             return
+        if parts == ["metrics"] and not self.options.metrics_auth:  # `--metrics-no-auth`: scraped without the token
+            self._send(200, metrics.exposition(self.metrics_registry), metrics.CONTENT_TYPE)
+            return
         if not self._authorized():
             if not parts:
                 self._send(401, (WEB_DIR / "unauthorized.html").read_bytes(), "text/html; charset=utf-8")
@@ -662,6 +716,8 @@ class _Handler(BaseHTTPRequestHandler):
                                   f"(the token is in {token_file()})")
         if not parts or parts == ["index.html"]:
             self._send(200, (WEB_DIR / "index.html").read_bytes(), "text/html; charset=utf-8")
+        elif parts == ["metrics"]:
+            self._send(200, metrics.exposition(self.metrics_registry), metrics.CONTENT_TYPE)
         elif parts == ["jobs"]:
             self._send(200, {"jobs": [j.summary() for j in self.manager.list()]})
         elif len(parts) == 2 and parts[0] == "jobs":
@@ -697,6 +753,11 @@ class _Handler(BaseHTTPRequestHandler):
             _only(body, ())
             self.manager.cancel(parts[1])
             self._send(202, {"id": parts[1], "state": "CANCELING"})
+        elif parts == ["jobmanager", "shutdown"]:
+            _only(body, ())
+            self._send(202, {"pid": os.getpid(), "state": "STOPPING"})
+            # as SIGTERM does: serve() then cancels the running jobs and removes jobmanager.json
+            threading.Thread(target=self.server.shutdown, daemon=True).start()
         else:
             raise BadRequest(404, f"no such resource: {self._path_only()}")
 
@@ -725,7 +786,8 @@ class _Server(ThreadingHTTPServer):
 
 def make_server(manager: JobManager, options: ServerOptions, token: str) -> ThreadingHTTPServer:
     """The HTTP(S) server of ``manager``, bound but not yet serving."""
-    handler = type("Handler", (_Handler,), {"manager": manager, "options": options, "token": token})
+    handler = type("Handler", (_Handler,), {"manager": manager, "options": options, "token": token,
+                                            "metrics_registry": metrics.registry_for(manager)})
     server = _Server((options.bind_address, options.port), handler)
     if options.ssl_cert:
         if not options.ssl_key:
@@ -771,6 +833,7 @@ def serve(options: ServerOptions | None = None) -> int:
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C stops it, even if our parent ignored SIGINT
     try:
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
@@ -885,12 +948,44 @@ class Client:
     def cancel(self, job_id: str) -> None:
         self._call("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/cancel", {})
 
+    @classmethod
+    def running(cls) -> Client | None:
+        """A client of this SQLSTREAM_HOME's job manager if one runs, else None (nothing is started)."""
+        info = cls._find()
+        return cls.at(info) if info is not None else None
+
+    def knows(self, job_id: str) -> bool:
+        """Whether ``job_id`` is one of the job manager's (detached) jobs."""
+        try:
+            self.job(job_id)
+        except SqlStreamError as e:
+            if str(e) == f"no job {job_id}":
+                return False
+            raise
+        return True
+
+    def shutdown(self, timeout_s: float = 60) -> None:
+        """Stops the job manager (which cancels its running jobs) and waits until its process has ended."""
+        pid = self._call("POST", "/jobmanager/shutdown", {})["pid"]
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and alive(pid):
+            time.sleep(0.1)
+        if alive(pid):
+            raise SqlStreamError(f"the job manager (pid {pid}) did not stop within {timeout_s:.0f} s")
+
 
 def _json_or_none(data: bytes) -> Any:
     try:
         return json.loads(data)
     except ValueError:
         return None
+
+
+def foreground_summary(entry: dict[str, Any]) -> dict[str, Any]:
+    """A job running in the foreground (``sqlstream run``, from the job registry) as ``sqlstream jobs`` lists it."""
+    started = entry.get("started") if isinstance(entry.get("started"), int | float) else time.time()
+    return {"id": entry["id"], "name": entry.get("script"), "state": RUNNING, "uptime_s": time.time() - started,
+            "records_in": "-", "records_out": "-", "last_checkpoint": None}
 
 
 def format_jobs(jobs: list[dict[str, Any]], now: float | None = None) -> str:

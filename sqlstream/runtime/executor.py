@@ -221,8 +221,12 @@ class JobExecutor:
         self.error: str | None = None
         self.checkpoint_history = CheckpointHistory()
         self.remote_root = self._reach_store(config.checkpoint_uri) if config.checkpoint_uri else None
+        # checkpoints without a configured directory go to a temporary one, removed when the job ends:
+        # nothing can restore from it afterwards (no one knows its name), so it would only fill /tmp
+        self.temporary_checkpoint_dir: Path | None = None
         if config.checkpoint_interval_ms and config.checkpoint_dir is None:
             config.checkpoint_dir = Path(tempfile.mkdtemp(prefix="sqlstream-checkpoints-"))
+            self.temporary_checkpoint_dir = config.checkpoint_dir
         elif config.checkpoint_dir is not None:
             # found before the job starts, not at its first checkpoint
             try:
@@ -331,6 +335,8 @@ class JobExecutor:
             if self.remote_root is not None and self.config.checkpoint_dir is not None:
                 # the checkpoints are on the store: their local working copy is only a cache
                 shutil.rmtree(self.config.checkpoint_dir, ignore_errors=True)
+            if self.temporary_checkpoint_dir is not None:
+                shutil.rmtree(self.temporary_checkpoint_dir, ignore_errors=True)
         self.state = CANCELED if result.cancelled else FINISHED
         return result
 

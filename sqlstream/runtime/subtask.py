@@ -157,6 +157,7 @@ class Subtask(threading.Thread):
         self.notified = 0  # the newest checkpoint whose completion this subtask's operators have seen
         self.clock = clock  # processing time handed to the operators while idle
         self.last_tick = clock.monotonic()
+        self.source_busy_s = 0.0  # time the reader spent producing batches (idle polls not counted)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -180,10 +181,12 @@ class Subtask(threading.Thread):
                 self.index, m.records_in, m.records_out, m.late_records_dropped,
                 task.watermark if task.watermark > MIN_WATERMARK else None,
                 round(self.inbound.qsize() / self.inbound.maxsize, 3) if fed_by_network else None,
+                busy_ms=round(task.busy_s * 1000, 1),
             )
         if self.reader is not None:
             m = self.source_metrics
-            out[nodes[0].id] = SubtaskStatus(self.index, m.records_in, m.records_out, m.late_records_dropped)
+            out[nodes[0].id] = SubtaskStatus(self.index, m.records_in, m.records_out, m.late_records_dropped,
+                                             busy_ms=round(self.source_busy_s * 1000, 1))
         last = nodes[-1].id  # the chain's last operator sends over the network, so it waits for room
         out[last] = replace(out[last], backpressured_ms=round(sum(g.backpressured_s for g in self.outputs) * 1000, 1))
         return out
@@ -224,8 +227,10 @@ class Subtask(threading.Thread):
             if reader.finished_splits != finished:  # at the start, and when a split ends
                 finished = reader.finished_splits
                 self._announce_splits(reader.assigned_splits, finished)
+            started = time.perf_counter()
             batch = reader.read_batch()
             if batch is not None and batch.num_rows:
+                self.source_busy_s += time.perf_counter() - started
                 self.source_metrics.records_out += batch.num_rows
                 self._process(Chunk(batch, split=reader.current_split))
             elif reader.finished:
