@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.sql import dialect
 from sqlstream.core.sql.script import Statement, parse_script
-from sqlstream.frontend.jobs import RegisteredJob, list_jobs, request_cancel, request_savepoint
+from sqlstream.frontend.jobs import (
+    RegisteredJob,
+    list_jobs,
+    request_cancel,
+    request_savepoint,
+    running_entry,
+)
 from sqlstream.runtime.fs import is_remote
 
 if TYPE_CHECKING:
@@ -154,11 +160,16 @@ def cmd_jobmanager(args: argparse.Namespace) -> int:
 
 
 def _managed(job_id: str) -> Client | None:
-    """The job manager's client if it runs ``job_id`` (a detached job); None for a job run in the foreground."""
+    """The job manager's client if it runs ``job_id`` (a detached job); None for a job running in the foreground."""
     from sqlstream.frontend.jobmanager import Client
 
     client = Client.running()
-    return client if client is not None and client.knows(job_id) else None
+    if client is not None and client.knows(job_id):
+        return client
+    if running_entry(job_id) is None:
+        raise SqlStreamError(f"no job {job_id}: neither the job manager's nor running in the foreground "
+                             "(`sqlstream jobs` lists them)")
+    return None
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:

@@ -66,6 +66,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from http.cookies import CookieError, SimpleCookie
@@ -93,6 +94,9 @@ WEB_DIR = Path(__file__).resolve().parent / "web"
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
 RUNNING, FINISHED, FAILED, CANCELED = "RUNNING", "FINISHED", "FAILED", "CANCELED"
+HISTORY_SAMPLES = 300  # rates kept per job: five minutes at the monitor's one sample a second
+HISTORY_FIGURES = ("records_in_per_s", "records_out_per_s", "busy_ms_per_s", "backpressured_ms_per_s")
+SAMPLE_INTERVAL_S = 1.0  # how often the monitor reads a running job's status, for its history
 
 
 def state_file() -> Path:
@@ -139,6 +143,8 @@ class JobRecord:
         # the two newest distinct statuses the job published: records/s are the change between them
         self._samples: tuple[job_status.JobStatus | None, job_status.JobStatus | None] = (None, None)
         self._samples_lock = threading.Lock()
+        # per-operator rates over time, for the page's throughput chart: one entry per status read
+        self._history: deque[dict[str, Any]] = deque(maxlen=HISTORY_SAMPLES)
 
     @property
     def dir(self) -> Path:
@@ -154,7 +160,17 @@ class JobRecord:
             last = self._samples[1]
             if status is not None and (last is None or status.timestamp_ms > last.timestamp_ms):
                 self._samples = (last, status)
+                if last is not None and status.operators:
+                    rates = operator_rates(last, status)
+                    self._history.append({"time_ms": status.timestamp_ms, "operators": {
+                        str(op.node_id): {k: r[k] for k in HISTORY_FIGURES}
+                        for op, r in zip(status.operators, rates, strict=True)}})
         return status
+
+    def history(self) -> list[dict[str, Any]]:
+        """Rates per operator (by node id) at each status read, oldest first (the last few minutes)."""
+        with self._samples_lock:
+            return list(self._history)
 
     def final_state(self) -> str | None:
         """How the job process said its script ended, if it got to say so."""
@@ -185,7 +201,7 @@ class JobRecord:
         out = self.summary(status)
         out.update({"cwd": self.cwd, "restore": self.restore, "log": str(self.dir / "log")})
         if status is None:
-            out.update({"operators": [], "explain": "", "restarts": 0, "status_time_ms": None,
+            out.update({"operators": [], "history": [], "explain": "", "restarts": 0, "status_time_ms": None,
                         "checkpoints": {"completed": 0, "failed": 0, "history": [], "latest": None}})
             return out
         with self._samples_lock:
@@ -196,7 +212,7 @@ class JobRecord:
                                                                       strict=True)]
         latest = status.latest_checkpoint
         out.update({
-            "operators": operators, "explain": status.plan, "restarts": status.restarts,
+            "operators": operators, "history": self.history(), "explain": status.plan, "restarts": status.restarts,
             "status_time_ms": status.timestamp_ms,
             "checkpoints": {"completed": status.completed_checkpoints, "failed": status.failed_checkpoints,
                             "history": [_checkpoint_json(c) for c in status.checkpoints],
@@ -371,9 +387,14 @@ class JobManager:
 
     # ------------------------------------------------------------ supervision
     def _monitor(self) -> None:
+        sampled = 0.0
         while not self.stop_event.wait(0.1):
             with self.lock:
                 running = [j for j in self.jobs.values() if j.state == RUNNING]
+            if time.monotonic() - sampled >= SAMPLE_INTERVAL_S:
+                sampled = time.monotonic()
+                for job in running:
+                    job.status()  # the history grows whether or not anyone is looking
             for job in running:
                 proc = self.procs.get(job.id)
                 code = proc.poll() if proc is not None else (None if alive(job.pid) else -1)
@@ -967,10 +988,15 @@ class Client:
     def shutdown(self, timeout_s: float = 60) -> None:
         """Stops the job manager (which cancels its running jobs) and waits until its process has ended."""
         pid = self._call("POST", "/jobmanager/shutdown", {})["pid"]
+
+        def running() -> bool:  # its last act is to remove its jobmanager.json (a zombie still "exists")
+            info = _read_json(state_file())
+            return alive(pid) and isinstance(info, dict) and info.get("pid") == pid
+
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and alive(pid):
+        while time.monotonic() < deadline and running():
             time.sleep(0.1)
-        if alive(pid):
+        if running():
             raise SqlStreamError(f"the job manager (pid {pid}) did not stop within {timeout_s:.0f} s")
 
 

@@ -623,7 +623,7 @@ class JobExecutor:
                 targets = [st.inbound for st in subtasks[consumer_uid]]
                 for st in subtasks[chain.uid]:
                     st.outputs.append(OutputGate(ci.mode, ci.keys, targets, base + ci.channel(st.index), st.index,
-                                                 self.config.max_parallelism, stop))
+                                                 self.config.max_parallelism, stop, self.config.clock))
 
     def summed_metrics(self) -> dict[str, Metrics]:
         out: dict[str, Metrics] = {}

@@ -56,8 +56,11 @@ class OutputGate:
     subtask_index: int
     max_parallelism: int
     stop: threading.Event
+    clock: Clock = SYSTEM_CLOCK  # measures the time blocked (injected by tests)
     _next: int = field(default=0)
-    backpressured_s: float = field(default=0.0)  # time spent waiting for room downstream
+    # time blocked on a full channel, accumulated here on the data path: the status reports the
+    # total, and its change between two statuses is the share of time backpressured
+    backpressured_s: float = field(default=0.0)
 
     def _put(self, target: int, element: Element) -> None:
         q = self.targets[target]
@@ -66,7 +69,7 @@ class OutputGate:
             return
         except queue.Full:
             pass
-        waiting_since = time.monotonic()
+        waiting_since = self.clock.monotonic()
         try:
             while True:
                 try:
@@ -76,7 +79,7 @@ class OutputGate:
                     if self.stop.is_set():
                         raise Cancelled from None
         finally:
-            self.backpressured_s += time.monotonic() - waiting_since
+            self.backpressured_s += self.clock.monotonic() - waiting_since
 
     def emit(self, element: Element) -> None:
         n = len(self.targets)
