@@ -12,6 +12,7 @@ background pool and the checkpoint is acknowledged when they are.
 
 from __future__ import annotations
 
+import errno
 import queue
 import threading
 import time
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from sqlstream.core.errors import JobError
 from sqlstream.core.status import SubtaskStatus
 from sqlstream.runtime.checkpoint.coordinator import CheckpointCoordinator
 from sqlstream.runtime.checkpoint.storage import file_digest, files_of, write_subtask_state
@@ -39,6 +41,18 @@ POLL_S = 0.05
 IDLE_SLEEP_S = 0.002
 # how often an idle subtask tells its operators the wall clock (Flink's auto-watermark interval)
 PROCESSING_TIME_TICK_S = 0.2
+
+
+def os_failure(error: BaseException, doing: str) -> BaseException:
+    """An OSError as a job error that says what was being done and why, a full disk named as such
+    (not ``OSError: [Errno 28]``); it stays a JobError, so the restart strategy still applies."""
+    if not isinstance(error, OSError):
+        return error
+    reason = "no space left on device (the disk is full)" if error.errno == errno.ENOSPC else (error.strerror or str(error))
+    where = f" ('{error.filename}')" if error.filename else ""
+    failure = JobError(f"{doing}: {reason}{where}")
+    failure.__cause__ = error
+    return failure
 
 
 class Cancelled(Exception):
@@ -205,7 +219,7 @@ class Subtask(threading.Thread):
         except Cancelled:
             pass
         except BaseException as e:  # noqa: BLE001 - reported to the job, which restarts or fails
-            self.on_failure(e)
+            self.on_failure(os_failure(e, self.name))
         finally:
             self.finished.set()
 
@@ -393,7 +407,7 @@ class Subtask(threading.Thread):
                 self.coordinator.acknowledge(n, self.key, write(directory))
             except BaseException as e:  # noqa: BLE001 - a failed snapshot fails the job
                 if self.coordinator.is_pending(n):
-                    self.on_failure(e)
+                    self.on_failure(os_failure(e, f"writing checkpoint {n} of {self.name} to '{directory}'"))
                 # else: a newer checkpoint completed first and this one was abandoned (and pruned)
 
         self.snapshot_pool.submit(persist)
