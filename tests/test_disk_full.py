@@ -81,8 +81,8 @@ def fill(directory: Path) -> Path:
 def test_a_sink_that_fills_its_disk_fails_cleanly_and_a_restore_after_freeing_space_is_exactly_once(
         small_disk: Path, tmp_path: Path) -> None:
     out, chk = small_disk / "out", tmp_path / "chk"
-    script = tmp_path / "job.sql"  # about 2.2 MB of rows for a 2 MiB disk
-    script.write_text(JOB.format(chk=chk, out=out, rate=10_000, last=ROWS - 1, pad=100))
+    script = tmp_path / "job.sql"  # about 4 MB of rows for a 2 MiB disk
+    script.write_text(JOB.format(chk=chk, out=out, rate=10_000, last=ROWS - 1, pad=200))
     code, err = finish(run(tmp_path / "home", script))
     assert code == 1 and "no space left on device (the disk is full)" in err, err
     assert "Traceback" not in err and "[ERROR]" in err

@@ -836,6 +836,9 @@ def serve(options: ServerOptions | None = None) -> int:
     if not options.loopback and not options.ssl_cert:
         print(f"[WARN] The job manager listens on {options.bind_address} without TLS: its token and jobs cross "
               "the network in clear text; give it --ssl-cert and --ssl-key", file=sys.stderr, flush=True)
+    if not options.loopback and not options.metrics_auth:
+        print(f"[WARN] GET /metrics is served without the token on {options.bind_address}: anyone who reaches it "
+              "sees the jobs' names and figures", file=sys.stderr, flush=True)
     manager = JobManager()
     try:
         server = make_server(manager, options, token)
@@ -877,6 +880,14 @@ def _responds(info: dict[str, Any]) -> bool:
 
 
 # ---------------------------------------------------------------- client
+
+
+class ApiError(SqlStreamError):
+    """The job manager's answer to a request it refused: its message, and the HTTP status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Client:
@@ -945,7 +956,7 @@ class Client:
         except urllib.error.HTTPError as e:
             answer = _json_or_none(e.read())
             message = (answer.get("error") if isinstance(answer, dict) else None) or str(e)
-            raise SqlStreamError(message) from None
+            raise ApiError(message, e.code) from None
         except urllib.error.URLError as e:
             raise SqlStreamError(f"the job manager at {self.url} does not answer: {e.reason}") from None
         except (OSError, ValueError) as e:
@@ -979,8 +990,8 @@ class Client:
         """Whether ``job_id`` is one of the job manager's (detached) jobs."""
         try:
             self.job(job_id)
-        except SqlStreamError as e:
-            if str(e) == f"no job {job_id}":
+        except ApiError as e:
+            if e.status == 404:
                 return False
             raise
         return True

@@ -48,12 +48,9 @@ class RegisteredJob:
             raise SqlStreamError(f"job id '{job_id}' is not 1 to 64 letters and digits")
         self.id = job_id or uuid.uuid4().hex[:12]
         self.file = jobs_dir() / f"{self.id}.json"
+        self.cancel_file = jobs_dir() / f"{self.id}.cancel"  # see request_cancel
         write_private(self.file, json.dumps({"id": self.id, "pid": os.getpid(), "script": script, "started": time.time()}))
         self._closed = threading.Event()
-
-    @property
-    def cancel_file(self) -> Path:
-        return jobs_dir() / f"{self.id}.cancel"
 
     def install_cancel_handlers(self, poll_s: float = CANCEL_POLL_S) -> None:
         """Cancel on Ctrl-C, SIGTERM or a cancel file, whatever dispositions the parent left.
