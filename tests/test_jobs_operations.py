@@ -36,6 +36,7 @@ from tests.jobmanager_api import (
     start_jobmanager,
     stop_jobmanager,
 )
+from tests.test_job_status import RunningJob, poll
 from tests.test_jobs_detached import WINDOW_JOB, cli, wait_for
 
 ENDLESS_JOB = """
@@ -278,3 +279,33 @@ def test_rates_are_the_change_of_the_runtime_totals_between_two_statuses_per_sec
     # the first status, or one after a restart reset the totals: no rate rather than a negative one
     assert operator_rates(None, after)[0]["backpressured_ms_per_s"] == 0.0
     assert operator_rates(after, _status(13_000, busy=0, blocked=(0, 0), out=0))[0]["busy_ms_per_s"] == 0.0
+
+
+BACKPRESSURED_JOB = """
+CREATE TEMPORARY FUNCTION slow_plus_one AS 'tests.udf_samples.slow_plus_one' LANGUAGE PYTHON;
+SET 'table.exec.batch-size' = '100';
+CREATE TABLE gen (k INT, v BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '20000',
+    'fields.k.min' = '1', 'fields.k.max' = '20');
+CREATE TABLE sink (k INT, n BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO sink SELECT k, slow_plus_one(n) FROM (SELECT k, COUNT(*) AS n FROM gen GROUP BY k);
+"""
+
+
+@pytest.mark.slow
+def test_a_slow_operator_shows_as_busy_and_its_upstream_as_backpressured_steadily() -> None:
+    job = RunningJob(BACKPRESSURED_JOB)
+    try:
+        first = poll("rows flowing", lambda: (s := job.executor.status()).records_in > 0 and s)
+        samples = [first]
+        for _ in range(3):  # three one-second windows: the share is steady, not flipping between 0 and 100 %
+            samples.append(poll("a second later", lambda: (s := job.executor.status()).timestamp_ms
+                                >= samples[-1].timestamp_ms + 1000 and s))
+        for before, after in zip(samples, samples[1:], strict=False):
+            rates = {op.kind: r for op, r in zip(after.operators, operator_rates(before, after), strict=True)}
+            # the source's chain waits on the full channel to the aggregate, whose chain calls the slow function
+            assert rates["Source"]["backpressured_ms_per_s"] > 500, rates
+            assert rates["Calc"]["busy_ms_per_s"] > 500, rates
+            assert rates["GroupAggregate"]["backpressured_ms_per_s"] == 0, rates
+    finally:
+        job.executor.cancel()
+        job.thread.join(timeout=60)
