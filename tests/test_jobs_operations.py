@@ -26,6 +26,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sqlstream.core.status import JobStatus, OperatorStatus, SubtaskStatus, read_status
 from sqlstream.frontend.jobmanager import operator_rates
+from sqlstream.runtime.checkpoint.coordinator import CheckpointCoordinator
+from sqlstream.runtime.checkpoint.storage import CheckpointStorage
 from sqlstream.runtime.clock import ManualClock
 from sqlstream.runtime.elements import Watermark
 from sqlstream.runtime.subtask import OutputGate
@@ -309,3 +311,19 @@ def test_a_slow_operator_shows_as_busy_and_its_upstream_as_backpressured_steadil
     finally:
         job.executor.cancel()
         job.thread.join(timeout=60)
+
+
+def test_a_savepoint_is_never_subsumed_by_a_newer_checkpoint_as_in_flink(tmp_path: Path) -> None:
+    keys = [("chain", 0)]
+    notified: list[int] = []
+    coordinator = CheckpointCoordinator(CheckpointStorage(tmp_path / "chk", 1), None, keys, lambda n, sp: None,
+                                        lambda n, final: notified.append(n), {})
+    savepoint = coordinator.trigger_checkpoint(savepoint_dir=tmp_path / "sp")  # 1
+    checkpoint = coordinator.trigger_checkpoint()  # 2, completes first
+    coordinator.acknowledge(2, keys[0], {"operators": {}})
+    assert checkpoint.result(timeout=10) and not savepoint.done()  # `sqlstream savepoint` still waits for it
+    coordinator.acknowledge(1, keys[0], {"operators": {}})
+    assert savepoint.result(timeout=10) == tmp_path / "sp" and (tmp_path / "sp" / "_metadata").is_file()
+    assert coordinator.latest_completed == 2 and notified == [2, 1]  # the latest never goes back
+    checkpoints = coordinator.history.snapshot()[0]
+    assert [(c.id, c.savepoint, c.state) for c in checkpoints] == [(1, True, "COMPLETED"), (2, False, "COMPLETED")]
