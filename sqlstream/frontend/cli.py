@@ -9,16 +9,19 @@ and `cancel` answer at once.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlstream.core.errors import SqlStreamError
+from sqlstream.core.home import private_dir
 from sqlstream.core.sql import dialect
 from sqlstream.core.sql.script import Statement, parse_script
 from sqlstream.frontend.jobs import (
     RegisteredJob,
+    jobs_dir,
     list_jobs,
     request_cancel,
     request_savepoint,
@@ -111,12 +114,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return executor.savepoint(target).result(timeout=120)
 
     job.install_savepoint_handler(take_savepoint)
-    reporter = None
-    if args.status_dir:  # the job manager's window into this job
-        from sqlstream.frontend.status_publisher import StatusPublisher
+    from sqlstream.frontend.status_publisher import StatusPublisher
 
-        reporter = StatusPublisher(session, Path(args.status_dir), job.id)
-        reporter.start()
+    # the job manager's window into a detached job; for one in the foreground, what `sqlstream jobs` shows
+    own_status = not args.status_dir
+    status_dir = private_dir(jobs_dir() / job.id) if own_status else Path(args.status_dir)
+    reporter = StatusPublisher(session, status_dir, job.id)
+    reporter.start()
     final_state = "FAILED"
     try:
         results = session.execute_script(sql, on_rows=out.on_rows, on_result=out.on_result)
@@ -125,8 +129,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         final_state = "CANCELED"
         raise
     finally:
-        if reporter is not None:
-            reporter.close(final_state)
+        reporter.close(final_state)
+        if own_status:
+            shutil.rmtree(status_dir, ignore_errors=True)
         job.close()
     return 0
 

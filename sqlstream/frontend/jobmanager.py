@@ -1019,10 +1019,15 @@ def _json_or_none(data: bytes) -> Any:
 
 
 def foreground_summary(entry: dict[str, Any]) -> dict[str, Any]:
-    """A job running in the foreground (``sqlstream run``, from the job registry) as ``sqlstream jobs`` lists it."""
+    """A job running in the foreground (``sqlstream run``, from the job registry) as ``sqlstream jobs`` lists it,
+    with the figures of the status it publishes beside its registry entry."""
     started = entry.get("started") if isinstance(entry.get("started"), int | float) else time.time()
+    status = job_status.read_status(jobs_dir() / str(entry["id"]))
+    latest = status.latest_checkpoint if status is not None else None
     return {"id": entry["id"], "name": entry.get("script"), "state": RUNNING, "uptime_s": time.time() - started,
-            "records_in": "-", "records_out": "-", "last_checkpoint": None}
+            "records_in": status.records_in if status is not None else 0,
+            "records_out": status.records_out if status is not None else 0,
+            "last_checkpoint": _checkpoint_json(latest) if latest is not None else None}
 
 
 def format_jobs(jobs: list[dict[str, Any]], now: float | None = None) -> str:

@@ -51,6 +51,7 @@ class RegisteredJob:
         self.cancel_file = jobs_dir() / f"{self.id}.cancel"  # see request_cancel
         write_private(self.file, json.dumps({"id": self.id, "pid": os.getpid(), "script": script, "started": time.time()}))
         self._closed = threading.Event()
+        self._previous_handlers: dict[int, Any] = {}
 
     def install_cancel_handlers(self, poll_s: float = CANCEL_POLL_S) -> None:
         """Cancel on Ctrl-C, SIGTERM or a cancel file, whatever dispositions the parent left.
@@ -68,8 +69,8 @@ class RegisteredJob:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             raise KeyboardInterrupt
 
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, on_term)
+        self._previous_handlers = {sig: signal.signal(sig, handler) for sig, handler in
+                                   ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, on_term))}
 
         def watch() -> None:
             while not self._closed.wait(poll_s):
@@ -104,6 +105,8 @@ class RegisteredJob:
 
     def close(self) -> None:
         self._closed.set()
+        for sig, handler in self._previous_handlers.items():  # as they were (`sqlstream run` called in-process)
+            signal.signal(sig, handler)
         self.file.unlink(missing_ok=True)
         self.cancel_file.unlink(missing_ok=True)
 
@@ -114,9 +117,19 @@ def list_jobs() -> list[dict[str, Any]]:
         info = _entry(f)
         if info is None or not alive(info["pid"]):
             f.unlink(missing_ok=True)  # the process is gone (or never finished writing a readable entry)
+            _remove_status_folder(f.with_suffix(""))
             continue
         out.append(info)
     return out
+
+
+def _remove_status_folder(folder: Path) -> None:
+    """The status folder a killed foreground job left; a job manager's job folder (it holds more) stays."""
+    (folder / "status.json").unlink(missing_ok=True)
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # not there, or not only a status
 
 
 def _entry(path: Path) -> dict[str, Any] | None:
