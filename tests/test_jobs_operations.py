@@ -333,12 +333,14 @@ def test_a_savepoint_is_never_subsumed_by_a_newer_checkpoint_as_in_flink(tmp_pat
 
 
 @pytest.mark.slow
-def test_stop_of_a_foreground_job_takes_a_savepoint_into_the_home_by_default(tmp_path: Path) -> None:
+def test_stop_of_a_foreground_job_takes_a_savepoint_into_its_state_savepoints_dir_by_default(
+        tmp_path: Path) -> None:
     home = tmp_path / "home"
     script = tmp_path / "endless.sql"
     script.write_text(ENDLESS_JOB.replace("SET 'execution.checkpointing.interval' = '100 ms';",
                                           f"SET 'execution.checkpointing.interval' = '100 ms';\n"
-                                          f"SET 'state.checkpoints.dir' = '{tmp_path / 'chk'}';"))
+                                          f"SET 'state.checkpoints.dir' = '{tmp_path / 'chk'}';\n"
+                                          f"SET 'state.savepoints.dir' = '{tmp_path / 'sp'}';"))
     env = {**os.environ, "SQLSTREAM_HOME": str(home), "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script)], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -347,7 +349,7 @@ def test_stop_of_a_foreground_job_takes_a_savepoint_into_the_home_by_default(tmp
         wait_for("a checkpoint", lambda: (tmp_path / "chk" / "chk-1").exists())
         stopped = cli(home, "stop", job_id).stdout
         path = Path(re.search(r"stopped with a savepoint: (\S+)", stopped).group(1))  # type: ignore[union-attr]
-        assert path.parent == home / "savepoints" and path.name.endswith(f"-{job_id}")
+        assert path.parent == tmp_path / "sp" and path.name.endswith(f"-{job_id}")  # as Flink: no directory named
         assert (path / "_metadata").is_file()
         assert proc.wait(timeout=30) == 0
     finally:
