@@ -221,9 +221,11 @@ class TextFileWriter(FileWriter):
     def close(self) -> None:
         if self._file.closed:
             return
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        finally:  # the descriptor is released even when the flush fails (a full disk)
+            self._file.close()
 
 
 def make_batch(arrays: Sequence[pa.Array], schema: pa.Schema, rows: int) -> pa.RecordBatch:

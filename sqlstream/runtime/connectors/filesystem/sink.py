@@ -160,15 +160,18 @@ class FileSystemSink(SinkWriter):
 
     def close(self) -> None:
         """Discard what no checkpoint has staged; staged files stay hidden until commit or abort."""
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-            if self._spool is not None:  # never uploaded: nothing of it is on the store
-                os.remove(self._spool)
-                self._spool = None
-            elif self._current is not None:
-                self._dir.child(self._current[0]).delete()
-            self._current = None
-        for inprogress, _final in self._pending:
-            self._dir.child(inprogress).delete()
-        self._pending = []
+        writer, self._writer = self._writer, None
+        try:
+            if writer is not None:
+                writer.close()
+        finally:  # what was being written goes even when it cannot be flushed (a full disk)
+            if writer is not None:
+                if self._spool is not None:  # never uploaded: nothing of it is on the store
+                    os.remove(self._spool)
+                    self._spool = None
+                elif self._current is not None:
+                    self._dir.child(self._current[0]).delete()
+                self._current = None
+            for inprogress, _final in self._pending:
+                self._dir.child(inprogress).delete()
+            self._pending = []
