@@ -42,6 +42,14 @@ class SumOfSquares(AggregateFunction):
         return acc[0]
 
 
+class SumOfSquaresWithRetract(SumOfSquares):
+    """SumOfSquares that can also take rows back: it aggregates an updating input."""
+
+    def retract(self, acc: list[int], x: int | None) -> None:
+        if x is not None:
+            acc[0] -= x * x
+
+
 def not_a_udf(x: int) -> int:
     return x
 

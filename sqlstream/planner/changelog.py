@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlstream.core.aggregates import retractable
+from sqlstream.core.aggregates import retraction_refusal
 from sqlstream.core.connectors import connector_spec
 from sqlstream.core.errors import PlanError
 from sqlstream.planner.logical import Aggregate, LogicalNode, Sink, WindowAggregate
@@ -49,10 +49,9 @@ def _check_retractions(node: LogicalNode) -> None:
         _check_retractions(child)
     if isinstance(node, Aggregate) and node.input.updating:
         for a in node.aggs:
-            if not retractable(a):
-                raise PlanError(
-                    f"{a.describe()} over an updating input (an aggregate of an aggregate) is not supported; "
-                    "only COUNT, SUM and AVG can consume retractions"
-                )
+            refusal = retraction_refusal(a)
+            if refusal is not None:
+                raise PlanError(f"{a.describe()} over an updating input (an aggregate of an aggregate, a join's "
+                                f"or a Top-N's changes) is not supported: {refusal}")
     if isinstance(node, WindowAggregate) and node.input.updating:
         raise PlanError("window aggregation over an updating input is not supported")
