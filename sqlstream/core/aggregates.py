@@ -36,6 +36,10 @@ class AggCall:
 # (no columnar form, no OVER)
 STATISTICS = ("STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP")
 SEQUENCES = ("LISTAGG", "FIRST_VALUE", "LAST_VALUE")
+# Flink's names of JSON_ARRAYAGG / JSON_OBJECTAGG with their ON NULL clause: their argument is the
+# value's JSON text (JSON_OBJECTAGG's '"key":value'), see planner.binder._json_aggregate_call
+JSON_AGGREGATES = ("JSON_ARRAYAGG_ABSENT_ON_NULL", "JSON_ARRAYAGG_NULL_ON_NULL", "JSON_OBJECTAGG_NULL_ON_NULL",
+                   "JSON_OBJECTAGG_ABSENT_ON_NULL")
 
 
 def wrap_integer(total: int, t: pa.DataType) -> int:
@@ -48,7 +52,7 @@ def wrap_integer(total: int, t: pa.DataType) -> int:
 
 def retractable(call: AggCall) -> bool:
     """Whether the function can consume -U/-D rows (MIN/MAX/DISTINCT would need all values)."""
-    return call.function in ("COUNT", "SUM", "AVG", *STATISTICS, *SEQUENCES) and not call.distinct
+    return call.function in ("COUNT", "SUM", "AVG", *STATISTICS, *SEQUENCES, *JSON_AGGREGATES) and not call.distinct
 
 
 def _minmax_columnar_type(t: pa.DataType) -> bool:
