@@ -13,8 +13,17 @@ import pyarrow as pa
 from sqlglot import exp
 
 from sqlstream.core.errors import PlanError
-from sqlstream.core.expressions import Call, Case, Cast, ColumnRef, Expr, Literal
+from sqlstream.core.expressions import (
+    Call,
+    Case,
+    Cast,
+    ColumnRef,
+    Expr,
+    Literal,
+    referenced_columns,
+)
 from sqlstream.core.functions import ArgumentTypeError, common_type, lookup
+from sqlstream.core.functions.json import constant_path
 from sqlstream.core.functions.udfs import USER_AGGREGATES
 from sqlstream.core.sql.dialect import (
     JSON_AGGREGATES,
@@ -208,8 +217,13 @@ class ExprBinder:
         """A JSON function's ON EMPTY/ON ERROR clause as (its kind, its DEFAULT or a NULL)."""
         if not isinstance(clause, JsonBehavior):
             return Literal(default, pa.string()), Literal(None, pa.null())
-        value = self.bind(clause.this) if clause.args["kind"] == "DEFAULT" else Literal(None, pa.null())
-        return Literal(clause.args["kind"], pa.string()), value
+        if clause.args["kind"] != "DEFAULT":
+            return Literal(clause.args["kind"], pa.string()), Literal(None, pa.null())
+        value = self.bind(clause.this)
+        if referenced_columns(value):
+            # Flink's code generator takes the DEFAULT as a literal (a column fails its planning)
+            raise plan_error(f"JSON_VALUE's DEFAULT must be a constant, not '{clause.this.sql()}'", clause.this)
+        return Literal("DEFAULT", pa.string()), value
 
     def json_text_of(self, value: Expr, node: exp.Expression) -> Expr:
         """JSON_STRING of a bound value: a JSON_OBJECT/JSON_ARRAY call's text is inserted as it is
@@ -225,6 +239,8 @@ class ExprBinder:
             if len(node.expressions) != 1:
                 raise plan_error(f"JSON_STRING takes 1 argument, got {len(node.expressions)}", node)
             return self.json_text_of(self.bind(node.expressions[0]), node)
+        if isinstance(node, FlinkJsonValue | FlinkJsonQuery | FlinkJsonExists):
+            _check_path(node.args["path"])
         if isinstance(node, FlinkJsonValue):
             returning = _json_returning(node, "JSON_VALUE")
             empty = self._behaviour(node.args.get("on_empty"), "NULL")
@@ -250,8 +266,10 @@ class ExprBinder:
         flags = ""
         for pair in node.expressions:
             key = self.bind(pair.this)
-            if isinstance(key, Literal) and key.value is None:
-                raise plan_error(f"a JSON_OBJECT key must not be NULL: '{pair.this.sql()}'", pair.this)
+            if (isinstance(key, Literal) and key.value is None) or referenced_columns(key):
+                # Flink refuses a key that may be NULL; sqlstream knows no NOT NULL columns
+                raise plan_error(f"a JSON_OBJECT key must be a constant that is not NULL: '{pair.this.sql()}'",
+                                 pair.this)
             value = self.bind(pair.expression)
             flags += "r" if isinstance(value, Call) and value.name in ("JSON_OBJECT", "JSON_ARRAY") else "s"
             pairs += [key, value]
@@ -364,6 +382,17 @@ class ExprBinder:
 
 
 _JSON_NODES = (FlinkJsonValue, FlinkJsonQuery, FlinkJsonExists, FlinkJsonObject, FlinkJsonArray)
+
+
+def _check_path(path: exp.Expression) -> None:
+    """A constant path is compiled at plan time: a syntax error, or a Jayway construct sqlstream
+    does not evaluate, is refused at the path (Flink compiles it per row and returns the ON ERROR
+    value instead)."""
+    if isinstance(path, exp.Literal) and path.is_string:
+        try:
+            constant_path(path.name)
+        except ArgumentTypeError as e:
+            raise plan_error(str(e), path) from None
 
 
 def _json_returning(node: exp.Expression, function: str) -> str:

@@ -725,12 +725,14 @@ def json_string(values: Value, raw: Value) -> Value:
 
 
 def _joined(parts: list[Value], separator: str, skip_nulls: bool) -> Value:
-    """The parts joined per row (NULL parts left out, or written as null)."""
+    """The parts joined per row (NULL parts left out, or written as null). Each part is prefixed
+    with the separator and the first one cut off again: Arrow's join with null_handling='skip'
+    drops a row whose parts are all NULL."""
     if not skip_nulls:
         parts = [pc.fill_null(p, "null") for p in parts]
-    if len(parts) == 1:
-        return pc.fill_null(parts[0], "")
-    return pc.binary_join_element_wise(*parts, separator, null_handling="skip")
+    prefixed = [pc.fill_null(pc.binary_join_element_wise(separator, p, ""), "") for p in parts]
+    joined = prefixed[0] if len(prefixed) == 1 else pc.binary_join_element_wise(*prefixed, "")
+    return pc.utf8_slice_codeunits(joined, len(separator))
 
 
 def _wrap(inner: Value, open_: str, close: str, rows: int | None) -> Value:
@@ -754,39 +756,25 @@ def json_array(on_null: Value, flags: Value, *elements: Value) -> Value:
 
 def json_object(on_null: Value, flags: Value, *pairs: Value) -> Value:
     """JSON_OBJECT([KEY] k VALUE v, ... [NULL|ABSENT ON NULL]): NULL ON NULL unless ABSENT ON NULL
-    is given; keys sorted, a repeated key's last value wins."""
+    is given; keys (constants: Flink refuses a key that may be NULL) sorted, a repeated key's last
+    value wins."""
     if not pairs:
         return pa.scalar("{}", pa.string())
     skip = on_null.as_py() == "ABSENT"
     keys, values = pairs[0::2], pairs[1::2]
     texts = [json_texts(v, f == "r") for v, f in zip(values, flags.as_py(), strict=True)]
-    rows = _rows(pairs)
-    if all(isinstance(k, pa.Scalar) for k in keys):
-        last: dict[str, int] = {}
-        for i, k in enumerate(keys):
-            if not k.is_valid:
-                raise DataError("JSON_OBJECT: a key is NULL")
-            last[k.as_py()] = i
-        members = []
-        for key in sorted(last, key=_utf16):
-            text = texts[last[key]]
-            members.append(pc.binary_join_element_wise(quote(key) + ":", text if skip else pc.fill_null(text, "null"), ""))
-        return _wrap(_joined(members, ",", True), "{", "}", rows)
-    assert rows is not None
-    key_lists = [[k.as_py()] * rows if isinstance(k, pa.Scalar) else k.to_pylist() for k in keys]
-    text_lists = [[t.as_py()] * rows if isinstance(t, pa.Scalar) else t.to_pylist() for t in texts]
-    out = []
-    for row in range(rows):
-        member: dict[str, str] = {}
-        for ks, ts in zip(key_lists, text_lists, strict=True):
-            if ks[row] is None:
-                raise DataError("JSON_OBJECT: a key is NULL")
-            if ts[row] is None and skip:
-                member.pop(ks[row], None)
-                continue
-            member[ks[row]] = "null" if ts[row] is None else ts[row]
-        out.append("{" + ",".join(quote(k) + ":" + member[k] for k in sorted(member, key=_utf16)) + "}")
-    return pa.array(out, pa.string())
+    if not all(isinstance(k, pa.Scalar) for k in keys):
+        raise ArgumentTypeError("JSON_OBJECT's keys must be constants")
+    last: dict[str, int] = {}
+    for i, k in enumerate(keys):
+        if not k.is_valid:
+            raise DataError("JSON_OBJECT: a key is NULL")
+        last[k.as_py()] = i
+    members = []
+    for key in sorted(last, key=_utf16):
+        text = texts[last[key]]
+        members.append(pc.binary_join_element_wise(quote(key) + ":", text if skip else pc.fill_null(text, "null"), ""))
+    return _wrap(_joined(members, ",", True), "{", "}", _rows(pairs))
 
 
 def objectagg_entry(key: Value, text: Value) -> Value:
@@ -835,8 +823,6 @@ def constant_path(spec: str) -> None:
 def _infer_value(types: list[pa.DataType], constants: list[Any]) -> pa.DataType:
     _character(types[0], "JSON_VALUE's JSON argument")
     _character(types[1], "JSON_VALUE's path")
-    if isinstance(constants[1], str):
-        constant_path(constants[1])
     returning = constants[2]
     for kind, t in ((constants[3], types[4]), (constants[5], types[6])):
         if kind == "DEFAULT" and returning == "STRING" and not (
@@ -849,16 +835,12 @@ def _infer_value(types: list[pa.DataType], constants: list[Any]) -> pa.DataType:
 def _infer_query(types: list[pa.DataType], constants: list[Any]) -> pa.DataType:
     _character(types[0], "JSON_QUERY's JSON argument")
     _character(types[1], "JSON_QUERY's path")
-    if isinstance(constants[1], str):
-        constant_path(constants[1])
     return pa.string()
 
 
 def _infer_exists(types: list[pa.DataType], constants: list[Any]) -> pa.DataType:
     _character(types[0], "JSON_EXISTS's JSON argument")
     _character(types[1], "JSON_EXISTS's path")
-    if isinstance(constants[1], str):
-        constant_path(constants[1])
     return pa.bool_()
 
 
