@@ -1013,7 +1013,7 @@ class Flink(Dialect):
 
         def _parse_flink_json_arrayagg(self) -> FlinkJsonArrayAgg:
             value = self._json_argument("JSON_ARRAYAGG", "value", first=True)
-            if self._curr and self._curr.text.upper() == "ORDER":
+            if self._curr and self._curr.token_type == TokenType.ORDER_BY:
                 self.raise_error("ORDER BY inside JSON_ARRAYAGG is not supported (rows are aggregated in "
                                  "arrival order)")
             return self.expression(FlinkJsonArrayAgg(this=value, on_null=self._parse_json_on_null()))
