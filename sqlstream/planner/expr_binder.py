@@ -211,7 +211,7 @@ class ExprBinder:
         if spec.args.get("with_") or spec.args.get("unique"):
             raise plan_error(f"'{node.sql()}': IS JSON takes no WITH/WITHOUT UNIQUE KEYS in Flink", node)
         kind = spec.this or "VALUE"
-        return self._call("IS JSON", [self.bind(node.this), Literal(kind, pa.string())], node)
+        return self._call("$IS_JSON", [self.bind(node.this), Literal(kind, pa.string())], node)
 
     def _behaviour(self, clause: exp.Expression | None, default: str) -> tuple[Literal, Expr]:
         """A JSON function's ON EMPTY/ON ERROR clause as (its kind, its DEFAULT or a NULL)."""

@@ -880,8 +880,8 @@ def _infer_entry(types: list[pa.DataType]) -> pa.DataType:
 register("JSON_VALUE", _infer_value, json_value, 7, sees_constants=True)  # type: ignore[arg-type]
 register("JSON_QUERY", _infer_query, json_query, 5, sees_constants=True)  # type: ignore[arg-type]
 register("JSON_EXISTS", _infer_exists, json_exists, 3, sees_constants=True)  # type: ignore[arg-type]
-register("IS JSON", _infer_is_json, is_json, 2)
+register("$IS_JSON", _infer_is_json, is_json, 2)
 register("JSON_STRING", _infer_string, json_string, 2)
 register("JSON_ARRAY", _infer_array, json_array, 2, None)
 register("JSON_OBJECT", _infer_object, json_object, 2, None)
-register("JSON_OBJECTAGG ENTRY", _infer_entry, objectagg_entry, 2)
+register("$JSON_OBJECTAGG_ENTRY", _infer_entry, objectagg_entry, 2)
