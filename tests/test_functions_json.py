@@ -62,6 +62,9 @@ def test_a_path_column_that_is_malformed_gives_the_on_error_value_as_flinks_ille
     ("SELECT JSON_VALUE(id, '$') FROM {docs}", r"JSON_VALUE's JSON argument must be a character string"),
     ("SELECT JSON_STRING(DATE '2024-01-02') FROM {docs}", r"type 'DATE' is not scalar or cannot be converted into JSON"),
     ("SELECT JSON_ARRAY(TIME '10:00:00') FROM {docs}", r"type 'TIME' is not scalar"),
+    ("SELECT JSON(doc) FROM {docs}", r"The JSON\(\) function is currently only supported inside JSON_ARRAY\(\)"),
+    ("SELECT JSON_STRING(JSON(doc)) FROM {docs}", r"The JSON\(\) function is currently only supported"),
+    ("SELECT JSON_QUOTE(id) FROM {docs}", r"JSON_QUOTE's argument must be a character string, got INT"),
     ("SELECT JSON_ARRAYAGG(doc ORDER BY id) FROM {docs}", r"ORDER BY inside JSON_ARRAYAGG is not supported"),
 ])
 def test_what_flink_refuses_or_sqlstream_does_not_run_is_refused_at_plan_time(query: str, message: str) -> None:

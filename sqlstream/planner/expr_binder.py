@@ -193,6 +193,9 @@ class ExprBinder:
                 "(only in the SELECT list or HAVING of an aggregating query)",
                 node,
             )
+        if isinstance(node, exp.Anonymous) and node.name.upper() == "JSON":
+            raise plan_error("The JSON() function is currently only supported inside JSON_ARRAY() or as the VALUE "
+                             "param of JSON_OBJECT()", node)
         if isinstance(node, _JSON_NODES) or (isinstance(node, exp.Anonymous) and node.name.upper() == "JSON_STRING"):
             return self._json(node)
         if isinstance(node, exp.Anonymous):
@@ -228,7 +231,7 @@ class ExprBinder:
     def json_text_of(self, value: Expr, node: exp.Expression) -> Expr:
         """JSON_STRING of a bound value: a JSON_OBJECT/JSON_ARRAY call's text is inserted as it is
         (Flink's raw node), any other value becomes its JSON."""
-        raw = isinstance(value, Call) and value.name in ("JSON_OBJECT", "JSON_ARRAY")
+        raw = isinstance(value, Call) and value.name in _RAW_JSON
         return self._call("JSON_STRING", [value, Literal("r" if raw else "s", pa.string())], node)
 
     def _json(self, node: exp.Expression) -> Expr:
@@ -258,8 +261,8 @@ class ExprBinder:
                     self._behaviour(node.args.get("on_error"), "FALSE")[0]]
             return self._call("JSON_EXISTS", args, node)
         if isinstance(node, FlinkJsonArray):
-            values = [self.bind(v) for v in node.expressions]
-            flags = "".join("r" if isinstance(v, Call) and v.name in ("JSON_OBJECT", "JSON_ARRAY") else "s" for v in values)
+            values = [self._json_member(v) for v in node.expressions]
+            flags = "".join("r" if isinstance(v, Call) and v.name in _RAW_JSON else "s" for v in values)
             return self._call("JSON_ARRAY", [string(node.args.get("on_null") or "ABSENT"), string(flags), *values], node)
         assert isinstance(node, FlinkJsonObject)
         pairs: list[Expr] = []
@@ -270,10 +273,18 @@ class ExprBinder:
                 # Flink refuses a key that may be NULL; sqlstream knows no NOT NULL columns
                 raise plan_error(f"a JSON_OBJECT key must be a constant that is not NULL: '{pair.this.sql()}'",
                                  pair.this)
-            value = self.bind(pair.expression)
-            flags += "r" if isinstance(value, Call) and value.name in ("JSON_OBJECT", "JSON_ARRAY") else "s"
+            value = self._json_member(pair.expression)
+            flags += "r" if isinstance(value, Call) and value.name in _RAW_JSON else "s"
             pairs += [key, value]
         return self._call("JSON_OBJECT", [string(node.args.get("on_null") or "NULL"), string(flags), *pairs], node)
+
+    def _json_member(self, node: exp.Expression) -> Expr:
+        """A JSON_ARRAY element or JSON_OBJECT value: JSON(text) is allowed here (only), as raw JSON."""
+        if isinstance(node, exp.Anonymous) and node.name.upper() == "JSON":
+            if len(node.expressions) != 1:
+                raise plan_error(f"JSON takes 1 argument, got {len(node.expressions)}", node)
+            return self._call("$JSON", [self.bind(node.expressions[0])], node)
+        return self.bind(node)
 
     def _between(self, value: Expr, low: Expr, high: Expr, node: exp.Expression) -> Expr:
         return self._call(
@@ -381,6 +392,8 @@ class ExprBinder:
         )
 
 
+# calls whose result a JSON constructor inserts as JSON, not as a string (Flink's raw nodes)
+_RAW_JSON = ("JSON_OBJECT", "JSON_ARRAY", "$JSON")
 _JSON_NODES = (FlinkJsonValue, FlinkJsonQuery, FlinkJsonExists, FlinkJsonObject, FlinkJsonArray)
 
 

@@ -777,6 +777,89 @@ def json_object(on_null: Value, flags: Value, *pairs: Value) -> Value:
     return _wrap(_joined(members, ",", True), "{", "}", _rows(pairs))
 
 
+def raw_json(values: Value) -> Value:
+    """JSON(value) inside JSON_OBJECT/JSON_ARRAY: the text's first JSON value, written again as Flink's
+    mapper writes it (keys sorted); blank text is NULL, text that is not JSON fails the job."""
+
+    def normalized(text: str) -> str | None:
+        if not text.strip():
+            return None
+        parsed = parse(text.strip())
+        if isinstance(parsed, _Invalid):
+            raise DataError(f'Invalid JSON string in JSON(value) function: "{text}". Error: {parsed.reason}')
+        return dumps(parsed)
+
+    distinct, indexes = _distinct(values)
+    return _spread([None if v is None else normalized(v) for v in distinct], indexes, pa.string())
+
+
+_QUOTE_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n",
+                  "\r": "\\r", "\t": "\\t"}
+
+
+def _json_quote(text: str) -> str:
+    """Flink's JsonQuoteFunction: each UTF-16 unit's code point (a surrogate pair's high unit reads
+    the whole pair, its low unit again on its own) above 127 as \\u%04x, seven escapes, the rest
+    as it is."""
+    units = text.encode("utf-16-be", "surrogatepass")
+    codes = [int.from_bytes(units[i : i + 2], "big") for i in range(0, len(units), 2)]
+    out = ['"']
+    for i, unit in enumerate(codes):
+        code = unit
+        if 0xD800 <= unit < 0xDC00 and i + 1 < len(codes) and 0xDC00 <= codes[i + 1] < 0xE000:
+            code = 0x10000 + ((unit - 0xD800) << 10) + (codes[i + 1] - 0xDC00)
+        char = chr(unit) if unit < 0x80 else ""
+        if char in _QUOTE_ESCAPES:
+            out.append(_QUOTE_ESCAPES[char])
+        elif code > 127:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out) + '"'
+
+
+_UNESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _json_unquote(text: str) -> str:
+    """Flink's JsonUnquoteFunction: a text that starts and ends with '"' and reads as JSON (Jackson's
+    first value) loses its quotes and escapes; any other text is returned as it is."""
+    if len(text) < 2 or text[0] != '"' or text[-1] != '"' or isinstance(parse(text), _Invalid):
+        return text
+    inner, out, i = text[1:-1], [], 0
+    while i < len(inner):
+        c = inner[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        nxt = inner[i + 1 : i + 2]
+        if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", inner[i + 2 : i + 6]):
+            out.append(chr(int(inner[i + 2 : i + 6], 16)))
+            i += 6
+        elif nxt in _UNESCAPES and nxt:
+            out.append(_UNESCAPES[nxt])
+            i += 2
+        else:
+            return text
+    # escaped surrogate pairs become their character; an unpaired one is '?', as Java's UTF-8 encoder writes it
+    paired = "".join(out).encode("utf-16-be", "surrogatepass").decode("utf-16-be", "surrogatepass")
+    return _LONE_SURROGATE.sub("?", paired)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_quote(values: Value) -> Value:
+    distinct, indexes = _distinct(values)
+    return _spread([None if v is None else _json_quote(v) for v in distinct], indexes, pa.string())
+
+
+def json_unquote(values: Value) -> Value:
+    distinct, indexes = _distinct(values)
+    return _spread([None if v is None else _json_unquote(v) for v in distinct], indexes, pa.string())
+
+
 def objectagg_entry(key: Value, text: Value) -> Value:
     """One JSON_OBJECTAGG input as the member text '"key":value' (the value null when NULL): its
     aggregate keeps key and value in one string column. Flink's MapView refuses a NULL key."""
@@ -885,3 +968,16 @@ register("JSON_STRING", _infer_string, json_string, 2)
 register("JSON_ARRAY", _infer_array, json_array, 2, None)
 register("JSON_OBJECT", _infer_object, json_object, 2, None)
 register("$JSON_OBJECTAGG_ENTRY", _infer_entry, objectagg_entry, 2)
+
+
+def _infer_character(name: str) -> Callable[[list[pa.DataType]], pa.DataType]:
+    def infer(types: list[pa.DataType]) -> pa.DataType:
+        _character(types[0], f"{name}'s argument")
+        return pa.string()
+
+    return infer
+
+
+register("$JSON", _infer_character("JSON"), raw_json, 1)
+register("JSON_QUOTE", _infer_character("JSON_QUOTE"), json_quote, 1)
+register("JSON_UNQUOTE", _infer_character("JSON_UNQUOTE"), json_unquote, 1)

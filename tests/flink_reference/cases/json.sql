@@ -141,3 +141,13 @@ SELECT SESSION_START(ts, INTERVAL '3' SECOND) AS s, JSON_OBJECTAGG(KEY CAST(id A
 SELECT c, JSON_ARRAYAGG(uid) AS uids FROM (SELECT uid, COUNT(*) AS c FROM events WHERE uid IS NOT NULL GROUP BY uid) GROUP BY c;
 -- case: value_path_syntax_error
 SELECT id, JSON_VALUE(doc, '$.a[') AS a FROM docs WHERE id = 1;
+-- case: quote_and_unquote_strings
+SELECT id, JSON_QUOTE(s) AS q, JSON_UNQUOTE(JSON_QUOTE(s)) AS round_trip, JSON_UNQUOTE(s) AS u FROM strs;
+-- case: unquote_documents
+SELECT id, JSON_UNQUOTE(doc) AS u, JSON_UNQUOTE(JSON_QUERY(doc, '$.k' WITH WRAPPER)) AS wrapped FROM docs;
+-- case: raw_json_values
+SELECT id, JSON_OBJECT('d' VALUE JSON(doc)) AS o, JSON_ARRAY(JSON(doc), JSON(' '), JSON(CAST(id AS STRING))) AS a FROM docs WHERE id IN (1, 4, 7, 8, 9, 12, 14, 19, 20);
+-- case: raw_json_of_invalid_text_fails
+SELECT JSON_ARRAY(JSON(doc)) AS a FROM docs WHERE id = 2;
+-- case: raw_json_outside_constructors_refused
+SELECT JSON(doc) AS j FROM docs;
