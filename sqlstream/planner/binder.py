@@ -872,7 +872,7 @@ def _refuse_json_aggregates(aggs: list[AggCall], window: WindowSpec | None, lega
     json_aggs = [a for a in aggs if a.function.startswith(("JSON_ARRAYAGG", "JSON_OBJECTAGG"))]
     if not json_aggs or window is None:
         return
-    what = json_aggs[0].function.split("_")[0] + "_" + json_aggs[0].function.split("_")[1]
+    what = "JSON_ARRAYAGG" if json_aggs[0].function.startswith("JSON_ARRAYAGG") else "JSON_OBJECTAGG"
     if legacy:
         raise plan_error(f"{what} in a legacy GROUP BY {window.kind}(...) window is not supported (Flink 2.3 "
                          "does not give JSON there); use the window table function TABLE("

@@ -1,5 +1,6 @@
-"""Flink's JSON functions: JSON_VALUE, JSON_QUERY, JSON_EXISTS, IS JSON, JSON_STRING, JSON_OBJECT
-and JSON_ARRAY, with Flink 2.3's results (each pinned against Flink in the reference group
+"""Flink's JSON functions: JSON_VALUE, JSON_QUERY, JSON_EXISTS, IS JSON, JSON_STRING, JSON_QUOTE,
+JSON_UNQUOTE, JSON_OBJECT and JSON_ARRAY (with JSON(text) values), and the texts the JSON_ARRAYAGG
+and JSON_OBJECTAGG aggregates (runtime.aggregates) collect, with Flink 2.3's results (each pinned against Flink in the reference group
 ``json``).
 
 Flink runs them on Jackson and Jayway JsonPath (``SqlJsonUtils``); this module reproduces what
@@ -383,9 +384,6 @@ def _walk(steps: tuple[Step, ...], i: int, model: Any, definite: bool, lax: bool
 
 class _Failure(Exception):
     """The exception a JSON function's ON ERROR clause sees."""
-
-
-_MISSING = object()
 
 
 def read(document: Any, path: JsonPath) -> Any:
@@ -875,13 +873,9 @@ def split_entry(entry: str) -> tuple[str, str]:
     return key, entry[end + 1 :]
 
 
-def member_text(key: str, value: str) -> str:
-    return quote(key) + ":" + value
-
-
 def object_text(members: dict[str, str]) -> str:
     """An object of JSON texts, keys sorted as Flink's mapper sorts them."""
-    return "{" + ",".join(member_text(k, members[k]) for k in sorted(members, key=_utf16)) + "}"
+    return "{" + ",".join(quote(k) + ":" + members[k] for k in sorted(members, key=_utf16)) + "}"
 
 
 # ------------------------------------------------------------------ typing rules
