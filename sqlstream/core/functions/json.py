@@ -212,10 +212,7 @@ class JsonPath:
     spec: str
     lax: bool
     steps: tuple[Step, ...]
-
-    @property
-    def definite(self) -> bool:
-        return all(s.kind == "property" or (s.kind == "index" and len(s.indexes) == 1) for s in self.steps)
+    definite: bool  # every step selects at most one value: the result is that value, not a list
 
 
 _MODE = re.compile(r"^\s*(strict|lax)\s+(.+)$", re.IGNORECASE | re.DOTALL)
@@ -265,7 +262,8 @@ def compile_path(spec: str) -> JsonPath:
             i = close + 1
         else:
             raise PathSyntaxError(f"unexpected '{c}' (a step starts with '.' or '[')", offset + i)
-    return JsonPath(spec, lax, tuple(steps))
+    definite = all(s.kind == "property" or (s.kind == "index" and len(s.indexes) == 1) for s in steps)
+    return JsonPath(spec, lax, tuple(steps), definite)
 
 
 def _bracket(body: str, i: int, offset: int) -> tuple[int, Step]:
@@ -343,43 +341,83 @@ def _slice_indexes(step: Step, length: int) -> Iterable[int]:
     return range(step.start, stop) if step.start < stop and length else ()
 
 
-def _walk(steps: tuple[Step, ...], i: int, model: Any, definite: bool, lax: bool, where: str, out: list[Any]) -> None:
+def _where(steps: tuple[Step, ...], count: int) -> str:
+    """Jayway's text of the path's first ``count`` steps (for its error messages)."""
+    return "$" + "".join(s.text() for s in steps[:count])
+
+
+def _not_an_object(steps: tuple[Step, ...], i: int, model: Any) -> _PathNotFound:
+    return _PathNotFound(f"Expected to find an object with property ['{steps[i].name}'] in path {_where(steps, i)} but "
+                         f"found '{_java_class(model)}'. This is not a json object according to the JsonProvider")
+
+
+def _not_an_array(steps: tuple[Step, ...], i: int, model: Any) -> _PathNotFound:
+    if model is None:
+        return _PathNotFound(f"The path {_where(steps, i)} is null")
+    return _PathNotFound(f"Filter: {steps[i].text()} can only be applied to arrays. Current context is: "
+                         f"{java_text(model)}")
+
+
+def _read_definite(steps: tuple[Step, ...], model: Any, lax: bool) -> tuple[bool, Any]:
+    """(found, value) of a definite path: Jayway's rules for one value at each step, where strict
+    mode raises on a step that cannot apply (an absent leaf is just not found)."""
+    last = len(steps) - 1
+    for i, step in enumerate(steps):
+        if step.kind == "property":
+            if not isinstance(model, dict):
+                if lax:
+                    return False, None
+                raise _not_an_object(steps, i, model)
+            if step.name not in model:
+                if i == last or lax:
+                    return False, None
+                raise _PathNotFound(f"Missing property in path {_where(steps, i + 1)}")
+            model = model[step.name]
+        else:
+            if not isinstance(model, list):
+                if lax:
+                    return False, None
+                raise _not_an_array(steps, i, model)
+            index = step.indexes[0]
+            effective = index + len(model) if index < 0 else index
+            if not 0 <= effective < len(model):  # Jayway skips an index out of bounds
+                return False, None
+            model = model[effective]
+    return True, model
+
+
+def _walk(steps: tuple[Step, ...], i: int, model: Any, definite: bool, lax: bool, out: list[Any]) -> None:
+    """Jayway's evaluation of an indefinite path: every value it reaches, in document order. A step
+    that cannot apply raises only in strict mode and only while every step before it was definite."""
     if i == len(steps):
         out.append(model)
         return
     step = steps[i]
-    leaf = i == len(steps) - 1
-    here = where + step.text()
     if step.kind == "property":
         if not isinstance(model, dict):
             if definite and not lax:
-                raise _PathNotFound(
-                    f"Expected to find an object with property ['{step.name}'] in path {where} but found "
-                    f"'{_java_class(model)}'. This is not a json object according to the JsonProvider")
+                raise _not_an_object(steps, i, model)
             return
         if step.name not in model:
-            if not leaf and definite and not lax:
-                raise _PathNotFound(f"Missing property in path {here}")
+            if i < len(steps) - 1 and definite and not lax:
+                raise _PathNotFound(f"Missing property in path {_where(steps, i + 1)}")
             return
-        _walk(steps, i + 1, model[step.name], definite, lax, here, out)
+        _walk(steps, i + 1, model[step.name], definite, lax, out)
     elif step.kind == "wildcard":
         children = model.values() if isinstance(model, dict) else model if isinstance(model, list) else ()
         for child in children:
-            _walk(steps, i + 1, child, False, lax, here, out)
+            _walk(steps, i + 1, child, False, lax, out)
     else:
         if not isinstance(model, list):
             if definite and not lax:
-                if model is None:
-                    raise _PathNotFound(f"The path {where} is null")
-                raise _PathNotFound(f"Filter: {step.text()} can only be applied to arrays. Current context is: "
-                                    f"{java_text(model)}")
+                raise _not_an_array(steps, i, model)
             return
         single = step.kind == "index" and len(step.indexes) == 1
         indexes = step.indexes if step.kind == "index" else _slice_indexes(step, len(model))
         for index in indexes:
             effective = index + len(model) if index < 0 else index
             if 0 <= effective < len(model):  # Jayway skips an index out of bounds
-                _walk(steps, i + 1, model[effective], definite and single, lax, here, out)
+                _walk(steps, i + 1, model[effective], definite and single, lax, out)
 
 
 class _Failure(Exception):
@@ -395,20 +433,22 @@ def read(document: Any, path: JsonPath) -> Any:
         raise _Failure(document.reason)
     if document is None:
         raise _Failure("json object can not be null")
-    out: list[Any] = []
     try:
-        _walk(path.steps, 0, document, True, path.lax, "$", out)
+        if path.definite:
+            found, value = _read_definite(path.steps, document, path.lax)
+        else:
+            out: list[Any] = []
+            _walk(path.steps, 0, document, True, path.lax, out)
+            return out
     except _PathNotFound as e:
         raise _Failure(str(e)) from None
-    if not path.definite:
-        return out
-    if not out:
+    if not found:
         if path.lax:
             return None
-        raise _Failure("No results for path: $" + "".join(s.text() for s in path.steps))
-    if out[0] is None and not path.lax:
+        raise _Failure("No results for path: " + _where(path.steps, len(path.steps)))
+    if value is None and not path.lax:
         raise _Failure("Strict jsonpath mode requires a non empty returned value, but is null")
-    return out[0]
+    return value
 
 
 # ------------------------------------------------------------------ per distinct value evaluation
