@@ -151,3 +151,13 @@ SELECT id, JSON_OBJECT('d' VALUE JSON(doc)) AS o, JSON_ARRAY(JSON(doc), JSON(' '
 SELECT JSON_ARRAY(JSON(doc)) AS a FROM docs WHERE id = 2;
 -- case: raw_json_outside_constructors_refused
 SELECT JSON(doc) AS j FROM docs;
+-- case: group_by_json_value
+SELECT JSON_VALUE(doc, 'lax $.a') AS a, COUNT(*) AS n, JSON_ARRAYAGG(id) AS ids FROM docs GROUP BY JSON_VALUE(doc, 'lax $.a');
+-- case: aggregates_of_json_functions
+SELECT k, JSON_ARRAYAGG(JSON_VALUE(doc, 'lax $.a' RETURNING INT) NULL ON NULL) AS a, COUNT(*) FILTER (WHERE doc IS JSON) AS valid, JSON_OBJECTAGG(KEY CAST(id AS STRING) VALUE JSON_QUERY(doc, 'lax $.b')) AS b FROM docs WHERE id NOT IN (9, 12, 13) GROUP BY k;
+-- case: objectagg_cumulate
+SELECT window_start, window_end, JSON_OBJECTAGG(KEY CAST(id AS STRING) VALUE kind ABSENT ON NULL) AS kinds FROM TABLE(CUMULATE(TABLE events, DESCRIPTOR(ts), INTERVAL '10' SECOND, INTERVAL '30' SECOND)) GROUP BY window_start, window_end;
+-- case: arrayagg_tumble_keyed
+SELECT uid, window_start, JSON_ARRAYAGG(score NULL ON NULL) AS scores FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '30' SECOND)) GROUP BY uid, window_start, window_end;
+-- case: json_in_where_and_case
+SELECT id, CASE WHEN doc IS JSON OBJECT THEN JSON_QUERY(doc, '$') WHEN doc IS JSON THEN 'other JSON' ELSE 'not JSON' END AS c FROM docs WHERE JSON_VALUE(doc, 'lax $.a') IS NOT NULL OR doc IS NOT JSON;
