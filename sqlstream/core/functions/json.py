@@ -134,9 +134,10 @@ def dumps(value: Any) -> str:
     raise TypeError(type(value))
 
 
-def _java_double(d: float) -> str:
-    """Double.toString: plain between 1E-3 and 1E7, else d.dddE<n>; always a fractional digit."""
-    _, digits, exponent = Decimal(repr(abs(d))).normalize().as_tuple()
+def _java_double(d: float, shortest: str | None = None) -> str:
+    """Double.toString (Float.toString with ``shortest``, the float's own shortest digits): plain
+    between 1E-3 and 1E7, else d.dddE<n>; always a fractional digit."""
+    _, digits, exponent = Decimal(shortest or repr(abs(d))).normalize().as_tuple()
     assert isinstance(exponent, int)
     text = "".join(map(str, digits))
     point = len(text) + exponent  # digits before the decimal point
@@ -168,7 +169,7 @@ def java_string(value: Any, t: pa.DataType) -> str:
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-        return _java_double(float(np.float32(value)) if t == pa.float32() else value)
+        return _java_double(value, str(abs(np.float32(value))) if t == pa.float32() else None)
     if isinstance(value, Decimal):
         return format(value, "f")  # DecimalData.toString is the plain form
     return str(value)
@@ -681,11 +682,24 @@ def is_json(values: Value, kind: Value) -> Value:
 # ------------------------------------------------------------------ JSON_STRING, JSON_OBJECT, JSON_ARRAY
 
 
-def _iso(value: dt.datetime) -> str:
-    """DateTimeFormatter.ISO_LOCAL_DATE_TIME: seconds always, the fraction without trailing zeros."""
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
-    if value.microsecond:
-        text += "." + f"{value.microsecond:06d}".rstrip("0")
+_PER_SECOND = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}
+
+
+def _iso(value: dt.datetime | int, unit: str) -> str:
+    """DateTimeFormatter.ISO_LOCAL_DATE_TIME of a wall-clock time (a datetime, or an Arrow timestamp's
+    count of ``unit`` past the epoch, which keeps nanoseconds): seconds always, the fraction without
+    trailing zeros."""
+    if isinstance(value, dt.datetime):
+        per, seconds = 10**6, value.replace(tzinfo=None)
+        fraction = value.microsecond
+        seconds = seconds.replace(microsecond=0)
+    else:
+        per = _PER_SECOND[unit]
+        whole, fraction = divmod(value, per)
+        seconds = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=whole)
+    text = seconds.strftime("%Y-%m-%dT%H:%M:%S")
+    if fraction:
+        text += "." + str(fraction).rjust(len(str(per)) - 1, "0").rstrip("0")
     return text
 
 
@@ -702,9 +716,7 @@ def node(value: Any, t: pa.DataType) -> str:
     if pa.types.is_decimal(t):
         return decimal_text(value)
     if pa.types.is_timestamp(t):
-        if isinstance(value, int):  # nanoseconds past what datetime holds: kept to microseconds
-            value = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=value // 1000)
-        return quote(_iso(value.replace(tzinfo=None)) + ("Z" if is_ltz(t) else ""))
+        return quote(_iso(value, t.unit) + ("Z" if is_ltz(t) else ""))
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return quote(base64.b64encode(value).decode("ascii"))
     if pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -748,11 +760,17 @@ def json_texts(values: Value, raw: bool) -> Value:
         return pc.cast(values, pa.string())
     if pa.types.is_boolean(t):
         return pc.if_else(values, "true", "false")
+    if pa.types.is_timestamp(t):  # as counts past the epoch: Python's datetime has no nanoseconds
+        counts = pc.cast(values, pa.int64())
+        if isinstance(counts, pa.Scalar):
+            return pa.scalar(None if not counts.is_valid else node(counts.as_py(), t), pa.string())
+        distinct, indexes = _distinct(counts)
+        return _spread([None if v is None else node(v, t) for v in distinct], indexes, pa.string())
     if isinstance(values, pa.Scalar):
         return pa.scalar(None if not values.is_valid else node(values.as_py(), t), pa.string())
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    if pa.types.is_floating(t) or pa.types.is_timestamp(t) or pa.types.is_decimal(t) or is_string(t):
+    if pa.types.is_floating(t) or pa.types.is_decimal(t) or is_string(t):
         distinct, indexes = _distinct(values)
         return _spread([None if v is None else node(v, t) for v in distinct], indexes, pa.string())
     return pa.array([None if v is None else node(v, t) for v in values.to_pylist()], pa.string())

@@ -161,3 +161,7 @@ SELECT window_start, window_end, JSON_OBJECTAGG(KEY CAST(id AS STRING) VALUE kin
 SELECT uid, window_start, JSON_ARRAYAGG(score NULL ON NULL) AS scores FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), INTERVAL '30' SECOND)) GROUP BY uid, window_start, window_end;
 -- case: json_in_where_and_case
 SELECT id, CASE WHEN doc IS JSON OBJECT THEN JSON_QUERY(doc, '$') WHEN doc IS JSON THEN 'other JSON' ELSE 'not JSON' END AS c FROM docs WHERE JSON_VALUE(doc, 'lax $.a') IS NOT NULL OR doc IS NOT JSON;
+-- case: value_defaults_as_strings
+SELECT JSON_VALUE(doc, 'lax $.zz' DEFAULT CAST(0.1 AS FLOAT) ON EMPTY) AS f, JSON_VALUE(doc, 'lax $.zz' DEFAULT CAST(1e10 AS DOUBLE) ON EMPTY) AS d, JSON_VALUE(doc, 'lax $.zz' DEFAULT CAST(0.00000001 AS DECIMAL(20, 10)) ON EMPTY) AS m, JSON_VALUE(doc, 'lax $.zz' DEFAULT CAST(5 AS BIGINT) ON EMPTY) AS b, JSON_VALUE(doc, 'lax $.zz' DEFAULT FALSE ON EMPTY) AS f2 FROM docs WHERE id = 1;
+-- case: object_of_nanosecond_timestamps
+SELECT JSON_OBJECT('t' VALUE CAST('2024-01-01 00:00:00.123456789' AS TIMESTAMP(9)), 't6' VALUE CAST('2024-01-01 00:00:00.000001' AS TIMESTAMP(6))) AS o;
