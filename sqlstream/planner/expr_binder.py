@@ -251,8 +251,9 @@ class ExprBinder:
             args = [self.bind(node.this), self.bind(node.args["path"]), string(returning), *empty, *error]
             return self._call("JSON_VALUE", args, node)
         if isinstance(node, FlinkJsonQuery):
-            _json_returning(node, "JSON_QUERY")
-            args = [self.bind(node.this), self.bind(node.args["path"]), string(node.args.get("wrapper") or "WITHOUT"),
+            returning = _json_returning(node, "JSON_QUERY")
+            args = [self.bind(node.this), self.bind(node.args["path"]), string(returning),
+                    string(node.args.get("wrapper") or "WITHOUT"),
                     self._behaviour(node.args.get("on_empty"), "NULL")[0],
                     self._behaviour(node.args.get("on_error"), "NULL")[0]]
             return self._call("JSON_QUERY", args, node)
@@ -410,13 +411,17 @@ def _check_path(path: exp.Expression) -> None:
 
 def _json_returning(node: exp.Expression, function: str) -> str:
     """The RETURNING type of JSON_VALUE (STRING, BOOLEAN, INT or DOUBLE, as Flink's code generator
-    takes) or JSON_QUERY (STRING), by name."""
+    takes) or JSON_QUERY (STRING, or ARRAY for ARRAY<STRING>), by name."""
     returning = node.args.get("returning")
     if returning is None:
         return "STRING"
-    if returning.is_type(exp.DataType.Type.ARRAY):
-        raise plan_error(f"{function} ... RETURNING {returning.sql(dialect='flink')} is not supported "
-                         "(sqlstream has no ARRAY results here yet); JSON_QUERY returns STRING", returning)
+    if function == "JSON_QUERY" and returning.is_type(exp.DataType.Type.ARRAY):
+        element = arrow_type(returning.expressions[0]) if returning.expressions else None
+        if element != pa.string():
+            name = returning.expressions[0].sql(dialect="flink") if returning.expressions else "?"
+            raise plan_error(f"Unsupported array element type '{name}' for RETURNING ARRAY in JSON_QUERY() "
+                             "(Flink takes ARRAY<STRING>)", returning)
+        return "ARRAY"
     t = None if returning.is_type(exp.DataType.Type.CHAR) else arrow_type(returning)
     names = {pa.string(): "STRING"} if function == "JSON_QUERY" else {
         pa.string(): "STRING", pa.bool_(): "BOOLEAN", pa.int32(): "INT", pa.float64(): "DOUBLE"}

@@ -617,13 +617,27 @@ def _plain(result: Any) -> Any:
 # ------------------------------------------------------------------ JSON_QUERY, JSON_EXISTS, IS JSON
 
 
-def _json_query(wrapper: str, empty: str, error: str) -> Callable[[Any, JsonPath | None], Any]:
-    def on(behaviour: str, reason: str) -> str | None:
+def _element_text(value: Any) -> str | None:
+    """An element of JSON_QUERY ... RETURNING ARRAY<STRING>: a scalar as String.valueOf gives it (a
+    string without quotes), an object or array as JSON text."""
+    if value is None:
+        return None
+    if not _scalar(value):
+        return dumps(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return decimal_text(value) if isinstance(value, Decimal) else str(value)
+
+
+def _json_query(returning: str, wrapper: str, empty: str, error: str) -> Callable[[Any, JsonPath | None], Any]:
+    def on(behaviour: str, reason: str) -> str | list[Any] | None:
         if behaviour == "ERROR":
             raise DataError(reason)
-        return {"NULL": None, "EMPTY ARRAY": "[]", "EMPTY OBJECT": "{}"}[behaviour]
+        if behaviour == "EMPTY OBJECT" and returning == "ARRAY":
+            raise DataError("Illegal behavior 'EMPTY_OBJECT' specified in JSON_QUERY function returning an ARRAY")
+        return {"NULL": None, "EMPTY ARRAY": [] if returning == "ARRAY" else "[]", "EMPTY OBJECT": "{}"}[behaviour]
 
-    def evaluate(document: Any, path: JsonPath | None) -> str | None:
+    def evaluate(document: Any, path: JsonPath | None) -> str | list[Any] | None:
         try:
             value = _context(document, path)
         except _Failure as e:
@@ -636,14 +650,21 @@ def _json_query(wrapper: str, empty: str, error: str) -> Callable[[Any, JsonPath
         if _scalar(value):
             return on(error, f"Strict jsonpath mode requires array or object value, and the actual value is: "
                              f"'{java_text(value)}'")
+        if returning == "ARRAY":
+            if not isinstance(value, list):  # Flink's cast of an object to a List fails
+                return on(error, f"{_java_class(value)} cannot be cast to class java.util.List")
+            return [_element_text(v) for v in value]
         return dumps(value)
 
     return evaluate
 
 
-def json_query(json_values: Value, path: Value, wrapper: Value, empty: Value, error: Value) -> Value:
-    evaluate = _json_query(wrapper.as_py(), empty.as_py(), error.as_py())
-    return _spread(*_per_document(json_values, path, evaluate, _runtime_path), pa.string())
+def json_query(json_values: Value, path: Value, returning: Value, wrapper: Value, empty: Value, error: Value) -> Value:
+    """JSON_QUERY: the JSON text at the path (RETURNING STRING) or its elements (RETURNING ARRAY<STRING>)."""
+    name = returning.as_py()
+    evaluate = _json_query(name, wrapper.as_py(), empty.as_py(), error.as_py())
+    out_type = pa.list_(pa.string()) if name == "ARRAY" else pa.string()
+    return _spread(*_per_document(json_values, path, evaluate, _runtime_path), out_type)
 
 
 def json_exists(json_values: Value, path: Value, error: Value) -> Value:
@@ -970,7 +991,7 @@ def _infer_value(types: list[pa.DataType], constants: list[Any]) -> pa.DataType:
 def _infer_query(types: list[pa.DataType], constants: list[Any]) -> pa.DataType:
     _character(types[0], "JSON_QUERY's JSON argument")
     _character(types[1], "JSON_QUERY's path")
-    return pa.string()
+    return pa.list_(pa.string()) if constants[2] == "ARRAY" else pa.string()
 
 
 def _infer_exists(types: list[pa.DataType], constants: list[Any]) -> pa.DataType:
@@ -1013,7 +1034,7 @@ def _infer_entry(types: list[pa.DataType]) -> pa.DataType:
 
 
 register("JSON_VALUE", _infer_value, json_value, 7, sees_constants=True)  # type: ignore[arg-type]
-register("JSON_QUERY", _infer_query, json_query, 5, sees_constants=True)  # type: ignore[arg-type]
+register("JSON_QUERY", _infer_query, json_query, 6, sees_constants=True)  # type: ignore[arg-type]
 register("JSON_EXISTS", _infer_exists, json_exists, 3, sees_constants=True)  # type: ignore[arg-type]
 register("$IS_JSON", _infer_is_json, is_json, 2)
 register("JSON_STRING", _infer_string, json_string, 2)
