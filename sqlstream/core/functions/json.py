@@ -1,7 +1,7 @@
 """Flink's JSON functions: JSON_VALUE, JSON_QUERY, JSON_EXISTS, IS JSON, JSON_STRING, JSON_QUOTE,
 JSON_UNQUOTE, JSON_OBJECT and JSON_ARRAY (with JSON(text) values), and the texts the JSON_ARRAYAGG
-and JSON_OBJECTAGG aggregates (runtime.aggregates) collect, with Flink 2.3's results (each pinned against Flink in the reference group
-``json``).
+and JSON_OBJECTAGG aggregates (runtime.aggregates) collect, with Flink 2.3's results (pinned
+against Flink by the reference group ``json``).
 
 Flink runs them on Jackson and Jayway JsonPath (``SqlJsonUtils``); this module reproduces what
 they do with the Python standard library:
@@ -105,10 +105,6 @@ def decimal_text(d: Decimal) -> str:
     return str(d.copy_abs() if d.is_zero() else d)
 
 
-class Raw(str):
-    """JSON text written as it is (a nested JSON_OBJECT/JSON_ARRAY, an aggregated value)."""
-
-
 def dumps(value: Any) -> str:
     """JSON text of a parsed value, as Flink's mapper writes it."""
     if value is None:
@@ -117,16 +113,12 @@ def dumps(value: Any) -> str:
         return "true"
     if value is False:
         return "false"
-    if isinstance(value, Raw):
-        return str(value)
     if isinstance(value, str):
         return quote(value)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, Decimal):
         return decimal_text(value)
-    if isinstance(value, float):
-        return double_text(value)
     if isinstance(value, list):
         return "[" + ",".join(dumps(v) for v in value) + "]"
     if isinstance(value, dict):
