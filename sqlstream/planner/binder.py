@@ -860,7 +860,7 @@ def _json_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, na
     key = binder.bind(node.this)
     if isinstance(key, Literal) and key.value is None:
         raise plan_error(f"a JSON_OBJECTAGG key must not be NULL: '{node.this.sql()}'", node.this)
-    entry = binder._call("$JSON_OBJECTAGG_ENTRY", [key, text], node)  # noqa: SLF001
+    entry = binder.objectagg_entry(key, text, node)
     on_null = node.args.get("on_null") or "NULL"
     return AggCall(f"JSON_OBJECTAGG_{on_null}_ON_NULL", column_of(entry), False, pa.string(), name)
 

@@ -234,6 +234,10 @@ class ExprBinder:
         raw = isinstance(value, Call) and value.name in _RAW_JSON
         return self._call("JSON_STRING", [value, Literal("r" if raw else "s", pa.string())], node)
 
+    def objectagg_entry(self, key: Expr, text: Expr, node: exp.Expression) -> Expr:
+        """JSON_OBJECTAGG's argument: the key and the value's JSON text as one '"key":value' column."""
+        return self._call("$JSON_OBJECTAGG_ENTRY", [key, text], node)
+
     def _json(self, node: exp.Expression) -> Expr:
         def string(value: str) -> Literal:
             return Literal(value, pa.string())
