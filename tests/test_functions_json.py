@@ -152,6 +152,8 @@ def test_json_aggregates_retract_as_flinks_functions() -> None:
     assert objects.result(acc) == '{"a":"x"}'
     with pytest.raises(DataError, match="Key 'a' is already present"):
         objects.merge(acc, [['"a":1'], [1]])
+    objects.merge(acc, [['"n":null', '"n":null', '"n":3'], [1, -1, 1]])  # a NULL value retracts too
+    assert objects.result(acc) == '{"a":"x","n":3}'
 
 
 def test_written_sql_parses_back_to_the_same_tree() -> None:

@@ -322,9 +322,10 @@ class JsonArrayAgg(AggFunction):
 class JsonObjectAgg(AggFunction):
     """JSON_OBJECTAGG as Flink's JsonObjectAggFunction: key -> JSON text ('' marks a NULL value
     kept under NULL ON NULL); a key arriving while present fails the job; a retraction removes the
-    key when its value matches and is remembered otherwise (a NULL value never matches its mark,
-    as in Flink), a remembered retraction cancelling a matching entry only when accumulators merge.
-    Keys are written sorted."""
+    key when its value matches (a NULL its mark: Flink re-accumulates such a key after its
+    retraction, reference case json.objectagg_retracting_a_null_value) and is remembered otherwise,
+    a remembered retraction cancelling a matching entry when accumulators merge. Keys are written
+    sorted."""
 
     _DUPLICATE = "Key '{}' is already present. Duplicate keys are not allowed in JSON_OBJECTAGG. Please ensure that keys are unique."
 
@@ -348,7 +349,7 @@ class JsonObjectAgg(AggFunction):
                     raise DataError(self._DUPLICATE.format(key))
                 if value is not None or not skip_nulls:
                     members[key] = "" if value is None else value
-            elif key in members and members[key] == value:
+            elif key in members and members[key] == ("" if value is None else value):
                 del members[key]
             else:
                 retracted[key] = value

@@ -173,3 +173,7 @@ SELECT JSON_QUERY(doc, '$.b' RETURNING ARRAY<INT>) AS b FROM docs;
 SELECT id, JSON_STRING(JSON_QUERY(doc, '$.b' RETURNING ARRAY<STRING>)) AS s, JSON_OBJECT('b' VALUE JSON_QUERY(doc, 'lax $.*' RETURNING ARRAY<STRING>)) AS o FROM docs WHERE id IN (1, 9, 12, 16);
 -- case: arrayagg_legacy_tumble
 SELECT TUMBLE_START(ts, INTERVAL '10' SECOND) AS s, JSON_ARRAYAGG(kind) AS kinds FROM events GROUP BY TUMBLE(ts, INTERVAL '10' SECOND);
+-- case: objectagg_over_updating_input
+SELECT JSON_OBJECTAGG(KEY CAST(uid AS STRING) VALUE c) AS counts FROM (SELECT uid, COUNT(*) AS c FROM events WHERE uid IS NOT NULL GROUP BY uid);
+-- case: objectagg_retracting_a_null_value
+SELECT JSON_OBJECTAGG(KEY CAST(uid AS STRING) VALUE CASE WHEN c > 100 THEN c END) AS counts FROM (SELECT uid, COUNT(*) AS c FROM events WHERE uid IS NOT NULL GROUP BY uid);
