@@ -39,6 +39,10 @@ class AggCall:
 # (no columnar form, no OVER)
 STATISTICS = ("STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP")
 SEQUENCES = ("LISTAGG", "FIRST_VALUE", "LAST_VALUE")
+# Flink's names of JSON_ARRAYAGG / JSON_OBJECTAGG with their ON NULL clause: their argument is the
+# value's JSON text (JSON_OBJECTAGG's '"key":value'), see planner.binder._json_aggregate_call
+JSON_AGGREGATES = ("JSON_ARRAYAGG_ABSENT_ON_NULL", "JSON_ARRAYAGG_NULL_ON_NULL", "JSON_OBJECTAGG_NULL_ON_NULL",
+                   "JSON_OBJECTAGG_ABSENT_ON_NULL")
 
 
 def wrap_integer(total: int, t: pa.DataType) -> int:
@@ -49,13 +53,13 @@ def wrap_integer(total: int, t: pa.DataType) -> int:
     return wrapped - (1 << bits) if wrapped >= 1 << (bits - 1) else wrapped
 
 
-BUILT_INS = ("COUNT", "SUM", "AVG", "MIN", "MAX", *STATISTICS, *SEQUENCES)
+BUILT_INS = ("COUNT", "SUM", "AVG", "MIN", "MAX", *STATISTICS, *SEQUENCES, *JSON_AGGREGATES)
 
 
 def retraction_refusal(call: AggCall) -> str | None:
     """Why ``call`` cannot consume -U/-D rows, or None if it can.  Every built-in can, as Flink's
     retractable forms (MIN/MAX and DISTINCT keep a count per value, STDDEV/VAR sums of x and x^2,
-    LISTAGG/FIRST_VALUE/LAST_VALUE their values in arrival order); an aggregate UDF only if it
+    LISTAGG/FIRST_VALUE/LAST_VALUE and the JSON aggregates their values in arrival order); an aggregate UDF only if it
     implements ``retract``."""
     if call.function in BUILT_INS:
         return None

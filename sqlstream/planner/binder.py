@@ -649,6 +649,8 @@ class QueryBinder:
             # the () set of GROUPING SETS): a COUNT(*) that nothing reads carries it
             aggs.append(AggCall("COUNT", None, False, pa.int64(), "$rows"))
 
+        _refuse_json_aggregates(aggs, None if windowed is None else windowed.window, group_window is not None,
+                                group or sel)
         if len(pre_exprs) > len(input_scope.columns):
             input_node = Project(input_node, pre_exprs, pre_names, input_node.rowtime)
 
@@ -779,6 +781,8 @@ class QueryBinder:
         return WindowGrouping(node.window, base, Scope(rel.scope.columns[:width]), roles, None)
 
     def _agg_call(self, node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:
+        if isinstance(node, dialect.JSON_AGGREGATES):
+            return _json_aggregate_call(node, binder, column_of, name)
         if type(node) in GROUP_AGGREGATES or (isinstance(node, exp.Anonymous) and node.name.upper() == "LISTAGG"):
             return _group_aggregate_call(node, binder, column_of, name)
         if isinstance(node, exp.Anonymous):  # an aggregate UDF
@@ -842,6 +846,41 @@ def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, n
         # DECIMAL(p, s) becomes DECIMAL(38, max(6, s)) as AVG does
         out = avg_type(t) if pa.types.is_decimal(t) else t
     return AggCall(function, column_of(arg), False, out, name, separator)
+
+
+def _json_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:  # noqa: ANN001
+    """JSON_ARRAYAGG(v [ABSENT|NULL ON NULL]) and JSON_OBJECTAGG([KEY] k VALUE v [NULL|ABSENT ON NULL])
+    as Flink's JSON_ARRAYAGG_ABSENT_ON_NULL, ... functions: as Flink's WrapJsonAggFunctionArgumentsRule
+    does, the value reaches the aggregate as its JSON text (JSON_STRING), and JSON_OBJECTAGG's key
+    with it, in one '"key":value' column."""
+    text = binder.json_text_of(binder.bind(node.this if isinstance(node, dialect.FlinkJsonArrayAgg) else node.expression), node)
+    if isinstance(node, dialect.FlinkJsonArrayAgg):
+        on_null = node.args.get("on_null") or "ABSENT"
+        return AggCall(f"JSON_ARRAYAGG_{on_null}_ON_NULL", column_of(text), False, pa.string(), name)
+    key = binder.bind(node.this)
+    if isinstance(key, Literal) and key.value is None:
+        raise plan_error(f"a JSON_OBJECTAGG key must not be NULL: '{node.this.sql()}'", node.this)
+    entry = binder.objectagg_entry(key, text, node)
+    on_null = node.args.get("on_null") or "NULL"
+    return AggCall(f"JSON_OBJECTAGG_{on_null}_ON_NULL", column_of(entry), False, pa.string(), name)
+
+
+def _refuse_json_aggregates(aggs: list[AggCall], window: WindowSpec | None, legacy: bool, at: exp.Expression) -> None:
+    """Where Flink 2.3 cannot run its JSON aggregates: JSON_ARRAYAGG has no merge, which HOP,
+    CUMULATE and SESSION windows need; a legacy GROUP BY TUMBLE/HOP/SESSION window passes their
+    arguments unwrapped (JSON_ARRAYAGG gives [a,b] unquoted, JSON_OBJECTAGG fails)."""
+    json_aggs = [a for a in aggs if a.function.startswith(("JSON_ARRAYAGG", "JSON_OBJECTAGG"))]
+    if not json_aggs or window is None:
+        return
+    what = "JSON_ARRAYAGG" if json_aggs[0].function.startswith("JSON_ARRAYAGG") else "JSON_OBJECTAGG"
+    if legacy:
+        raise plan_error(f"{what} in a legacy GROUP BY {window.kind}(...) window is not supported (Flink 2.3 "
+                         "does not give JSON there); use the window table function TABLE("
+                         f"{window.kind}(...)) instead", at)
+    arrayagg = any(a.function.startswith("JSON_ARRAYAGG") for a in json_aggs)
+    if arrayagg and window.kind in ("HOP", "CUMULATE", "SESSION"):
+        raise plan_error(f"JSON_ARRAYAGG cannot be used in a {window.kind} window: Flink's JSON_ARRAYAGG has no "
+                         "merge method, which the window needs", at)
 
 
 def _grouping_id(node: exp.Grouping | exp.GroupingId, present: set[str]) -> exp.Expression:

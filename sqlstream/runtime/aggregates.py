@@ -19,7 +19,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.aggregates import SEQUENCES, STATISTICS, AggCall, wrap_integer
+from sqlstream.core.aggregates import JSON_AGGREGATES, SEQUENCES, STATISTICS, AggCall, wrap_integer
+from sqlstream.core.errors import DataError
+from sqlstream.core.functions.json import object_text, split_entry
 from sqlstream.core.functions.udfs import USER_AGGREGATES
 from sqlstream.core.udf import implements_retract
 
@@ -348,6 +350,97 @@ class Sequence(AggFunction):
         return (self.call.separator if self.call.separator is not None else ",").join(kept)
 
 
+class JsonArrayAgg(AggFunction):
+    """JSON_ARRAYAGG as Flink's JsonArrayAggFunction: the values' JSON texts in arrival order (a
+    NULL as null under NULL ON NULL, left out under ABSENT ON NULL); a retraction removes the
+    value's first occurrence. An empty group gives '[]'."""
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        x = self.arg(batch)
+        return [(x, "list", None)] if sign is None else [(x, "list", None), (sign, "list", None)]
+
+    def create(self) -> list[Any]:
+        return [[]]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        items = values[0] or []
+        signs = values[1] if len(values) > 1 else [1] * len(items)
+        keep_nulls = self.call.function.endswith("_NULL_ON_NULL")
+        kept: list[str] = acc[0]
+        for value, s in zip(items, signs, strict=True):
+            if value is None:
+                if not keep_nulls:
+                    continue
+                value = "null"
+            if s > 0:
+                kept.append(value)
+            elif value in kept:
+                kept.remove(value)
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [list(acc[0])]
+
+    def result(self, acc: list[Any]) -> Any:
+        return "[" + ",".join(acc[0]) + "]"
+
+
+class JsonObjectAgg(AggFunction):
+    """JSON_OBJECTAGG as Flink's JsonObjectAggFunction: key -> JSON text ('' marks a NULL value
+    kept under NULL ON NULL); a key arriving while present fails the job; a retraction removes the
+    key when its value matches (a NULL its mark: Flink re-accumulates such a key after its
+    retraction, reference case json.objectagg_retracting_a_null_value) and is remembered otherwise,
+    a remembered retraction cancelling a matching entry when accumulators merge. Keys are written
+    sorted."""
+
+    _DUPLICATE = "Key '{}' is already present. Duplicate keys are not allowed in JSON_OBJECTAGG. Please ensure that keys are unique."
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        x = self.arg(batch)
+        return [(x, "list", None)] if sign is None else [(x, "list", None), (sign, "list", None)]
+
+    def create(self) -> list[Any]:
+        return [{}, {}]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        entries = values[0] or []
+        signs = values[1] if len(values) > 1 else [1] * len(entries)
+        skip_nulls = self.call.function.endswith("_ABSENT_ON_NULL")
+        members, retracted = acc
+        for entry, s in zip(entries, signs, strict=True):
+            key, text = split_entry(entry)
+            value = None if text == "null" else text
+            if s > 0:
+                if key in members:
+                    raise DataError(self._DUPLICATE.format(key))
+                if value is not None or not skip_nulls:
+                    members[key] = "" if value is None else value
+            elif key in members and members[key] == ("" if value is None else value):
+                del members[key]
+            else:
+                retracted[key] = value
+
+    def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
+        members, retracted = acc
+        for key, value in other[1].items():
+            if key in members and members[key] == value:
+                del members[key]
+            else:
+                retracted[key] = value
+        for key, value in other[0].items():
+            if key in retracted and retracted[key] == value:
+                del retracted[key]
+                continue
+            if key in members:
+                raise DataError(self._DUPLICATE.format(key))
+            members[key] = value
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [dict(acc[0]), dict(acc[1])]
+
+    def result(self, acc: list[Any]) -> Any:
+        return object_text({k: v or "null" for k, v in acc[0].items()})
+
+
 class DistinctSum(CountDistinct):
     """SUM(DISTINCT x) and AVG(DISTINCT x): the set of distinct values, summed (and averaged) as
     SUM and AVG would sum them (over an append-only input, like COUNT(DISTINCT))."""
@@ -439,6 +532,8 @@ def make(call: AggCall, retracting: bool = False) -> AggFunction:
         return Statistic(call, retracting)
     if call.function in SEQUENCES:
         return Sequence(call, retracting)
+    if call.function in JSON_AGGREGATES:
+        return JsonArrayAgg(call, retracting) if call.function.startswith("JSON_ARRAYAGG") else JsonObjectAgg(call, retracting)
     if call.function not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
         if retracting and not implements_retract(USER_AGGREGATES[call.function].implementation):
             raise ValueError(f"aggregate function {call.function} does not implement retract")

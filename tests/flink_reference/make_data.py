@@ -125,6 +125,36 @@ def strs() -> None:
                              for i, v in enumerate(values)])
 
 
+def docs() -> None:
+    """JSON documents as text, for the JSON functions: nested objects and arrays, JSON null,
+    text that is not JSON (or is, with garbage after it, which Flink's Jackson ignores), numbers
+    Jackson reads as Long, BigInteger and BigDecimal, escapes and unicode; ``path`` a per-row path."""
+    documents = [
+        ('{"a":1,"b":[10,20,{"c":"x"}],"d":{"e":null,"f":2.5},"s":"str"}', "$.a"),
+        ("bad", "$.a"),
+        (None, "$.a"),
+        ("[1,2,3]", "$[1]"),
+        ('"s"', "$"),
+        ("", "lax $.a"),
+        ('{"a":1} x', "$.a"),
+        ("1 2", "$"),
+        ('{"a":3000000000,"b":[],"d":{"f":1e2}}', "$.d.f"),
+        ("null", "lax $"),
+        ("true", "$"),
+        ('{"k":"\\u0001\\u001f\\"q\\"/é😀\\n","a":-0.0,"n":12345678901234567890}', "$.k"),
+        ('{"a":"12","b":true,"d":{"f":"2.5"}}', "$.b"),
+        ('{"z":1,"y":{"b":2,"a":[3,{"d":4,"c":5}]},"x":[],"Z":0,"é":1,"":2}', "$.y.a[1].c"),
+        ('  {"a" : 2 } ', "lax $.zz"),
+        ('{"a":{"b":1},"c":{"b":2}}', "$.*.b"),
+        ("1x", "$"),
+        ("true}", "$"),
+        ('{"a":1,"a":2}', None),
+        ('{"a":[1,2,3,4],"b":1.50,"c":0.0000001,"d":-1.5E-7}', "$.a[-1]"),
+    ]
+    write_json("docs.json", [{"id": i + 1, "doc": d, "path": p, "k": "abcd"[i % 4] if i % 5 else None}
+                             for i, (d, p) in enumerate(documents)])
+
+
 def quoted() -> None:
     (DATA / "quoted.csv").write_text('1,""\n2,\n3,a\n4," "\n', encoding="utf-8")
 
@@ -139,6 +169,7 @@ def main() -> None:
     events(rng)
     nums()
     strs()
+    docs()
     quoted()
 
 
