@@ -222,6 +222,14 @@ class TopNConfig(OperatorConfig):
 
 
 @dataclass(frozen=True)
+class ChangelogNormalizeConfig(OperatorConfig):
+    """The last row per key of an upsert changelog, emitted as a full changelog (see the operator)."""
+
+    keys: list[int]
+    state_ttl_ms: int | None = _choice()
+
+
+@dataclass(frozen=True)
 class DeduplicateFirstConfig(OperatorConfig):
     keys: list[int]
     time_index: int

@@ -19,6 +19,7 @@ from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import PlanError
 from sqlstream.core.physical import (
     CalcConfig,
+    ChangelogNormalizeConfig,
     DeduplicateFirstConfig,
     Exchange,
     GroupAggConfig,
@@ -51,6 +52,7 @@ from sqlstream.planner.horizons import join_horizons
 from sqlstream.planner.joins import analyze
 from sqlstream.planner.logical import (
     Aggregate,
+    ChangelogNormalize,
     Filter,
     Join,
     LogicalNode,
@@ -162,6 +164,10 @@ class Lowering:
             columnar = self.columnar_state and window_agg_columnar(node.aggs)
             return self.add("WindowAggregate", detail, schema, [Exchange(up, "hash", keys)],
                             config=WindowAggConfig(w, node.outputs, node.aggs, input_window, columnar))
+        if isinstance(node, ChangelogNormalize):
+            up = self.lower(node.input)
+            return self.add("ChangelogNormalize", node.describe(), schema, [Exchange(up, "hash", tuple(node.keys))],
+                            config=ChangelogNormalizeConfig(node.keys, self.state_ttl_ms))
         if isinstance(node, Aggregate):
             up = self.lower(node.input)
             retracting = node.input.updating

@@ -122,6 +122,12 @@ def _top_n(c: p.TopNConfig, schema: pa.Schema) -> Operator:
                         c.state_ttl_ms, c.columnar)
 
 
+def _changelog_normalize(c: p.ChangelogNormalizeConfig, schema: pa.Schema) -> Operator:
+    from sqlstream.runtime.operators.changelog_normalize import ChangelogNormalizeOperator
+
+    return ChangelogNormalizeOperator(c.keys, schema, c.state_ttl_ms)
+
+
 def _dedup_first(c: p.DeduplicateFirstConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.rank import DeduplicateFirstOperator
 
@@ -164,6 +170,7 @@ BUILDERS: dict[type[p.OperatorConfig], Callable[[Any, pa.Schema], Operator]] = {
     p.NotNullEnforcerConfig: _not_null_enforcer,
     p.OverAggConfig: _over_agg,
     p.TopNConfig: _top_n,
+    p.ChangelogNormalizeConfig: _changelog_normalize,
     p.DeduplicateFirstConfig: _dedup_first,
     p.WindowRankConfig: _window_rank,
     p.StreamSortConfig: _stream_sort,
