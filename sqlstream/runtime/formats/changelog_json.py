@@ -406,7 +406,7 @@ class DebeziumJsonFormat(_ChangelogJsonFormat):
         if self.schema_include:
             raise ConnectorError(
                 f"table '{self.table}': Debezium JSON serialization doesn't support "
-                "'debezium-json.schema-include' option been set to true"
+                "'debezium-json.schema-include' option been set to true."
             )
         return super().encode_lines(batch)
 

@@ -1,0 +1,63 @@
+-- Changelog formats (debezium-json, canal-json, maxwell-json) on the filesystem connector: the same
+-- inventory changes (data/changes_*.json) read as updating tables, queried, and written back as events.
+
+-- case: debezium_rows
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT * FROM inv;
+-- case: debezium_group_by
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT product, COUNT(*) AS n, SUM(qty) AS qty, SUM(price) AS price FROM inv GROUP BY product;
+-- case: debezium_global_aggregate
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT COUNT(*) AS n, COUNT(qty) AS with_qty, SUM(qty) AS qty, AVG(qty) AS avg_qty FROM inv;
+-- case: debezium_filter_project
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT id, UPPER(product) AS p, qty * 2 AS q2 FROM inv WHERE qty > 2;
+-- case: debezium_join
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT i.id, i.product, u.name FROM inv i JOIN users u ON i.id = u.user_id;
+-- case: debezium_aggregate_of_aggregate
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT n, COUNT(*) AS products FROM (SELECT product, COUNT(*) AS n FROM inv GROUP BY product) GROUP BY n;
+-- case: debezium_unknown_op_fails
+CREATE TEMPORARY TABLE bad (id INT, product STRING) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_bad_op.json', 'format' = 'debezium-json');
+SELECT * FROM bad;
+-- case: debezium_ignore_parse_errors
+CREATE TEMPORARY TABLE bad (id INT, product STRING) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_bad_op.json', 'format' = 'debezium-json', 'debezium-json.ignore-parse-errors' = 'true');
+SELECT * FROM bad;
+-- case: canal_rows
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_canal.json', 'format' = 'canal-json');
+SELECT * FROM inv;
+-- case: canal_table_include
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_canal.json', 'format' = 'canal-json', 'canal-json.table.include' = 'inv.*', 'canal-json.database.include' = 'shop');
+SELECT * FROM inv;
+-- case: canal_group_by
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_canal.json', 'format' = 'canal-json', 'canal-json.table.include' = 'inventory');
+SELECT product, COUNT(*) AS n, SUM(qty) AS qty FROM inv GROUP BY product;
+-- case: maxwell_rows
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_maxwell.json', 'format' = 'maxwell-json');
+SELECT * FROM inv;
+-- case: maxwell_group_by
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_maxwell.json', 'format' = 'maxwell-json');
+SELECT product, COUNT(*) AS n, SUM(price) AS price FROM inv GROUP BY product;
+-- case: debezium_sink_round_trip
+CREATE TEMPORARY TABLE sink (product STRING, n BIGINT, qty INT) WITH ('connector' = 'filesystem', 'path' = '{tmp}/sink', 'format' = 'debezium-json');
+INSERT INTO sink SELECT product, COUNT(*), SUM(qty) FROM orders GROUP BY product;
+SELECT * FROM sink;
+-- case: canal_sink_round_trip
+CREATE TEMPORARY TABLE sink (currency STRING, total DECIMAL(38, 2)) WITH ('connector' = 'filesystem', 'path' = '{tmp}/sink', 'format' = 'canal-json');
+INSERT INTO sink SELECT currency, SUM(amount) FROM orders GROUP BY currency;
+SELECT * FROM sink;
+-- case: maxwell_sink_round_trip
+CREATE TEMPORARY TABLE sink (user_id INT, n BIGINT) WITH ('connector' = 'filesystem', 'path' = '{tmp}/sink', 'format' = 'maxwell-json');
+INSERT INTO sink SELECT user_id, COUNT(*) FROM orders GROUP BY user_id;
+SELECT user_id, n FROM sink;
+-- case: changelog_source_into_changelog_sink
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+CREATE TEMPORARY TABLE sink (id INT, product STRING, qty INT) WITH ('connector' = 'filesystem', 'path' = '{tmp}/sink', 'format' = 'maxwell-json');
+INSERT INTO sink SELECT id, product, qty FROM inv;
+SELECT * FROM sink;
+-- case: plain_json_sink_refuses_updates
+CREATE TEMPORARY TABLE sink (product STRING, n BIGINT) WITH ('connector' = 'filesystem', 'path' = '{tmp}/sink', 'format' = 'json');
+INSERT INTO sink SELECT product, COUNT(*) FROM orders GROUP BY product;
+SELECT * FROM sink;
