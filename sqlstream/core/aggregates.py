@@ -47,8 +47,9 @@ def wrap_integer(total: int, t: pa.DataType) -> int:
 
 
 def retractable(call: AggCall) -> bool:
-    """Whether the function can consume -U/-D rows (MIN/MAX/DISTINCT would need all values)."""
-    return call.function in ("COUNT", "SUM", "AVG", *STATISTICS, *SEQUENCES) and not call.distinct
+    """Whether the function can consume -U/-D rows (MIN/MAX keep every value with its count;
+    DISTINCT would need all values)."""
+    return call.function in ("COUNT", "SUM", "AVG", "MIN", "MAX", *STATISTICS, *SEQUENCES) and not call.distinct
 
 
 def _minmax_columnar_type(t: pa.DataType) -> bool:

@@ -54,7 +54,8 @@ def _check_retractions(node: LogicalNode) -> None:
                 raise PlanError(
                     f"{a.describe()} over an updating input (an aggregate of an aggregate, a changelog source) "
                     "is not supported; "
-                    "only COUNT, SUM and AVG can consume retractions"
+                    "only COUNT, SUM, AVG, MIN, MAX and the statistical aggregates, without DISTINCT, can consume "
+                    "retractions"
                 )
     if isinstance(node, WindowAggregate) and node.input.updating:
         raise PlanError("window aggregation over an updating input is not supported")

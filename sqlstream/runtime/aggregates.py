@@ -142,24 +142,51 @@ class Avg(Sum):
 
 
 class MinMax(AggFunction):
+    """MIN/MAX.  Over an append-only input the accumulator is the extreme so far; over an
+    updating one (a changelog source) it is every value with its net count, as Flink's
+    Min/MaxWithRetractAggFunction keeps them, so retracting the extreme falls back to the next."""
+
     def __init__(self, call: AggCall, retracting: bool) -> None:
         super().__init__(call, retracting)
         self.fn = "min" if call.function == "MIN" else "max"
         self.pick = min if call.function == "MIN" else max
 
     def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
-        return [(self.arg(batch), self.fn, None)]
+        if sign is None:
+            return [(self.arg(batch), self.fn, None)]
+        return [(self.arg(batch), "list", None), (sign, "list", None)]
 
     def create(self) -> list[Any]:
         return [None]
 
     def merge(self, acc: list[Any], values: list[Any]) -> None:
+        if len(values) == 2:
+            counts = dict(acc[0] or ())
+            for v, s in zip(values[0] or (), values[1] or (), strict=True):
+                if v is not None:
+                    counts[v] = counts.get(v, 0) + s
+                    if counts[v] == 0:
+                        del counts[v]
+            acc[0] = tuple(counts.items()) or None  # (value, net count) pairs: plain data for the state
+            return
         v = values[0]
         if v is not None:
             acc[0] = v if acc[0] is None else self.pick(acc[0], v)
 
+    def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
+        if not self.retracting:
+            self.merge(acc, other)
+            return
+        counts = dict(acc[0] or ())
+        for v, c in other[0] or ():
+            counts[v] = counts.get(v, 0) + c
+        acc[0] = tuple((v, c) for v, c in counts.items() if c) or None
+
     def result(self, acc: list[Any]) -> Any:
-        return acc[0]
+        if not self.retracting:
+            return acc[0]
+        live = [v for v, c in acc[0] or () if c > 0]
+        return self.pick(live) if live else None
 
 
 class CountDistinct(AggFunction):

@@ -1,7 +1,9 @@
 """Event-time temporal join against a versioned table.
 
 The right input is the versioned table: each row is the version of its
-primary key from its event time on.  Left rows wait in state until the
+primary key from its event time on; a -D row (a changelog source) means no
+version from its time on, and -U rows are dropped (the versioned side is an
+upsert stream, as Flink plans it).  Left rows wait in state until the
 watermark passes their time; then each meets the latest version of its key
 whose time is not after it (INNER drops rows with no version yet, LEFT pads
 them).  Versions older than the one valid at the watermark can never be
@@ -18,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from sqlstream.core.expressions import Expr
-from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
+from sqlstream.runtime.elements import MIN_WATERMARK, Chunk, RowKind
 from sqlstream.runtime.hashing import key_groups
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.join import PairFilter, build_batch, rows_of
@@ -57,14 +59,18 @@ class TemporalJoinOperator(Operator):
         times = batch.column(self.times[input_index]).cast(pa.int64()).to_pylist()
         key_idx = self.keys[input_index]
         groups = key_groups([batch.column(k) for k in key_idx], self.ctx.max_parallelism).tolist()
-        grouped: dict[tuple, tuple[int, list[tuple[int, tuple]]]] = {}
-        for row, ts, g in zip(rows, times, groups, strict=True):
-            if ts is None:
-                continue
+        grouped: dict[tuple, tuple[int, list[tuple[int, tuple | None]]]] = {}
+        kinds = chunk.kinds.to_pylist() if chunk.kinds is not None else [RowKind.INSERT] * len(rows)
+        for row, ts, g, kind in zip(rows, times, groups, kinds, strict=True):
+            if ts is None or kind == RowKind.UPDATE_BEFORE:
+                continue  # Flink drops -U before a temporal join: its versioned side is an upsert stream
             if input_index == 0 and ts <= self.watermark:
                 self.ctx.metrics.late_records_dropped += 1
                 continue
-            grouped.setdefault(tuple(row[k] for k in key_idx), (g, []))[1].append((ts, row))
+            # a deletion is a version too: from its time on the key has no row (Flink keeps it, by time)
+            grouped.setdefault(tuple(row[k] for k in key_idx), (g, []))[1].append(
+                (ts, None if kind == RowKind.DELETE else row)
+            )
         state = self.waiting if input_index == 0 else self.versions
         for key, (g, new) in grouped.items():
             merged = tuple(sorted((state.get(g, key) or ()) + tuple(new), key=lambda e: e[0]))
@@ -92,7 +98,7 @@ class TemporalJoinOperator(Operator):
             pairs, owners = [], []
             for ts, row in due:
                 pos = bisect.bisect_right(version_times, ts) - 1
-                if pos >= 0 and None not in key:
+                if pos >= 0 and None not in key and versions[pos][1] is not None:
                     pairs.append((row, versions[pos][1]))
                     owners.append(row)
                 elif self.kind == "LEFT":

@@ -61,3 +61,32 @@ SELECT * FROM sink;
 CREATE TEMPORARY TABLE sink (product STRING, n BIGINT) WITH ('connector' = 'filesystem', 'path' = '{tmp}/sink', 'format' = 'json');
 INSERT INTO sink SELECT product, COUNT(*) FROM orders GROUP BY product;
 SELECT * FROM sink;
+-- case: debezium_versioned_table_temporal_join
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND, PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT o.order_id, i.product, i.qty FROM orders o JOIN inv FOR SYSTEM_TIME AS OF o.ts AS i ON o.order_id = i.id;
+-- case: debezium_versioned_table_left_temporal_join
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND, PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT o.order_id, i.product, i.qty FROM orders o LEFT JOIN inv FOR SYSTEM_TIME AS OF o.ts AS i ON o.order_id = i.id WHERE o.order_id <= 8;
+-- case: debezium_interval_join_fails
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT o.order_id, i.id FROM orders o JOIN inv i ON o.order_id = i.id AND o.ts BETWEEN i.ts - INTERVAL '1' HOUR AND i.ts;
+-- case: debezium_over_fails
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT id, SUM(qty) OVER (PARTITION BY product ORDER BY ts) AS s FROM inv;
+-- case: debezium_deduplicate
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT id, product, qty FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY product ORDER BY ts) AS rn FROM inv) WHERE rn = 1;
+-- case: debezium_top2
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT id, qty FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY qty DESC) AS rn FROM inv) WHERE rn <= 2;
+-- case: debezium_min_max
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT product, MAX(qty) AS max_qty, MIN(price) AS min_price, MAX(ts) AS last_ts FROM inv GROUP BY product;
+-- case: debezium_tumble_window
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT window_start, COUNT(*) AS n, SUM(qty) AS qty FROM TABLE(TUMBLE(TABLE inv, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY window_start, window_end;
+-- case: min_max_of_an_aggregate
+SELECT MAX(n) AS top, MIN(n) AS bottom, MAX(product) AS last_product FROM (SELECT product, COUNT(*) AS n FROM orders GROUP BY product);
+-- case: canal_min_max_retracting
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_canal.json', 'format' = 'canal-json', 'canal-json.table.include' = 'inventory');
+SELECT MIN(qty) AS min_qty, MAX(qty) AS max_qty, MIN(product) AS first_product, MAX(ts) AS last_ts FROM inv;
