@@ -101,6 +101,7 @@ class WindowAggConfig(OperatorConfig):
     aggs: list[AggCall]
     input_window: tuple[int, int] | None
     columnar: bool = _choice(False)
+    retracting: bool = False  # the input carries -U/-D rows (a changelog source), subtracted from their windows
 
 
 @dataclass(frozen=True)

@@ -161,9 +161,10 @@ class Lowering:
                 return self.add("SessionWindowAggregate", detail, schema, [Exchange(up, "hash", keys)],
                                 config=SessionWindowAggConfig(w, node.outputs, node.aggs))
             keys = partition_columns(node.key_indexes, input_window)
-            columnar = self.columnar_state and window_agg_columnar(node.aggs)
+            retracting = node.input.updating
+            columnar = self.columnar_state and window_agg_columnar(node.aggs) and not retracting
             return self.add("WindowAggregate", detail, schema, [Exchange(up, "hash", keys)],
-                            config=WindowAggConfig(w, node.outputs, node.aggs, input_window, columnar))
+                            config=WindowAggConfig(w, node.outputs, node.aggs, input_window, columnar, retracting))
         if isinstance(node, ChangelogNormalize):
             up = self.lower(node.input)
             return self.add("ChangelogNormalize", node.describe(), schema, [Exchange(up, "hash", tuple(node.keys))],

@@ -36,7 +36,8 @@ def _window_tvf(c: p.WindowTVFConfig, schema: pa.Schema) -> Operator:
 def _window_agg(c: p.WindowAggConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.window_agg import WindowAggOperator
 
-    return WindowAggOperator(c.window, c.outputs, c.aggs, schema, c.input_window, columnar=c.columnar)
+    return WindowAggOperator(c.window, c.outputs, c.aggs, schema, c.input_window, columnar=c.columnar,
+                             retracting=c.retracting)
 
 
 def _session_agg(c: p.SessionWindowAggConfig, schema: pa.Schema) -> Operator:

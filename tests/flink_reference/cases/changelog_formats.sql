@@ -90,3 +90,18 @@ SELECT MAX(n) AS top, MIN(n) AS bottom, MAX(product) AS last_product FROM (SELEC
 -- case: canal_min_max_retracting
 CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_canal.json', 'format' = 'canal-json', 'canal-json.table.include' = 'inventory');
 SELECT MIN(qty) AS min_qty, MAX(qty) AS max_qty, MIN(product) AS first_product, MAX(ts) AS last_ts FROM inv;
+-- case: debezium_tumble_emptied_windows
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT window_start, window_end, COUNT(*) AS n, MAX(qty) AS max_qty, MIN(product) AS first_product FROM TABLE(TUMBLE(TABLE inv, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY window_start, window_end;
+-- case: debezium_hop_window
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT window_start, window_end, COUNT(*) AS n, SUM(price) AS price, AVG(qty) AS avg_qty FROM TABLE(HOP(TABLE inv, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '4' SECOND)) GROUP BY window_start, window_end;
+-- case: debezium_cumulate_window_by_product
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT window_start, window_end, product, COUNT(*) AS n, SUM(qty) AS qty FROM TABLE(CUMULATE(TABLE inv, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '6' SECOND)) GROUP BY window_start, window_end, product;
+-- case: debezium_window_top_n
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT window_start, id, qty FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY qty DESC) AS rn FROM TABLE(TUMBLE(TABLE inv, DESCRIPTOR(ts), INTERVAL '5' SECOND))) WHERE rn <= 1;
+-- case: debezium_session_window
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT window_start, window_end, COUNT(*) AS n FROM TABLE(SESSION(TABLE inv, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end;
