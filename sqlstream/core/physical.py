@@ -109,6 +109,7 @@ class SessionWindowAggConfig(OperatorConfig):
     window: WindowSpec
     outputs: list[str | int]
     aggs: list[AggCall]
+    retracting: bool = False  # the input carries -U/-D rows (a changelog source)
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,6 @@ def _check_retractions(node: LogicalNode) -> None:
                     "retractions"
                 )
     if isinstance(node, WindowAggregate) and node.input.updating:
-        if node.window.kind == "SESSION":
-            raise PlanError("session window aggregation over an updating input is not supported")
         for a in node.aggs:
             if not retractable(a):
                 raise PlanError(f"{a.describe()} in a window aggregation over an updating input is not supported")

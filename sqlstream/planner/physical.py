@@ -159,7 +159,7 @@ class Lowering:
             if w.kind == "SESSION" and input_window is None:
                 keys = tuple(node.key_indexes) or tuple(w.partition_keys)
                 return self.add("SessionWindowAggregate", detail, schema, [Exchange(up, "hash", keys)],
-                                config=SessionWindowAggConfig(w, node.outputs, node.aggs))
+                                config=SessionWindowAggConfig(w, node.outputs, node.aggs, node.input.updating))
             keys = partition_columns(node.key_indexes, input_window)
             retracting = node.input.updating
             columnar = self.columnar_state and window_agg_columnar(node.aggs) and not retracting

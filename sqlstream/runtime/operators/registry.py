@@ -43,7 +43,7 @@ def _window_agg(c: p.WindowAggConfig, schema: pa.Schema) -> Operator:
 def _session_agg(c: p.SessionWindowAggConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.session_agg import SessionWindowAggOperator
 
-    return SessionWindowAggOperator(c.window, c.outputs, c.aggs, schema)
+    return SessionWindowAggOperator(c.window, c.outputs, c.aggs, schema, c.retracting)
 
 
 def _group_agg(c: p.GroupAggConfig, schema: pa.Schema) -> Operator:

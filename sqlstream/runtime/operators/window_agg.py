@@ -31,10 +31,10 @@ from sqlstream.runtime.operators.keyed import columnar_state, fresh_or_copy, key
 from sqlstream.runtime.operators.window_agg_columnar import ColumnarWindowAggregates
 from sqlstream.runtime.windows import assign, first_window_end
 
-_SIGN = pa.field("$sign", pa.int64())
+SIGN = pa.field("$sign", pa.int64())
 
 
-def _signs(chunk: Chunk) -> pa.Array:
+def signs(chunk: Chunk) -> pa.Array:
     """+1 for +I/+U rows, -1 for -U/-D rows."""
     retract = pc.is_in(chunk.kinds_or_inserts(), pa.array([int(RowKind.UPDATE_BEFORE), int(RowKind.DELETE)], pa.int8()))
     return pc.if_else(retract, pa.scalar(-1, pa.int64()), pa.scalar(1, pa.int64()))
@@ -131,7 +131,7 @@ class WindowAggOperator(Operator):
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
         batch = chunk.batch
         if self.retracting:  # each row's sign rides along while rows are assigned to windows
-            batch = batch.append_column(_SIGN, _signs(chunk))
+            batch = batch.append_column(SIGN, signs(chunk))
         windowed = self._windows(batch)
         if windowed is None:
             return []
@@ -139,7 +139,7 @@ class WindowAggOperator(Operator):
         sign = None
         if self.retracting:
             sign = expanded.column(expanded.num_columns - 1)
-            expanded = expanded.drop_columns([_SIGN.name])
+            expanded = expanded.drop_columns([SIGN.name])
         kg = key_group_column(expanded, self.partition, self.ctx.max_parallelism)
         keys = [pa.array(ends), pa.array(starts), kg] + [expanded.column(k) for k in self.key_indexes]
         if self.columnar is not None:
