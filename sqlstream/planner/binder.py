@@ -405,10 +405,6 @@ class QueryBinder:
                 raise plan_error(
                     f"the temporal join must equate the primary key of '{obj.name}' "
                     f"({', '.join(obj.primary_key)}) with columns of the left table", on)
-            if left.node.updating:
-                raise plan_error(
-                    "an event-time temporal join over an updating (changelog) left input is not supported; "
-                    "its left input must be append-only", join)
             node = TemporalJoin(left.node, right.node, kind, left_keys, right_keys, conjoin(rest))
             return Relation(node, scope)
         connector = connector_spec(obj.connector)

@@ -105,3 +105,10 @@ SELECT window_start, id, qty FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY win
 -- case: debezium_session_window
 CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
 SELECT window_start, window_end, COUNT(*) AS n FROM TABLE(SESSION(TABLE inv, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end;
+-- case: debezium_changelog_left_temporal_join
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3), cur AS CASE WHEN id <= 3 THEN 'EUR' ELSE 'USD' END, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT i.id, i.product, r.rate FROM inv i LEFT JOIN rates FOR SYSTEM_TIME AS OF i.ts AS r ON r.currency = i.cur;
+-- case: two_changelog_sources_join
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+CREATE TEMPORARY TABLE mx (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_maxwell.json', 'format' = 'maxwell-json');
+SELECT a.id, a.qty, b.product FROM inv a LEFT JOIN mx b ON a.id = b.id + 1;
