@@ -217,8 +217,11 @@ def test_upsert_kafka_exactly_once_sink_commits_in_transactions(kafka_broker: st
         ("CREATE TABLE u (k STRING, c BIGINT) WITH ({opts})", "require to define a PRIMARY KEY constraint"),
         ("CREATE TABLE u (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({opts}, 'key.csv.field-delimiter' = ';')",
          "applies to format 'csv', but the table's key.format is 'json'"),
-        ("CREATE TABLE u (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({opts}, 'value.fields-include' = 'EXCEPT_KEY')",
-         "must be one of all"),
+        ("CREATE TABLE u (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({opts}, 'value.fields-include' = 'NONE')",
+         "must be one of all, except_key"),
+        ("CREATE TABLE u (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({opts}, "
+         "'value.fields-include' = 'EXCEPT_KEY', 'value.json.ignore-parse-errors' = 'true')",
+         "'EXCEPT_KEY' cannot be combined with 'ignore-parse-errors'"),
     ],
 )
 def test_upsert_kafka_table_checks(ddl: str, message: str) -> None:
@@ -249,3 +252,20 @@ def test_planner_normalizes_an_upsert_source_by_its_key_even_when_the_key_is_not
     plan = session.execute_script("EXPLAIN SELECT SUM(c) FROM u;")[-1].message
     assert "Scan(table=u, connector=upsert-kafka, columns=[k, c], changelog=upsert)" in plan
     assert "ChangelogNormalize: ChangelogNormalize(key=[k])  (hash[$0] <- #0)" in plan
+
+
+def test_upsert_kafka_except_key_keeps_the_key_out_of_the_value(kafka_broker: str) -> None:
+    topic = new_topic(kafka_broker)
+    ddl = f"""
+        CREATE TABLE u (k STRING, c BIGINT, note STRING, PRIMARY KEY (k) NOT ENFORCED)
+        WITH ('connector' = 'upsert-kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{kafka_broker}',
+              'key.format' = 'csv', 'value.format' = 'json', 'value.fields-include' = 'EXCEPT_KEY',
+              'scan.bounded.mode' = 'latest-offset');
+    """
+    run_sql(ddl + """INSERT INTO u SELECT w, COUNT(*), MAX(w) FROM (VALUES ('a'), ('b'), ('a')) AS t(w) GROUP BY w;
+                     SELECT 1;""")
+    written = messages(kafka_broker, topic)
+    assert {k for k, _ in written} == {b"a", b"b"}
+    assert all(v is None or b'"k"' not in v for _, v in written)
+    assert rows(run_sql(ddl + "SELECT * FROM u;")) == [("a", 2, "a"), ("b", 1, "b")]
+    assert rows(run_sql(ddl + "SELECT k FROM u;")) == [("a",), ("b",)]

@@ -2,7 +2,7 @@
 
 The table's primary key columns are the message key (``key.format``), every
 column is the message value (``value.format``, Flink's ``value.fields-include
-= ALL``).  Format options take the key's or the value's prefix, as in Flink:
+= ALL``), or with ``EXCEPT_KEY`` only the other columns.  Format options take the key's or the value's prefix, as in Flink:
 ``'key.json.ignore-parse-errors'``, ``'value.csv.field-delimiter'``.
 
 Sink: +I and +U rows are written as their key and value, -U and -D rows as a
@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from confluent_kafka import Message
 
 from sqlstream.core.connectors import ConnectorOptions, Option, option, option_group
-from sqlstream.core.errors import ConnectorError
+from sqlstream.core.errors import ConnectorError, DataError
 from sqlstream.core.tables import TableDef
 from sqlstream.runtime.connectors.base import Connector, SinkContext, SourceContext
 from sqlstream.runtime.connectors.kafka.options import (
@@ -90,8 +90,8 @@ class UpsertKafkaOptions(ConnectorOptions):
     value_fields_include: str = option(
         "value.fields-include",
         default="all",
-        choices=("all",),
-        description="ALL: the value holds every column (EXCEPT_KEY is not supported)",
+        choices=("all", "except_key"),
+        description="ALL: the value holds every column; EXCEPT_KEY: only the columns outside the primary key",
     )
     bounded_mode: BoundedMode = option(
         "scan.bounded.mode",
@@ -118,6 +118,21 @@ class UpsertKafkaOptions(ConnectorOptions):
         "sink.commit-marker-topic",
         description="exactly-once: topic of the commit markers (default '<topic>.__sqlstream_commits')",
     )
+
+    @property
+    def except_key(self) -> bool:
+        return self.value_fields_include == "except_key"
+
+    def check(self, table: str) -> None:
+        if self.except_key and any(
+            v for k, v in (*self.key_format_options.items(), *self.value_format_options.items())
+            if k.endswith("ignore-parse-errors")
+        ):
+            # a key and a value skipped apart would pair the wrong halves of two messages
+            raise ConnectorError(
+                f"table '{table}': 'value.fields-include' = 'EXCEPT_KEY' cannot be combined with "
+                "'ignore-parse-errors' of the key or value format"
+            )
 
     def kafka(self, table: TableDef) -> KafkaOptions:
         """The kafka connector's options that read and write this table's messages."""
@@ -153,8 +168,16 @@ class UpsertKafkaSource(KafkaSource):
         super().__init__(ctx)
         options = UpsertKafkaOptions.from_options(ctx.options, ctx.table.name)
         self._keys = _key_format(ctx.table, options)
-        self._columns = list(ctx.columns)
         self._schema = ctx.schema
+        self._except_key = options.except_key
+        if self._except_key:  # the value holds the other columns: its format decodes only those
+            key = set(ctx.table.primary_key)
+            physical = ctx.table.physical_schema
+            value_schema = pa.schema([f for f in physical if f.name not in key])
+            value_columns = [c for c in ctx.columns if c not in key]
+            self._format = text_format(options.value_format, value_schema,
+                                       _unprefixed(options.value_format_options, "value."), value_columns,
+                                       ctx.table.name)
 
     @classmethod
     def read_options(cls, ctx: SourceContext) -> KafkaOptions:
@@ -175,21 +198,30 @@ class UpsertKafkaSource(KafkaSource):
                 batch = self._deletions(run, locate)
                 kinds.append(np.full(batch.num_rows, _DELETE, dtype=np.int8))
             else:
-                batch = self._format.decode_messages([m.value() or b"" for m in run], locate)
+                batch = self._upserts(run, locate)
                 kinds.append(np.zeros(batch.num_rows, dtype=np.int8))
             batches.append(batch)
         batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
         return batch, pa.array(np.concatenate(kinds), pa.int8())
 
+    def _upserts(self, run: list[Message], locate: Locate) -> pa.RecordBatch:
+        """Messages with a value -> rows (EXCEPT_KEY: the key columns from the message key)."""
+        values = self._format.decode_messages([m.value() or b"" for m in run], locate)
+        if not self._except_key:
+            return values
+        keys = self._keys.decode_messages([m.key() or b"" for m in run], lambda i: f"{locate(i)} (key)")
+        if keys.num_rows != values.num_rows:
+            raise DataError(
+                f"table '{self._table}': {locate(0)}: of {len(run)} messages {keys.num_rows} have a key and "
+                f"{values.num_rows} a value ('value.fields-include' = 'EXCEPT_KEY' needs both in every message)"
+            )
+        return _assemble(self._schema, [keys, values], values.num_rows)
+
     def _deletions(self, run: list[Message], locate: Locate) -> pa.RecordBatch:
         """Tombstones -> rows of their key columns, the others NULL (a tombstone without key deletes nothing)."""
         keyed = [i for i, m in enumerate(run) if m.key()]
         keys = self._keys.decode_messages([run[i].key() for i in keyed], lambda i: f"{locate(keyed[i])} (key)")
-        arrays = []
-        for f in self._schema:
-            index = keys.schema.get_field_index(f.name)
-            arrays.append(keys.column(index) if index >= 0 else pa.nulls(keys.num_rows, f.type))
-        return pa.RecordBatch.from_arrays(arrays, schema=self._schema)
+        return _assemble(self._schema, [keys], keys.num_rows)
 
     @property
     def parse_errors(self) -> int:
@@ -203,6 +235,9 @@ class UpsertKafkaSink(KafkaSink):
         super().__init__(ctx)
         options = UpsertKafkaOptions.from_options(ctx.options, ctx.table.name)
         self._key_format = _key_format(ctx.table, options)
+        key = set(ctx.table.primary_key)
+        # EXCEPT_KEY: the value holds only the columns outside the primary key
+        self._value_columns = [n for n in ctx.schema.names if n not in key] if options.except_key else None
 
     @classmethod
     def read_options(cls, ctx: SinkContext) -> KafkaOptions:
@@ -211,12 +246,22 @@ class UpsertKafkaSink(KafkaSink):
     def _encode(self, batch: pa.RecordBatch, kinds: pa.Array | None) -> tuple[list[bytes | None], list[bytes | None]]:
         assert self._key_format is not None
         keys: list[bytes | None] = list(self._key_format.encode_messages(batch.select(self._key_fields)))
-        values: list[bytes | None] = list(self._format.encode_messages(batch))
+        value_batch = batch if self._value_columns is None else batch.select(self._value_columns)
+        values: list[bytes | None] = list(self._format.encode_messages(value_batch))
         if kinds is not None:
             retracted = np.asarray(pc.is_in(kinds, _RETRACTIONS).to_numpy(zero_copy_only=False))
             for i in np.flatnonzero(retracted).tolist():
                 values[i] = None
         return keys, values
+
+
+def _assemble(schema: pa.Schema, parts: list[pa.RecordBatch], rows: int) -> pa.RecordBatch:
+    """A batch of ``schema`` taking each column from the first part that has it, NULL otherwise."""
+    arrays = []
+    for f in schema:
+        found = next((p.column(p.schema.get_field_index(f.name)) for p in parts if f.name in p.schema.names), None)
+        arrays.append(found if found is not None else pa.nulls(rows, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _shifted(where: Locate, start: int) -> Locate:
