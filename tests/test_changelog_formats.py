@@ -230,3 +230,18 @@ def test_changelog_normalize_turns_upserts_into_a_full_changelog(backend: str) -
     assert changelog(more) == [(RowKind.UPDATE_BEFORE, "b", 5), (RowKind.UPDATE_AFTER, "b", 6)]
     h.close()
     restored.close()
+
+
+def test_canal_events_of_several_rows_keep_their_order_and_empty_ones_add_none(tmp_path: Path) -> None:
+    events = [
+        {"data": [], "type": "INSERT"},
+        {"data": [{"id": "1", "name": "a", "v": "1"}, {"id": "2", "name": "b", "v": "2"}], "type": "INSERT"},
+        {"data": [{"id": "1", "name": "a", "v": "5"}, {"id": "2", "name": "b", "v": "6"}],
+         "old": [{"v": "1"}, {"v": "2"}], "type": "UPDATE"},
+    ]
+    got = changes(list(create_format("canal-json", SCHEMA, {}, None, "t").read_file(
+        str(write_events(tmp_path / "e.json", events)))))
+    assert got == [((1, "a", 1), INS), ((2, "b", 2), INS), ((1, "a", 1), UB), ((1, "a", 5), UA),
+                   ((2, "b", 2), UB), ((2, "b", 6), UA)]
+    only_empty = write_events(tmp_path / "empty.json", [events[0]])
+    assert changes(list(create_format("canal-json", SCHEMA, {}, None, "t").read_file(str(only_empty)))) == []

@@ -502,9 +502,11 @@ class _DataOldFormat(_ChangelogJsonFormat):
         lists = data.filter(pa.array(usable))
         lines_kept = np.flatnonzero(usable)
         flat = pc.list_flatten(lists)
+        if len(flat) == 0:
+            return flat, np.zeros(0, np.int64), np.zeros(0, np.int64)
         parents = _np(pc.list_parent_indices(lists)).astype(np.int64)
-        offsets = _np(lists.offsets).astype(np.int64) - int(lists.offsets[0].as_py()) if len(lists) else np.zeros(1)
-        position = np.arange(len(flat), dtype=np.int64) - offsets[parents] if len(flat) else np.zeros(0, np.int64)
+        offsets = _np(lists.offsets).astype(np.int64)  # of the filtered array: they may not start at 0
+        position = np.arange(len(flat), dtype=np.int64) + offsets[0] - offsets[parents]
         return flat, lines_kept[parents], position
 
     def _before(
