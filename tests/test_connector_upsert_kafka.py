@@ -144,8 +144,7 @@ def test_upsert_kafka_writes_keys_values_and_tombstones_and_reads_the_latest_row
     assert written == [
         ({"k": "a"}, {"k": "a", "c": 1}),
         ({"k": "b"}, {"k": "b", "c": 5}),
-        ({"k": "a"}, None),  # -U is a tombstone, as Flink's upsert serialization writes it
-        ({"k": "a"}, {"k": "a", "c": 2}),
+        ({"k": "a"}, {"k": "a", "c": 2}),  # the -U before it is superseded: no tombstone, as Flink writes it
         ({"k": "b"}, None),
         ({"k": "c"}, {"k": "c", "c": 7}),
     ]
@@ -183,8 +182,9 @@ def test_upsert_kafka_exactly_once_sink_commits_in_transactions(kafka_broker: st
     schema = pa.schema([("k", pa.string()), ("c", pa.int64())])
     writer = UPSERT.create_sink(SinkContext(table, UPSERT.validate(table), schema, updating=True))
     writer.open()
-    writer.write(pa.RecordBatch.from_pylist([{"k": "a", "c": 1}, {"k": "a", "c": 1}, {"k": "a", "c": 2}],
-                                            schema=schema), pa.array([INS, UB, UA], pa.int8()))
+    writer.write(pa.RecordBatch.from_pylist([{"k": "a", "c": 1}, {"k": "a", "c": 1}], schema=schema),
+                 pa.array([INS, UB], pa.int8()))  # a -U not upserted again in its batch: a tombstone
+    writer.write(pa.RecordBatch.from_pylist([{"k": "a", "c": 2}], schema=schema), pa.array([UA], pa.int8()))
     assert messages(kafka_broker, topic) == []  # nothing before the checkpoint commits
     committable = writer.prepare_commit(1)
     writer.commit([committable])
@@ -269,3 +269,24 @@ def test_upsert_kafka_except_key_keeps_the_key_out_of_the_value(kafka_broker: st
     assert all(v is None or b'"k"' not in v for _, v in written)
     assert rows(run_sql(ddl + "SELECT * FROM u;")) == [("a", 2, "a"), ("b", 1, "b")]
     assert rows(run_sql(ddl + "SELECT k FROM u;")) == [("a",), ("b",)]
+
+
+def test_upsert_sink_writes_a_retraction_upserted_again_in_its_batch_as_the_upsert_only(kafka_broker: str) -> None:
+    topic = new_topic(kafka_broker)
+    columns = (ColumnDef("k", parse_type("STRING")), ColumnDef("c", parse_type("BIGINT")))
+    table = TableDef("u", columns, {
+        "connector": "upsert-kafka", "topic": topic, "properties.bootstrap.servers": kafka_broker,
+        "key.format": "json", "value.format": "json",
+    }, primary_key=("k",))
+    schema = pa.schema([("k", pa.string()), ("c", pa.int64())])
+    writer = UPSERT.create_sink(SinkContext(table, UPSERT.validate(table), schema, updating=True))
+    writer.open()
+    rows_in = [("a", 1), ("b", 1), ("a", 1), ("a", 2), ("b", 1), ("c", 3), ("c", 3)]
+    writer.write(pa.RecordBatch.from_pylist([{"k": k, "c": c} for k, c in rows_in], schema=schema),
+                 pa.array([INS, INS, UB, UA, D, INS, UB], pa.int8()))
+    writer.prepare_commit(1)
+    writer.close()
+    assert messages(kafka_broker, topic) == [
+        (b'{"k":"a"}', b'{"k":"a","c":1}'), (b'{"k":"b"}', b'{"k":"b","c":1}'), (b'{"k":"a"}', b'{"k":"a","c":2}'),
+        (b'{"k":"b"}', None), (b'{"k":"c"}', b'{"k":"c","c":3}'), (b'{"k":"c"}', None),
+    ]

@@ -6,7 +6,9 @@ column is the message value (``value.format``, Flink's ``value.fields-include
 ``'key.json.ignore-parse-errors'``, ``'value.csv.field-delimiter'``.
 
 Sink: +I and +U rows are written as their key and value, -U and -D rows as a
-tombstone (the key with a null value), as Flink's upsert serialization does;
+tombstone (the key with a null value), as Flink's upsert serialization does,
+except a retraction that a later row of the same batch upserts again (an
+aggregation's -U/+U pair: Flink's planner drops such -U before the sink);
 partitioned by the key, so all changes of a key stay in order in one
 partition.  The delivery guarantees, exactly-once transactions included, are
 the kafka sink's (:mod:`sqlstream.runtime.connectors.kafka`).
@@ -248,11 +250,24 @@ class UpsertKafkaSink(KafkaSink):
         keys: list[bytes | None] = list(self._key_format.encode_messages(batch.select(self._key_fields)))
         value_batch = batch if self._value_columns is None else batch.select(self._value_columns)
         values: list[bytes | None] = list(self._format.encode_messages(value_batch))
-        if kinds is not None:
-            retracted = np.asarray(pc.is_in(kinds, _RETRACTIONS).to_numpy(zero_copy_only=False))
-            for i in np.flatnonzero(retracted).tolist():
+        if kinds is None:
+            return keys, values
+        retracted = np.asarray(pc.is_in(kinds, _RETRACTIONS).to_numpy(zero_copy_only=False)).tolist()
+        # A retraction followed in the batch by an upsert of its key is superseded by it: no tombstone,
+        # as Flink writes an aggregation's -U/+U into an upsert sink keyed by the group key (+U only).
+        upserted: set[bytes | None] = set()
+        keep: list[int] = []
+        for i in range(len(values) - 1, -1, -1):
+            if not retracted[i]:
+                upserted.add(keys[i])
+                keep.append(i)
+            elif keys[i] not in upserted:
                 values[i] = None
-        return keys, values
+                keep.append(i)
+        keep.reverse()
+        if len(keep) == len(values):
+            return keys, values
+        return [keys[i] for i in keep], [values[i] for i in keep]
 
 
 def _assemble(schema: pa.Schema, parts: list[pa.RecordBatch], rows: int) -> pa.RecordBatch:

@@ -214,7 +214,7 @@ class KafkaSink(SinkWriter):
         assert self._producer is not None, "open() first"
         batch = conform(batch, self._ctx.schema)
         keys, values = self._encode(batch, kinds)
-        partitions = self._assign_partitions(batch.num_rows)
+        partitions = self._assign_partitions(len(values))
         if self.exactly_once:
             self._buffer.extend(zip(partitions, keys, values, strict=True))
             return
@@ -224,7 +224,8 @@ class KafkaSink(SinkWriter):
         self._check_delivery()
 
     def _encode(self, batch: pa.RecordBatch, kinds: pa.Array | None) -> tuple[list[bytes | None], list[bytes | None]]:
-        """Each row's message key and value; a changelog format writes update and delete rows as events."""
+        """The messages (key, value) of the rows: one per row here; a changelog format writes update and
+        delete rows as events."""
         if self._format.name in CHANGELOG_FORMATS:
             values: list[bytes | None] = list(self._format.encode_messages(with_row_kinds(batch, kinds)))
         elif kinds is not None and pc.any(pc.not_equal(kinds, int(RowKind.INSERT))).as_py():
