@@ -211,7 +211,7 @@ def test_changelog_normalize_turns_upserts_into_a_full_changelog(backend: str) -
     from tests.harness import OperatorHarness, changelog
 
     schema = pa.schema([("k", pa.string()), ("c", pa.int64())])
-    h = OperatorHarness(ChangelogNormalizeOperator([0], schema), backend)
+    h = OperatorHarness(ChangelogNormalizeOperator([0]), backend)
     batch = pa.RecordBatch.from_pylist(
         [{"k": "a", "c": 1}, {"k": "x", "c": None}, {"k": "a", "c": 1}, {"k": "a", "c": 2}, {"k": "b", "c": 5},
          {"k": "a", "c": None}, {"k": "a", "c": 3}],
@@ -225,7 +225,7 @@ def test_changelog_normalize_turns_upserts_into_a_full_changelog(backend: str) -
     ]
     # the kept rows survive a savepoint restored on the other backend: the next upsert of b retracts 5
     other = "rocksdb" if backend == "hashmap" else "hashmap"
-    restored = OperatorHarness(ChangelogNormalizeOperator([0], schema), other, restore=h.snapshot())
+    restored = OperatorHarness(ChangelogNormalizeOperator([0]), other, restore=h.snapshot())
     more = restored.process_batch(pa.RecordBatch.from_pylist([{"k": "b", "c": 6}], schema=schema), [UA])
     assert changelog(more) == [(RowKind.UPDATE_BEFORE, "b", 5), (RowKind.UPDATE_AFTER, "b", 6)]
     h.close()
@@ -281,3 +281,18 @@ def test_filesystem_source_restored_mid_file_continues_with_the_same_changes(tmp
     rest = take(reader(first.snapshot_position()))
     assert head + rest == everything
     assert [k for _, k in everything[2:4]] == [UB, UA]  # the pair the restore splits
+
+
+@pytest.mark.parametrize(("ttl", "repeat"), [(None, []), (60_000, [(RowKind.UPDATE_BEFORE, "n", None),
+                                                                   (RowKind.UPDATE_AFTER, "n", None)])])
+def test_changelog_normalize_drops_an_unchanged_row_only_without_state_ttl(ttl: int | None, repeat: list) -> None:
+    from sqlstream.runtime.operators.changelog_normalize import ChangelogNormalizeOperator
+    from tests.harness import OperatorHarness, changelog
+
+    schema = pa.schema([("k", pa.string()), ("c", pa.int64())])
+    h = OperatorHarness(ChangelogNormalizeOperator([0], ttl), "hashmap")
+    first = h.process_batch(pa.RecordBatch.from_pylist([{"k": "n", "c": None}], schema=schema), [INS])
+    again = h.process_batch(pa.RecordBatch.from_pylist([{"k": "n", "c": None}], schema=schema), [UA])
+    assert changelog(first) == [(RowKind.INSERT, "n", None)]
+    assert changelog(again) == repeat  # NULL equals NULL: the row is unchanged
+    h.close()

@@ -126,7 +126,7 @@ def _top_n(c: p.TopNConfig, schema: pa.Schema) -> Operator:
 def _changelog_normalize(c: p.ChangelogNormalizeConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.changelog_normalize import ChangelogNormalizeOperator
 
-    return ChangelogNormalizeOperator(c.keys, schema, c.state_ttl_ms)
+    return ChangelogNormalizeOperator(c.keys, c.state_ttl_ms)
 
 
 def _dedup_first(c: p.DeduplicateFirstConfig, schema: pa.Schema) -> Operator:
