@@ -47,9 +47,11 @@ def wrap_integer(total: int, t: pa.DataType) -> int:
 
 
 def retractable(call: AggCall) -> bool:
-    """Whether the function can consume -U/-D rows (MIN/MAX keep every value with its count;
-    DISTINCT would need all values)."""
-    return call.function in ("COUNT", "SUM", "AVG", "MIN", "MAX", *STATISTICS, *SEQUENCES) and not call.distinct
+    """Whether the function can consume -U/-D rows (MIN/MAX and COUNT/SUM/AVG(DISTINCT) keep every
+    value with its count)."""
+    if call.distinct:
+        return call.function in ("COUNT", "SUM", "AVG", "MIN", "MAX")
+    return call.function in ("COUNT", "SUM", "AVG", "MIN", "MAX", *STATISTICS, *SEQUENCES)
 
 
 def _minmax_columnar_type(t: pa.DataType) -> bool:

@@ -54,8 +54,8 @@ def _check_retractions(node: LogicalNode) -> None:
                 raise PlanError(
                     f"{a.describe()} over an updating input (an aggregate of an aggregate, a changelog source) "
                     "is not supported; "
-                    "only COUNT, SUM, AVG, MIN, MAX and the statistical aggregates, without DISTINCT, can consume "
-                    "retractions"
+                    "only COUNT, SUM, AVG, MIN, MAX (also with DISTINCT) and the statistical aggregates can "
+                    "consume retractions"
                 )
     if isinstance(node, WindowAggregate) and node.input.updating:
         for a in node.aggs:

@@ -190,29 +190,56 @@ class MinMax(AggFunction):
 
 
 class CountDistinct(AggFunction):
+    """COUNT(DISTINCT x).  Over an append-only input the accumulator is the set of values; over an
+    updating one it is each value with its net count (Flink's distinct view counts occurrences),
+    so a value leaves only when its last row is retracted."""
+
     def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
         x = self.arg(batch)
         if pa.types.is_floating(x.type):
             # -0.0 + 0.0 is 0.0: Arrow's distinct keeps -0.0 and 0.0 apart, but they are one value
             # (in the set here and in the columnar form, which takes the partial as it is)
             x = pc.add(x, pa.scalar(0.0, x.type))
+        if sign is not None:
+            return [(x, "list", None), (sign, "list", None)]
         return [(x, "distinct", pc.CountOptions(mode="only_valid"))]
 
     def create(self) -> list[Any]:
-        return [set()]
+        return [None] if self.retracting else [set()]
 
     def merge(self, acc: list[Any], values: list[Any]) -> None:
+        if len(values) == 2:
+            counts = dict(acc[0] or ())
+            for v, s in zip(values[0] or (), values[1] or (), strict=True):
+                if v is not None:
+                    counts[v] = counts.get(v, 0) + s
+                    if counts[v] == 0:
+                        del counts[v]
+            acc[0] = tuple(counts.items()) or None  # (value, net count) pairs: plain data for the state
+            return
         if values[0]:
             acc[0].update(values[0])
 
     def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
-        acc[0] |= other[0]
+        if not self.retracting:
+            acc[0] |= other[0]
+            return
+        counts = dict(acc[0] or ())
+        for v, c in other[0] or ():
+            counts[v] = counts.get(v, 0) + c
+        acc[0] = tuple((v, c) for v, c in counts.items() if c) or None
 
     def copy(self, acc: list[Any]) -> list[Any]:
-        return [set(acc[0])]
+        return list(acc) if self.retracting else [set(acc[0])]
+
+    def values(self, acc: list[Any]) -> set[Any]:
+        """The distinct values the group holds now."""
+        if not self.retracting:
+            return acc[0]
+        return {v for v, c in acc[0] or () if c > 0}
 
     def result(self, acc: list[Any]) -> Any:
-        return len(acc[0])
+        return len(self.values(acc))
 
 
 class Statistic(AggFunction):
@@ -311,8 +338,8 @@ class Sequence(AggFunction):
 
 
 class DistinctSum(CountDistinct):
-    """SUM(DISTINCT x) and AVG(DISTINCT x): the set of distinct values, summed (and averaged) as
-    SUM and AVG would sum them (over an append-only input, like COUNT(DISTINCT))."""
+    """SUM(DISTINCT x) and AVG(DISTINCT x): the distinct values (kept as COUNT(DISTINCT) keeps them),
+    summed (and averaged) as SUM and AVG would sum them."""
 
     def __init__(self, call: AggCall, retracting: bool) -> None:
         super().__init__(call, retracting)
@@ -320,7 +347,7 @@ class DistinctSum(CountDistinct):
         self.plain = (Avg if call.function == "AVG" else Sum)(replace(call, distinct=False), retracting)
 
     def result(self, acc: list[Any]) -> Any:
-        values = acc[0]
+        values = self.values(acc)
         return self.plain.result([sum(values), len(values)]) if values else None
 
 

@@ -112,3 +112,9 @@ SELECT i.id, i.product, r.rate FROM inv i LEFT JOIN rates FOR SYSTEM_TIME AS OF 
 CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
 CREATE TEMPORARY TABLE mx (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_maxwell.json', 'format' = 'maxwell-json');
 SELECT a.id, a.qty, b.product FROM inv a LEFT JOIN mx b ON a.id = b.id + 1;
+-- case: debezium_distinct_aggregates
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_debezium.json', 'format' = 'debezium-json');
+SELECT COUNT(DISTINCT product) AS products, SUM(DISTINCT qty) AS qtys, AVG(DISTINCT price) AS avg_price, COUNT(DISTINCT qty) AS n_qty FROM inv;
+-- case: canal_distinct_by_group
+CREATE TEMPORARY TABLE inv (id INT, product STRING, qty INT, price DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '{data}/changes_canal.json', 'format' = 'canal-json', 'canal-json.table.include' = 'inventory');
+SELECT product, COUNT(DISTINCT qty) AS n_qty, SUM(DISTINCT price) AS prices FROM inv GROUP BY product;
