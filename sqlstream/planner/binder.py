@@ -46,6 +46,7 @@ from sqlstream.planner.hints import check_keys, input_name, state_ttl_hint
 from sqlstream.planner.joins import conjoin, equi_keys
 from sqlstream.planner.logical import (
     Aggregate,
+    ChangelogNormalize,
     Filter,
     Join,
     LogicalNode,
@@ -256,7 +257,18 @@ class QueryBinder:
         if not connector.readable:
             raise PlanError(f"table '{table.name}' (connector '{table.connector}') can only be written to, not read")
         physical = [c.name for c in table.physical_columns]
-        node: LogicalNode = Scan(table, physical)
+        changelog = connector.changelog_mode(table)
+        node: LogicalNode = Scan(table, physical, changelog)
+        if changelog == "upsert":
+            if not table.primary_key:
+                raise PlanError(
+                    f"table '{table.name}' (connector '{table.connector}') is an upsert source and needs a "
+                    "PRIMARY KEY: declare PRIMARY KEY (...) NOT ENFORCED"
+                )
+            computed = [k for k in table.primary_key if k not in physical]
+            if computed:
+                raise PlanError(f"table '{table.name}': the primary key column '{computed[0]}' is not a physical column")
+            node = ChangelogNormalize(node, [physical.index(k) for k in table.primary_key])
         if any(c.computed is not None for c in table.columns):
             phys_scope = Scope.of(node.schema)
             exprs: list[Expr] = []

@@ -249,7 +249,7 @@ class Subtask(threading.Thread):
             if batch is not None and batch.num_rows:
                 self.source_busy_s += time.perf_counter() - started
                 self.source_metrics.records_out += batch.num_rows
-                self._process(Chunk(batch, split=reader.current_split))
+                self._process(Chunk(batch, reader.current_kinds, reader.current_split))
             elif reader.finished:
                 self._process(EndOfInput())
                 self._finish()

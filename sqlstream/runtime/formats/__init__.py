@@ -27,7 +27,20 @@ from sqlstream.core.connectors import Option
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.types import sql_type_name
 
-FORMAT_NAMES: tuple[str, ...] = ("csv", "json", "parquet")
+# Changelog formats: each record is a change event (Flink's debezium-json, canal-json, maxwell-json).
+CHANGELOG_FORMATS: tuple[str, ...] = ("debezium-json", "canal-json", "maxwell-json")
+FORMAT_NAMES: tuple[str, ...] = ("csv", "json", "parquet", *CHANGELOG_FORMATS)
+# A changelog format decodes into, and encodes from, batches ending with this int8 RowKind column.
+ROW_KIND_COLUMN = "$row_kind"
+# format name -> (module under sqlstream.runtime.formats, class)
+_CLASSES: dict[str, tuple[str, str]] = {
+    "csv": ("csv", "CsvFormat"),
+    "json": ("json", "JsonFormat"),
+    "parquet": ("parquet", "ParquetFormat"),
+    "debezium-json": ("changelog_json", "DebeziumJsonFormat"),
+    "canal-json": ("changelog_json", "CanalJsonFormat"),
+    "maxwell-json": ("changelog_json", "MaxwellJsonFormat"),
+}
 
 GENERIC_OPTIONS: tuple[Option, ...] = (
     Option(
@@ -54,8 +67,10 @@ def format_options(name: str) -> tuple[Option, ...]:
     """The options a format understands (besides the generic ones), for a connector's schema."""
     if name == "parquet":
         return ()
-    module = importlib.import_module(f"sqlstream.runtime.formats.{name}")
-    return module.OPTIONS
+    module_name, class_name = _CLASSES[name]
+    module = importlib.import_module(f"sqlstream.runtime.formats.{module_name}")
+    # a module of one format declares them at module level, one of several formats on each class
+    return getattr(getattr(module, class_name), "OPTIONS", None) or module.OPTIONS
 
 
 def all_format_options() -> tuple[Option, ...]:
@@ -79,14 +94,27 @@ def create_format(
     missing keys take their defaults.  Bad option values raise ConnectorError
     naming ``table``.
     """
-    classes = {"csv": "CsvFormat", "json": "JsonFormat", "parquet": "ParquetFormat"}
-    if name not in classes:
+    if name not in _CLASSES:
         raise ConnectorError(
             f"table '{table}': unknown format '{name}'; supported formats: {', '.join(FORMAT_NAMES)}"
         )
-    module = importlib.import_module(f"sqlstream.runtime.formats.{name}")
-    cls = getattr(module, classes[name])
+    module_name, class_name = _CLASSES[name]
+    cls = getattr(importlib.import_module(f"sqlstream.runtime.formats.{module_name}"), class_name)
     return cls(schema, options, columns, table)
+
+
+def split_row_kinds(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.Array | None]:
+    """A changelog format's decoded batch -> (the rows, their RowKinds); other batches -> (batch, None)."""
+    if batch.num_columns == 0 or batch.schema.names[-1] != ROW_KIND_COLUMN:
+        return batch, None
+    return batch.drop_columns([ROW_KIND_COLUMN]), batch.column(batch.num_columns - 1)
+
+
+def with_row_kinds(batch: pa.RecordBatch, kinds: pa.Array | None) -> pa.RecordBatch:
+    """``batch`` with its RowKinds (all INSERT if None) as the last column, for a changelog format's encoder."""
+    if kinds is None:
+        kinds = pa.array(np.zeros(batch.num_rows, dtype=np.int8))
+    return batch.append_column(pa.field(ROW_KIND_COLUMN, pa.int8()), kinds.cast(pa.int8()))
 
 
 def ignore_parse_errors(options: Mapping[str, Any], prefix: str) -> bool:

@@ -1,5 +1,9 @@
 """The 'filesystem' connector: csv / json / parquet files in a file or directory.
 
+With a changelog format (debezium-json, canal-json, maxwell-json) the source
+emits the events' +I/-U/+U/-D rows and the sink writes update and delete rows
+as events.
+
 Source: a file, or every visible file under a directory (recursively, names
 starting with '.' or '_' are hidden, like Flink), read in name order.  The
 position is "which files are done, and how many rows of the current one were
@@ -14,7 +18,11 @@ their visible names, so readers never see a partial or uncommitted file.
 """
 
 from sqlstream.runtime.connectors.base import Connector
-from sqlstream.runtime.connectors.filesystem.options import FileSystemOptions, validate_table
+from sqlstream.runtime.connectors.filesystem.options import (
+    FileSystemOptions,
+    changelog_mode,
+    validate_table,
+)
 from sqlstream.runtime.connectors.filesystem.sink import FileSystemSink
 from sqlstream.runtime.connectors.filesystem.source import FileSystemSource
 
@@ -26,7 +34,8 @@ CONNECTOR = Connector(
     create_sink=FileSystemSink,
     accepts_updates=False,
     validate_extra=validate_table,
-    description="csv, json lines or parquet files in a file or directory",
+    changelog=changelog_mode,
+    description="csv, json lines, parquet or change-event (debezium/canal/maxwell json) files in a file or directory",
 )
 
 __all__ = ["CONNECTOR", "FileSystemOptions", "FileSystemSink", "FileSystemSource"]

@@ -10,7 +10,9 @@ Options follow Flink's Kafka SQL connector.  Differences, and why:
   fetch response (taken while the reader opens), or earlier where
   read_committed reading reaches the end of the partition (an open
   transaction holds the stable end back).
-* Only ``csv`` and ``json`` values; ``key.format``/``key.fields`` give the sink
+* Only ``csv``, ``json`` and changelog (``debezium-json``, ``canal-json``,
+  ``maxwell-json``: the source emits their +I/-U/+U/-D rows, the sink writes
+  update and delete rows as events) values; ``key.format``/``key.fields`` give the sink
   a message key (the value still holds every column, Flink's
   ``value.fields-include = ALL``); the source ignores keys.
 * Partitions are assigned when the reader opens; partitions added later are
@@ -53,7 +55,12 @@ still relies on ListOffsets).
 """
 
 from sqlstream.runtime.connectors.base import Connector
-from sqlstream.runtime.connectors.kafka.options import PROPERTIES, KafkaOptions, validate_table
+from sqlstream.runtime.connectors.kafka.options import (
+    PROPERTIES,
+    KafkaOptions,
+    changelog_mode,
+    validate_table,
+)
 from sqlstream.runtime.connectors.kafka.sink import KafkaSink
 from sqlstream.runtime.connectors.kafka.source import KafkaSource
 
@@ -66,6 +73,7 @@ CONNECTOR = Connector(
     accepts_updates=False,
     prefixes=(PROPERTIES,),
     validate_extra=validate_table,
+    changelog=changelog_mode,
     description="a Kafka topic of csv or json messages (exactly-once sink through transactions)",
 )
 

@@ -12,15 +12,23 @@ import pyarrow as pa
 from sqlstream.core.connectors import ConnectorOptions, option, option_group
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
-from sqlstream.runtime.formats import FORMAT_NAMES, TextFormat, all_format_options, create_format
+from sqlstream.runtime.formats import (
+    CHANGELOG_FORMATS,
+    FORMAT_NAMES,
+    TextFormat,
+    all_format_options,
+    create_format,
+)
 
-MessageFormat = Literal["csv", "json"]
+MessageFormat = Literal["csv", "json", "debezium-json", "canal-json", "maxwell-json"]
+KeyFormat = Literal["csv", "json"]
 StartupMode = Literal["earliest-offset", "latest-offset", "specific-offsets"]
 BoundedMode = Literal["unbounded", "latest-offset"]
 DeliveryGuarantee = Literal["none", "at-least-once", "exactly-once"]
 Partitioner = Literal["default", "fixed", "round-robin"]
 
 MESSAGE_FORMATS: tuple[str, ...] = get_args(MessageFormat)
+KEY_FORMATS: tuple[str, ...] = get_args(KeyFormat)
 PROPERTIES = "properties."
 _SPECIFIC_OFFSET = re.compile(r"^\s*partition\s*:\s*(\d+)\s*,\s*offset\s*:\s*(\d+)\s*$")
 # Properties the connector sets itself; a user value would break its guarantees.
@@ -58,11 +66,14 @@ class KafkaOptions(ConnectorOptions):
         "properties.bootstrap.servers", required=True, description="Kafka brokers, e.g. 'localhost:9092'"
     )
     format: MessageFormat = option(
-        "format", required=True, choices=MESSAGE_FORMATS, description="message format: csv or json"
+        "format",
+        required=True,
+        choices=MESSAGE_FORMATS,
+        description="message format: csv, json, or a changelog format (debezium-json, canal-json, maxwell-json)",
     )
     format_options: Mapping[str, Any] = option_group(all_format_options())
-    key_format: MessageFormat | None = option(
-        "key.format", choices=MESSAGE_FORMATS, description="sink: format of the message key (csv or json)"
+    key_format: KeyFormat | None = option(
+        "key.format", choices=KEY_FORMATS, description="sink: format of the message key (csv or json)"
     )
     key_fields: tuple[str, ...] = option(
         "key.fields", "list", default=(), description="sink: columns encoded into the message key, separated by ';'"
@@ -157,6 +168,16 @@ def client_properties(table: TableDef) -> dict[str, str]:
     return {k[len(PROPERTIES):]: v for k, v in table.options.items() if k.startswith(PROPERTIES)}
 
 
+def check_properties(table: str, given: Mapping[str, str]) -> None:
+    """Refuse 'properties.*' client settings the connector manages itself."""
+    for key in given:
+        if key.startswith(PROPERTIES) and key[len(PROPERTIES):] in _RESERVED_PROPERTIES:
+            raise ConnectorError(
+                f"table '{table}': option '{key}' is managed by the kafka connector: "
+                f"{_RESERVED_PROPERTIES[key[len(PROPERTIES):]]}"
+            )
+
+
 def validate_table(table: TableDef, given: dict[str, str]) -> None:
     """Checks against the table and the options not typed: formats, reserved client properties, key columns."""
     name = table.name
@@ -167,11 +188,7 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
             raise ConnectorError(
                 f"table '{name}': option '{key}' applies to format '{prefix}', but the table's format is '{fmt}'"
             )
-        if key.startswith(PROPERTIES) and key[len(PROPERTIES):] in _RESERVED_PROPERTIES:
-            raise ConnectorError(
-                f"table '{name}': option '{key}' is managed by the kafka connector: "
-                f"{_RESERVED_PROPERTIES[key[len(PROPERTIES):]]}"
-            )
+    check_properties(name, given)
     if given.get("csv.header", "false").lower() == "true":
         raise ConnectorError(f"table '{name}': 'csv.header' does not apply to Kafka messages (one record each)")
     schema = table.physical_schema
@@ -186,3 +203,8 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
     key_format = given.get("key.format")
     if key_format is not None:
         text_format(key_format.lower(), pa.schema([schema.field(f) for f in key_fields]), {}, None, name)
+
+
+def changelog_mode(table: TableDef) -> str:
+    """'all' with a changelog format (the source emits, the sink writes +I/-U/+U/-D), else 'insert-only'."""
+    return "all" if table.options.get("format", "").lower() in CHANGELOG_FORMATS else "insert-only"

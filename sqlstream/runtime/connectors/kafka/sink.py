@@ -39,7 +39,7 @@ from sqlstream.runtime.connectors.kafka.client import (
 )
 from sqlstream.runtime.connectors.kafka.options import KafkaOptions, client_properties, text_format
 from sqlstream.runtime.elements import RowKind
-from sqlstream.runtime.formats import TextFormat
+from sqlstream.runtime.formats import CHANGELOG_FORMATS, TextFormat, with_row_kinds
 
 
 def _order(checkpoint_id: int) -> float:
@@ -53,7 +53,7 @@ class KafkaSink(SinkWriter):
     def __init__(self, ctx: SinkContext) -> None:
         self._ctx = ctx
         self._table = ctx.table.name
-        options = KafkaOptions.from_options(ctx.options, self._table)
+        options = self.read_options(ctx)
         self._topic = options.topic
         self._bootstrap = options.bootstrap_servers
         self._guarantee = options.delivery_guarantee
@@ -73,7 +73,7 @@ class KafkaSink(SinkWriter):
         self._partitions = 0
         self._delivery_error: KafkaError | None = None
         # exactly-once state
-        self._buffer: list[tuple[int, bytes | None, bytes]] = []  # (partition or -1, key, value)
+        self._buffer: list[tuple[int, bytes | None, bytes | None]] = []  # (partition or -1, key, value)
         self._run = uuid.uuid4().hex
         self._run_floor = -math.inf  # highest checkpoint order known in the run continued from a restore
         self._prepared = False
@@ -82,6 +82,11 @@ class KafkaSink(SinkWriter):
         # read lazily, at the first commit: a predecessor of another subtask killed mid-commit can hold
         # the marker topic's stable end back until its transaction times out, and open() must not wait
         self._markers_loaded = False
+
+    @classmethod
+    def read_options(cls, ctx: SinkContext) -> KafkaOptions:
+        """The typed options (a connector built on this sink, upsert-kafka, maps its own)."""
+        return KafkaOptions.from_options(ctx.options, ctx.table.name)
 
     @property
     def exactly_once(self) -> bool:
@@ -204,21 +209,12 @@ class KafkaSink(SinkWriter):
         return [-1] * rows
 
     def write(self, batch: pa.RecordBatch, kinds: pa.Array | None) -> None:
-        if kinds is not None and pc.any(pc.not_equal(kinds, int(RowKind.INSERT))).as_py():
-            raise ConnectorError(
-                f"table '{self._table}': the kafka sink is append-only and cannot write update or delete rows"
-            )
         if batch.num_rows == 0:
             return
         assert self._producer is not None, "open() first"
         batch = conform(batch, self._ctx.schema)
-        values = self._format.encode_messages(batch)
-        keys: list[bytes | None]
-        if self._key_format is not None:
-            keys = self._key_format.encode_messages(batch.select(self._key_fields))
-        else:
-            keys = [None] * batch.num_rows
-        partitions = self._assign_partitions(batch.num_rows)
+        keys, values = self._encode(batch, kinds)
+        partitions = self._assign_partitions(len(values))
         if self.exactly_once:
             self._buffer.extend(zip(partitions, keys, values, strict=True))
             return
@@ -226,6 +222,22 @@ class KafkaSink(SinkWriter):
             self._produce(self._topic, value, key, partition, self._on_delivery)
         self._producer.poll(0)
         self._check_delivery()
+
+    def _encode(self, batch: pa.RecordBatch, kinds: pa.Array | None) -> tuple[list[bytes | None], list[bytes | None]]:
+        """The messages (key, value) of the rows: one per row here; a changelog format writes update and
+        delete rows as events."""
+        if self._format.name in CHANGELOG_FORMATS:
+            values: list[bytes | None] = list(self._format.encode_messages(with_row_kinds(batch, kinds)))
+        elif kinds is not None and pc.any(pc.not_equal(kinds, int(RowKind.INSERT))).as_py():
+            raise ConnectorError(
+                f"table '{self._table}': the kafka sink is append-only and cannot write update or delete rows; "
+                "use the 'upsert-kafka' connector or a changelog format such as 'format' = 'debezium-json'"
+            )
+        else:
+            values = list(self._format.encode_messages(batch))
+        if self._key_format is None:
+            return [None] * batch.num_rows, values
+        return list(self._key_format.encode_messages(batch.select(self._key_fields))), values
 
     def _on_delivery(self, err: KafkaError | None, _msg: Message) -> None:
         if err is not None and self._delivery_error is None:
@@ -241,7 +253,7 @@ class KafkaSink(SinkWriter):
     def _produce(
         self,
         topic: str,
-        value: bytes,
+        value: bytes | None,
         key: bytes | None,
         partition: int,
         on_delivery: Callable[[KafkaError | None, Message], None] | None = None,

@@ -20,6 +20,7 @@ from sqlstream.runtime.connectors.kafka.client import (
     topic_partitions,
 )
 from sqlstream.runtime.connectors.kafka.options import KafkaOptions, client_properties, text_format
+from sqlstream.runtime.formats import Locate, split_row_kinds
 
 
 def _watermarks(consumer: Consumer, topic: str, partition: int, table: str) -> tuple[int, int]:
@@ -41,7 +42,7 @@ class KafkaSource(SourceReader):
     def __init__(self, ctx: SourceContext) -> None:
         self._ctx = ctx
         self._table = ctx.table.name
-        options = KafkaOptions.from_options(ctx.options, self._table)
+        options = self.read_options(ctx)
         self._topic = options.topic
         self._bootstrap = options.bootstrap_servers
         self._format = text_format(
@@ -60,6 +61,12 @@ class KafkaSource(SourceReader):
         # Consumed but not yet returned: partition -> (messages, end-of-partition offset seen after them).
         self._pending: dict[int, tuple[list[Message], int | None]] = {}
         self._split: str | None = None
+        self._kinds: pa.Array | None = None  # RowKinds of the last batch (a changelog format)
+
+    @classmethod
+    def read_options(cls, ctx: SourceContext) -> KafkaOptions:
+        """The typed options (a connector built on this source, upsert-kafka, maps its own)."""
+        return KafkaOptions.from_options(ctx.options, ctx.table.name)
 
     def open(self) -> None:
         # A short fetch wait bounds how long open() waits for the first fetch of an idle partition.
@@ -157,9 +164,8 @@ class KafkaSource(SourceReader):
         if messages:
             offsets = [m.offset() for m in messages]
             topic = self._topic
-            batch = self._format.decode_messages(
-                [m.value() or b"" for m in messages],
-                lambda i: f"topic '{topic}' partition {partition} offset {offsets[i]}",
+            batch, kinds = self._decode(
+                messages, lambda i: f"topic '{topic}' partition {partition} offset {offsets[i]}"
             )
             self._positions[partition] = offsets[-1] + 1
         if eof is not None:
@@ -172,7 +178,16 @@ class KafkaSource(SourceReader):
         if batch is None or batch.num_rows == 0:
             return None
         self._split = self._split_name(partition)
+        self._kinds = kinds
         return batch
+
+    def _decode(self, messages: list[Message], where: Locate) -> tuple[pa.RecordBatch, pa.Array | None]:
+        """The rows of one partition's messages and their RowKinds (None: inserts)."""
+        return split_row_kinds(self._format.decode_messages([m.value() or b"" for m in messages], where))
+
+    @property
+    def current_kinds(self) -> pa.Array | None:
+        return self._kinds
 
     def _finish(self, partition: int) -> None:
         if partition in self._done:
