@@ -46,11 +46,20 @@ class Api:
             return e.code, json.loads(e.read())
 
 
-def start_jobmanager(home: Path, *options: str) -> tuple[subprocess.Popen, Api]:
-    """`sqlstream serve --port 0 <options>` in ``home``; returns once it listens."""
+def ignore_sigint_and_sigterm() -> None:
+    """In a child before exec: what a shell that ignores SIGINT and SIGTERM (nohup, `trap '' INT TERM`) passes on."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def start_jobmanager(home: Path, *options: str, ignore_signals: bool = False) -> tuple[subprocess.Popen, Api]:
+    """`sqlstream serve --port 0 <options>` in ``home``; returns once it listens.
+
+    ``ignore_signals``: started with SIGINT and SIGTERM ignored, which its jobs inherit."""
     env = {**os.environ, "SQLSTREAM_HOME": str(home), "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "sqlstream.frontend.cli", "serve", "--port", "0", *options],
-                            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=ignore_sigint_and_sigterm if ignore_signals else None)
     startup = ""
     line = proc.stdout.readline()  # type: ignore[union-attr]
     while line.startswith("[WARN]"):

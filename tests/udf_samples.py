@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -40,5 +42,20 @@ class SumOfSquares(AggregateFunction):
         return acc[0]
 
 
+class SumOfSquaresWithRetract(SumOfSquares):
+    """SumOfSquares that can also take rows back: it aggregates an updating input."""
+
+    def retract(self, acc: list[int], x: int | None) -> None:
+        if x is not None:
+            acc[0] -= x * x
+
+
 def not_a_udf(x: int) -> int:
     return x
+
+
+@udf(result_type="BIGINT")
+def slow_plus_one(x: int | None) -> int | None:
+    """A deliberately slow function (5 ms a row): the operator that calls it holds back its upstream."""
+    time.sleep(0.005)
+    return None if x is None else x + 1

@@ -6,6 +6,9 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
+from sqlstream.core.functions.udfs import USER_AGGREGATES
+from sqlstream.core.udf import implements_retract
+
 
 @dataclass(frozen=True)
 class AggCall:
@@ -36,6 +39,10 @@ class AggCall:
 # (no columnar form, no OVER)
 STATISTICS = ("STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP")
 SEQUENCES = ("LISTAGG", "FIRST_VALUE", "LAST_VALUE")
+# Flink's names of JSON_ARRAYAGG / JSON_OBJECTAGG with their ON NULL clause: their argument is the
+# value's JSON text (JSON_OBJECTAGG's '"key":value'), see planner.binder._json_aggregate_call
+JSON_AGGREGATES = ("JSON_ARRAYAGG_ABSENT_ON_NULL", "JSON_ARRAYAGG_NULL_ON_NULL", "JSON_OBJECTAGG_NULL_ON_NULL",
+                   "JSON_OBJECTAGG_ABSENT_ON_NULL")
 
 
 def wrap_integer(total: int, t: pa.DataType) -> int:
@@ -46,9 +53,21 @@ def wrap_integer(total: int, t: pa.DataType) -> int:
     return wrapped - (1 << bits) if wrapped >= 1 << (bits - 1) else wrapped
 
 
-def retractable(call: AggCall) -> bool:
-    """Whether the function can consume -U/-D rows (MIN/MAX/DISTINCT would need all values)."""
-    return call.function in ("COUNT", "SUM", "AVG", *STATISTICS, *SEQUENCES) and not call.distinct
+BUILT_INS = ("COUNT", "SUM", "AVG", "MIN", "MAX", *STATISTICS, *SEQUENCES, *JSON_AGGREGATES)
+
+
+def retraction_refusal(call: AggCall) -> str | None:
+    """Why ``call`` cannot consume -U/-D rows, or None if it can.  Every built-in can, as Flink's
+    retractable forms (MIN/MAX and DISTINCT keep a count per value, STDDEV/VAR sums of x and x^2,
+    LISTAGG/FIRST_VALUE/LAST_VALUE and the JSON aggregates their values in arrival order); an aggregate UDF only if it
+    implements ``retract``."""
+    if call.function in BUILT_INS:
+        return None
+    udaf = USER_AGGREGATES.get(call.function)
+    if udaf is not None and not implements_retract(udaf.implementation):
+        return (f"aggregate function {call.function} ({type(udaf.implementation).__name__}) does not "
+                "implement retract(accumulator, *args), which an updating input needs")
+    return None
 
 
 def _minmax_columnar_type(t: pa.DataType) -> bool:

@@ -178,6 +178,9 @@ class ConnectorSpec:
     description: str = ""
     # the typed options the connector's sources and sinks read; its fields join ``options``
     options_type: type[ConnectorOptions] | None = None
+    # the changelog a table's source emits and its sink takes, when it depends on the table (its
+    # format): 'insert-only', 'all' (+I/-U/+U/-D, a CDC format) or 'upsert' (+I/+U/-D by primary key)
+    changelog: Callable[[TableDef], str] | None = None
     # metadata keys for METADATA columns; none: the connector refuses metadata columns
     metadata: Mapping[str, MetadataKey] = field(default_factory=dict)
     _by_key: dict[str, Option] = field(init=False, repr=False)
@@ -193,6 +196,14 @@ class ConnectorSpec:
     @property
     def lookupable(self) -> bool:
         return False
+
+    def changelog_mode(self, table: TableDef) -> str:
+        """'insert-only', 'all' or 'upsert': the changes the table's source emits (Flink's ChangelogMode)."""
+        return "insert-only" if self.changelog is None else self.changelog(table)
+
+    def sink_accepts_updates(self, table: TableDef) -> bool:
+        """Whether the table's sink takes -U/+U/-D rows: always, or through its changelog format."""
+        return self.accepts_updates or self.changelog_mode(table) != "insert-only"
 
     def __post_init__(self) -> None:
         if self.options_type is not None:

@@ -101,6 +101,7 @@ class WindowAggConfig(OperatorConfig):
     aggs: list[AggCall]
     input_window: tuple[int, int] | None
     columnar: bool = _choice(False)
+    retracting: bool = False  # the input carries -U/-D rows (a changelog source), subtracted from their windows
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class SessionWindowAggConfig(OperatorConfig):
     window: WindowSpec
     outputs: list[str | int]
     aggs: list[AggCall]
+    retracting: bool = False  # the input carries -U/-D rows (a changelog source)
 
 
 @dataclass(frozen=True)
@@ -219,6 +221,14 @@ class TopNConfig(OperatorConfig):
     newer_wins: bool
     state_ttl_ms: int | None = _choice()
     columnar: bool = _choice(False)
+
+
+@dataclass(frozen=True)
+class ChangelogNormalizeConfig(OperatorConfig):
+    """The last row per key of an upsert changelog, emitted as a full changelog (see the operator)."""
+
+    keys: list[int]
+    state_ttl_ms: int | None = _choice()
 
 
 @dataclass(frozen=True)

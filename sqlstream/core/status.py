@@ -49,6 +49,7 @@ class SubtaskStatus:
     watermark: int | None = None
     input_queue_fill: float | None = None
     backpressured_ms: float = 0.0
+    busy_ms: float = 0.0
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SubtaskStatus:
@@ -106,11 +107,16 @@ class OperatorStatus:
     def backpressured_ms(self) -> float:
         return sum(s.backpressured_ms for s in self.subtasks)
 
+    @property
+    def busy_ms(self) -> float:
+        return sum(s.busy_ms for s in self.subtasks)
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out.update(label=self.label, records_in=self.records_in, records_out=self.records_out,
                    late_records_dropped=self.late_records_dropped, watermark=self.watermark,
-                   input_queue_fill=self.input_queue_fill, backpressured_ms=self.backpressured_ms)
+                   input_queue_fill=self.input_queue_fill, backpressured_ms=self.backpressured_ms,
+                   busy_ms=self.busy_ms)
         return out
 
     @classmethod

@@ -92,3 +92,13 @@ class AggregateFunction:
 
     def merge(self, accumulator: Any, other: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not implement merge")
+
+    def retract(self, accumulator: Any, *args: Any) -> Any:
+        """Take one row back out (an updating input's -U/-D); return the new accumulator (or mutate
+        it and return None).  A function without it cannot aggregate an updating input."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement retract")
+
+
+def implements_retract(function: AggregateFunction) -> bool:
+    """Whether an aggregate UDF overrides ``retract`` (Flink requires it over an updating input)."""
+    return type(function).retract is not AggregateFunction.retract

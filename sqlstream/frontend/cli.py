@@ -9,20 +9,30 @@ and `cancel` answer at once.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlstream.core.errors import SqlStreamError
+from sqlstream.core.home import private_dir
 from sqlstream.core.sql import dialect
 from sqlstream.core.sql.script import Statement, parse_script
-from sqlstream.frontend.jobs import RegisteredJob, list_jobs, request_savepoint
+from sqlstream.frontend.jobs import (
+    RegisteredJob,
+    jobs_dir,
+    list_jobs,
+    request_cancel,
+    request_savepoint,
+    running_entry,
+)
 from sqlstream.runtime.fs import is_remote
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from sqlstream.frontend.jobmanager import Client
     from sqlstream.frontend.session import StatementResult
     from sqlstream.frontend.tableau import TableauPrinter
     from sqlstream.runtime.elements import Chunk
@@ -85,7 +95,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.address:
         session.config["ray.address"] = args.address
     out = ScriptOutput()
-    job = RegisteredJob(str(Path(args.script).resolve()))
+    job = RegisteredJob(str(Path(args.script).resolve()), args.job_id)
+    job.install_cancel_handlers()
     print(f"[INFO] Job id: {job.id}", file=sys.stderr)
 
     def take_savepoint(directory: str | None, stop: bool) -> Path | str:
@@ -103,12 +114,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return executor.savepoint(target).result(timeout=120)
 
     job.install_savepoint_handler(take_savepoint)
-    reporter = None
-    if args.status_dir:  # the job manager's window into this job
-        from sqlstream.frontend.status_publisher import StatusPublisher
+    from sqlstream.frontend.status_publisher import StatusPublisher
 
-        reporter = StatusPublisher(session, Path(args.status_dir), job.id)
-        reporter.start()
+    # the job manager's window into a detached job; for one in the foreground, what `sqlstream jobs` shows
+    own_status = not args.status_dir
+    status_dir = private_dir(jobs_dir() / job.id) if own_status else Path(args.status_dir)
+    reporter = StatusPublisher(session, status_dir, job.id)
+    reporter.start()
     final_state = "FAILED"
     try:
         results = session.execute_script(sql, on_rows=out.on_rows, on_result=out.on_result)
@@ -117,8 +129,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         final_state = "CANCELED"
         raise
     finally:
-        if reporter is not None:
-            reporter.close(final_state)
+        reporter.close(final_state)
+        if own_status:
+            shutil.rmtree(status_dir, ignore_errors=True)
         job.close()
     return 0
 
@@ -136,34 +149,63 @@ def _submit_detached(sql: str, args: argparse.Namespace) -> int:
 
 
 def cmd_jobmanager(args: argparse.Namespace) -> int:
-    from sqlstream.frontend.jobmanager import ServerOptions, serve
+    from sqlstream.frontend.jobmanager import Client, ServerOptions, serve
 
+    if args.action == "stop":
+        client = Client.running()
+        if client is None:
+            print("[INFO] No job manager is running.")
+            return 0
+        client.shutdown()
+        print(f"[INFO] Job manager at {client.url} stopped (its running jobs were cancelled).")
+        return 0
     return serve(ServerOptions(bind_address=args.bind_address, address=args.address, port=args.port,
                                max_content_length=args.max_content_length, request_timeout_s=args.request_timeout,
-                               ssl_cert=args.ssl_cert, ssl_key=args.ssl_key))
+                               ssl_cert=args.ssl_cert, ssl_key=args.ssl_key, metrics_auth=not args.metrics_no_auth))
+
+
+def _managed(job_id: str) -> Client | None:
+    """The job manager's client if it runs ``job_id`` (a detached job); None for a job running in the foreground."""
+    from sqlstream.frontend.jobmanager import Client
+
+    client = Client.running()
+    if client is not None and client.knows(job_id):
+        return client
+    if running_entry(job_id) is None:
+        raise SqlStreamError(f"no job {job_id}: neither the job manager's nor running in the foreground "
+                             "(`sqlstream jobs` lists them)")
+    return None
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
-    from sqlstream.frontend.jobmanager import Client, format_jobs
+    """Detached jobs (the job manager's, of every state) and the jobs running in the foreground, by one id."""
+    from sqlstream.frontend.jobmanager import Client, foreground_summary, format_jobs
 
-    print(format_jobs(Client().jobs()))
+    client = Client.running()
+    managed = client.jobs() if client is not None else []
+    known = {j["id"] for j in managed}
+    print(format_jobs(managed + [foreground_summary(j) for j in list_jobs() if j["id"] not in known]))
     return 0
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from sqlstream.frontend.jobmanager import Client
-
     savepoint_dir = (args.savepoint if is_remote(args.savepoint) else str(Path(args.savepoint).resolve())) \
         if args.savepoint else None
-    path = Client().stop(args.job, savepoint_dir)
+    client = _managed(args.job)
+    if client is not None:
+        path = client.stop(args.job, savepoint_dir)
+    else:  # a job in the foreground: by default into its state.savepoints.dir, as `sqlstream savepoint`
+        path = request_savepoint(args.job, savepoint_dir, stop=True)
     print(f"[INFO] Job {args.job} stopped with a savepoint: {path}")
     return 0
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from sqlstream.frontend.jobmanager import Client
-
-    Client().cancel(args.job)
+    client = _managed(args.job)
+    if client is not None:
+        client.cancel(args.job)
+    else:
+        request_cancel(args.job)
     print(f"[INFO] Job {args.job} is being cancelled.")
     return 0
 
@@ -171,12 +213,6 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 def cmd_savepoint(args: argparse.Namespace) -> int:
     path = request_savepoint(args.job, args.dir, args.stop)
     print(f"[INFO] Savepoint completed: {path}")
-    return 0
-
-
-def cmd_list(args: argparse.Namespace) -> int:
-    for j in list_jobs():
-        print(f"{j['id']}  pid={j['pid']}  {j['script']}")
     return 0
 
 
@@ -222,20 +258,37 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the Ray cluster to run on ('auto', 'HOST:PORT', 'ray://HOST:PORT'; implies --target ray); "
                           "default: a local Ray started for the run")
     run.add_argument("--status-dir", metavar="DIR", help=argparse.SUPPRESS)  # status.json, for the job manager
+    run.add_argument("--job-id", help=argparse.SUPPRESS)  # the id the job manager gave the job
     run.set_defaults(func=cmd_run)
+    # one family, one id: the id `sqlstream run` prints (or the job manager gave a detached job)
+    for name in ("jobs", "list"):
+        jobs = sub.add_parser(name, help="list jobs: the job manager's (state, uptime, records, last checkpoint) "
+                                         "and those running in the foreground")
+        jobs.set_defaults(func=cmd_jobs)
     savepoint = sub.add_parser("savepoint", help="take a savepoint of a running job")
-    savepoint.add_argument("job", help="job id (printed by `sqlstream run`, listed by `sqlstream list`)")
+    savepoint.add_argument("job", help="job id (printed by `sqlstream run`, listed by `sqlstream jobs`)")
     savepoint.add_argument("dir", nargs="?", help="directory (or s3://... URI) to write the savepoint under "
                            "(default: the job's state.savepoints.dir)")
     savepoint.add_argument("--stop", action="store_true", help="stop the job after the savepoint")
     savepoint.set_defaults(func=cmd_savepoint)
-    listing = sub.add_parser("list", help="list running jobs")
-    listing.set_defaults(func=cmd_list)
+    stop = sub.add_parser("stop", help="stop a job with a savepoint")
+    stop.add_argument("job")
+    stop.add_argument("--savepoint", metavar="DIR",
+                      help="directory (or s3://... URI) for the savepoint (default: a detached job's folder; "
+                           "a job in the foreground: its state.savepoints.dir)")
+    stop.set_defaults(func=cmd_stop)
+    cancel = sub.add_parser("cancel", help="cancel a job without a savepoint")
+    cancel.add_argument("job")
+    cancel.set_defaults(func=cmd_cancel)
     explain = sub.add_parser("explain", help="print the logical and physical plans of a script's queries")
     explain.add_argument("script")
     explain.set_defaults(func=cmd_explain)
     for name in ("jobmanager", "serve"):
-        jm = sub.add_parser(name, help="run the local job manager: detached jobs, REST API and web page on 127.0.0.1")
+        jm = sub.add_parser(name, help="run the local job manager (detached jobs, REST API, web page and "
+                                       "Prometheus /metrics on 127.0.0.1), or `stop` the running one")
+        jm.add_argument("action", nargs="?", choices=("start", "stop"), default="start",
+                        help="start (the default, in the foreground) or stop the running job manager, "
+                             "cancelling its jobs")
         jm.add_argument("--port", type=int, default=0, help="port to listen on (default: any free one)")
         jm.add_argument("--bind-address", default="127.0.0.1",
                         help="address to listen on (Flink's rest.bind-address; default 127.0.0.1). Anything but "
@@ -249,16 +302,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="time a request's headers and body have to arrive (default 10 s)")
         jm.add_argument("--ssl-cert", metavar="PEM", help="serve HTTPS with this certificate (chain)")
         jm.add_argument("--ssl-key", metavar="PEM", help="the private key of --ssl-cert")
+        jm.add_argument("--metrics-no-auth", action="store_true",
+                        help="serve GET /metrics (Prometheus) without the token; by default a scraper sends it "
+                             "as a bearer token (Prometheus' authorization.credentials_file)")
         jm.set_defaults(func=cmd_jobmanager)
-    jobs = sub.add_parser("jobs", help="list the job manager's jobs: state, uptime, records, last checkpoint")
-    jobs.set_defaults(func=cmd_jobs)
-    stop = sub.add_parser("stop", help="stop a detached job with a savepoint")
-    stop.add_argument("job")
-    stop.add_argument("--savepoint", metavar="DIR", help="directory for the savepoint (default: the job's folder)")
-    stop.set_defaults(func=cmd_stop)
-    cancel = sub.add_parser("cancel", help="cancel a detached job without a savepoint")
-    cancel.add_argument("job")
-    cancel.set_defaults(func=cmd_cancel)
     shell = sub.add_parser("shell", help="interactive SQL shell (the default without a command)")
     shell.add_argument("-i", "--init", metavar="SCRIPT", help="run this SQL script first (catalogs, tables, SET)")
     shell.set_defaults(func=cmd_shell)

@@ -21,12 +21,20 @@ REST API (JSON):
 * ``GET /jobs``: every job with state, uptime, records in/out, last checkpoint;
 * ``GET /jobs/<id>``: the same plus, per operator (by node id, with its inputs and
   parallelism): records in/out and records/s, per-subtask figures, the watermark
-  and its lag, input queue fill and time backpressured; the checkpoint history
-  (trigger time, duration, size, state) with counts, and the physical plan;
+  and its lag, input queue fill, busy and backpressured time (totals, and ms/s
+  between the two newest statuses); the checkpoint history (trigger time,
+  duration, size, state) with counts, and the physical plan;
 * ``POST /jobs`` ``{"sql": ..., "name"?, "cwd"?, "restore"?, "allow_non_restored_state"?}``;
 * ``POST /jobs/<id>/stop`` ``{"savepoint_dir"?}``: stop with a savepoint;
 * ``POST /jobs/<id>/cancel``;
+* ``POST /jobmanager/shutdown``: stop the job manager (``sqlstream jobmanager stop``);
+* ``GET /metrics``: Prometheus' text format (``sqlstream.frontend.metrics``); it needs
+  the token too, as a bearer token, unless started with ``--metrics-no-auth``;
 * ``GET /``: the web page (``sqlstream/frontend/web/index.html``).
+
+A job's id is the one given here: the child runs under it (``--job-id``), so its
+registry entry, savepoints, status and every command (``jobs``, ``stop``,
+``cancel``, ``savepoint``) name it the same way.
 
 Anyone who can submit SQL can run code as this user (CREATE FUNCTION imports
 Python from the job's directory), so every request must carry the token kept
@@ -58,6 +66,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from http.cookies import CookieError, SimpleCookie
@@ -70,7 +79,14 @@ from sqlstream.core import status as job_status
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.core.home import home, open_private, private_dir
 from sqlstream.core.secrets import redact
-from sqlstream.frontend.jobs import alive, request_savepoint
+from sqlstream.frontend import metrics
+from sqlstream.frontend.jobs import (
+    alive,
+    jobs_dir,
+    request_cancel,
+    request_savepoint,
+    running_entry,
+)
 from sqlstream.runtime.elements import MAX_WATERMARK
 
 HOST = "127.0.0.1"
@@ -78,6 +94,9 @@ WEB_DIR = Path(__file__).resolve().parent / "web"
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
 RUNNING, FINISHED, FAILED, CANCELED = "RUNNING", "FINISHED", "FAILED", "CANCELED"
+HISTORY_SAMPLES = 300  # rates kept per job: five minutes at the monitor's one sample a second
+HISTORY_FIGURES = ("records_in_per_s", "records_out_per_s", "busy_ms_per_s", "backpressured_ms_per_s")
+SAMPLE_INTERVAL_S = 1.0  # how often the monitor reads a running job's status, for its history
 
 
 def state_file() -> Path:
@@ -124,6 +143,8 @@ class JobRecord:
         # the two newest distinct statuses the job published: records/s are the change between them
         self._samples: tuple[job_status.JobStatus | None, job_status.JobStatus | None] = (None, None)
         self._samples_lock = threading.Lock()
+        # per-operator rates over time, for the page's throughput chart: one entry per status read
+        self._history: deque[dict[str, Any]] = deque(maxlen=HISTORY_SAMPLES)
 
     @property
     def dir(self) -> Path:
@@ -139,7 +160,17 @@ class JobRecord:
             last = self._samples[1]
             if status is not None and (last is None or status.timestamp_ms > last.timestamp_ms):
                 self._samples = (last, status)
+                if last is not None and status.operators:
+                    rates = operator_rates(last, status)
+                    self._history.append({"time_ms": status.timestamp_ms, "operators": {
+                        str(op.node_id): {k: r[k] for k in HISTORY_FIGURES}
+                        for op, r in zip(status.operators, rates, strict=True)}})
         return status
+
+    def history(self) -> list[dict[str, Any]]:
+        """Rates per operator (by node id) at each status read, oldest first (the last few minutes)."""
+        with self._samples_lock:
+            return list(self._history)
 
     def final_state(self) -> str | None:
         """How the job process said its script ended, if it got to say so."""
@@ -159,38 +190,69 @@ class JobRecord:
             "savepoint": self.savepoint, "error": self.error,
         }
 
+    def samples(self) -> tuple[job_status.JobStatus | None, job_status.JobStatus | None]:
+        """(the status before the newest, the newest) of those read so far: rates are their difference."""
+        self.status()
+        with self._samples_lock:
+            return self._samples
+
     def detail(self) -> dict[str, Any]:
         status = self.status()
         out = self.summary(status)
         out.update({"cwd": self.cwd, "restore": self.restore, "log": str(self.dir / "log")})
         if status is None:
-            out.update({"operators": [], "explain": "", "restarts": 0, "status_time_ms": None,
+            out.update({"operators": [], "history": [], "explain": "", "restarts": 0, "status_time_ms": None,
                         "checkpoints": {"completed": 0, "failed": 0, "history": [], "latest": None}})
             return out
         with self._samples_lock:
             previous, last = self._samples
         if last is None or last.timestamp_ms != status.timestamp_ms:
             previous = None  # a newer one was read meanwhile
-        earlier = {op.node_id: op for op in previous.operators} if previous is not None else {}
-        dt_s = (status.timestamp_ms - previous.timestamp_ms) / 1000 if previous is not None else 0.0
-        operators = []
-        for op in status.operators:
-            before = earlier.get(op.node_id)
-            entry = op.to_dict()
-            entry["records_in_per_s"] = round((op.records_in - before.records_in) / dt_s, 1) if before and dt_s > 0 else 0.0
-            entry["records_out_per_s"] = round((op.records_out - before.records_out) / dt_s, 1) if before and dt_s > 0 else 0.0
-            mark = op.watermark
-            entry["watermark_lag_ms"] = status.timestamp_ms - mark if mark is not None and mark != MAX_WATERMARK else None
-            operators.append(entry)
+        operators = [dict(op.to_dict(), **rates) for op, rates in zip(status.operators, operator_rates(previous, status),
+                                                                      strict=True)]
         latest = status.latest_checkpoint
         out.update({
-            "operators": operators, "explain": status.plan, "restarts": status.restarts,
+            "operators": operators, "history": self.history(), "explain": status.plan, "restarts": status.restarts,
             "status_time_ms": status.timestamp_ms,
             "checkpoints": {"completed": status.completed_checkpoints, "failed": status.failed_checkpoints,
                             "history": [_checkpoint_json(c) for c in status.checkpoints],
                             "latest": _checkpoint_json(latest) if latest is not None else None},
         })
         return out
+
+
+def operator_rates(previous: job_status.JobStatus | None, status: job_status.JobStatus) -> list[dict[str, Any]]:
+    """Per operator of ``status``: records/s, busy and backpressured ms/s, watermark lag, from two statuses.
+
+    Rates are the change of the runtime's running totals between ``previous`` and ``status``
+    over the time between them (0 without a previous one).  Busy and backpressured time are per
+    subtask (0..1000 ms/s, Flink's ``busyTimeMsPerSecond`` and ``backPressuredTimeMsPerSecond``)
+    and given for the operator's busiest, most blocked subtask: the one holding the job back.
+    """
+    earlier = {op.node_id: op for op in previous.operators} if previous is not None else {}
+    dt_s = (status.timestamp_ms - previous.timestamp_ms) / 1000 if previous is not None else 0.0
+    out = []
+    for op in status.operators:
+        before = earlier.get(op.node_id)
+        if before is not None and dt_s > 0:
+            old = {s.index: s for s in before.subtasks}
+
+            def per_s(now: float, then: float) -> float:
+                return round(max(now - then, 0) / dt_s, 1)
+
+            busy = [per_s(s.busy_ms, old[s.index].busy_ms) for s in op.subtasks if s.index in old]
+            blocked = [per_s(s.backpressured_ms, old[s.index].backpressured_ms) for s in op.subtasks if s.index in old]
+            rates = {"records_in_per_s": per_s(op.records_in, before.records_in),
+                     "records_out_per_s": per_s(op.records_out, before.records_out),
+                     "busy_ms_per_s": min(max(busy, default=0.0), 1000.0),
+                     "backpressured_ms_per_s": min(max(blocked, default=0.0), 1000.0)}
+        else:
+            rates = {"records_in_per_s": 0.0, "records_out_per_s": 0.0, "busy_ms_per_s": 0.0,
+                     "backpressured_ms_per_s": 0.0}
+        mark = op.watermark
+        rates["watermark_lag_ms"] = status.timestamp_ms - mark if mark is not None and mark != MAX_WATERMARK else None
+        out.append(rates)
+    return out
 
 
 def _checkpoint_json(checkpoint: job_status.CheckpointStatus) -> dict[str, Any]:
@@ -243,7 +305,10 @@ class JobManager:
         script = job.dir / "job.sql"
         with open_private(script, "w") as f:
             f.write(sql)
-        cmd = [sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script), "--status-dir", str(job.dir)]
+        (jobs_dir() / f"{job.id}.cancel").unlink(missing_ok=True)
+        # the child runs under this id: its registry entry, savepoints and status all say job.id
+        cmd = [sys.executable, "-m", "sqlstream.frontend.cli", "run", str(script), "--status-dir", str(job.dir),
+               "--job-id", job.id]
         if restore:
             cmd += ["--restore", restore]
         if allow_non_restored_state:
@@ -280,11 +345,11 @@ class JobManager:
     def stop(self, job_id: str, savepoint_dir: str | None = None) -> str:
         """Stop with a savepoint (into ``savepoint_dir``, or the job's own folder): returns its path."""
         job = self._require_running(job_id)
-        registry_id = self._registry_id(job)
+        self._await_registered(job)
         target = savepoint_dir if savepoint_dir else job.dir / "savepoints"
         job.requested = "stop"
         try:
-            path = request_savepoint(registry_id, target, stop=True)
+            path = request_savepoint(job.id, target, stop=True)
         except SqlStreamError:
             job.requested = None
             raise
@@ -297,7 +362,8 @@ class JobManager:
         job.requested = "cancel"
         job.save()
         if job.pid is not None and alive(job.pid):
-            os.kill(job.pid, signal.SIGINT)  # `sqlstream run` cancels its job on Ctrl-C
+            # a file the child polls, not a signal: its SIGINT may be ignored (inherited from our parent)
+            request_cancel(job.id, started=False)
 
             def kill_if_stuck() -> None:
                 deadline = time.monotonic() + 15
@@ -308,13 +374,12 @@ class JobManager:
 
             threading.Thread(target=kill_if_stuck, daemon=True).start()
 
-    def _registry_id(self, job: JobRecord, timeout_s: float = 30) -> str:
-        """The child's id in the job registry (which savepoint requests go to), from its status."""
+    def _await_registered(self, job: JobRecord, timeout_s: float = 30) -> None:
+        """Until the child has registered under the job's id (and can take savepoint requests)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            status = job.status()
-            if status is not None:
-                return status.job_id
+            if running_entry(job.id) is not None:
+                return
             if job.state != RUNNING:
                 break
             time.sleep(0.05)
@@ -322,9 +387,14 @@ class JobManager:
 
     # ------------------------------------------------------------ supervision
     def _monitor(self) -> None:
+        sampled = 0.0
         while not self.stop_event.wait(0.1):
             with self.lock:
                 running = [j for j in self.jobs.values() if j.state == RUNNING]
+            if time.monotonic() - sampled >= SAMPLE_INTERVAL_S:
+                sampled = time.monotonic()
+                for job in running:
+                    job.status()  # the history grows whether or not anyone is looking
             for job in running:
                 proc = self.procs.get(job.id)
                 code = proc.poll() if proc is not None else (None if alive(job.pid) else -1)
@@ -422,6 +492,7 @@ class ServerOptions:
     request_timeout_s: float = REQUEST_TIMEOUT_S  # for a request's headers and body to arrive
     ssl_cert: str | None = None  # PEM certificate chain: serve HTTPS
     ssl_key: str | None = None  # PEM private key of ssl_cert
+    metrics_auth: bool = True  # GET /metrics needs the token too (Prometheus sends it as a bearer token)
 
     def __post_init__(self) -> None:
         if self.request_timeout_s <= 0:
@@ -486,6 +557,7 @@ class _Handler(BaseHTTPRequestHandler):
     manager: JobManager
     options: ServerOptions
     token: str
+    metrics_registry: metrics.CollectorRegistry
     server_version = "sqlstream-jobmanager"
 
     def setup(self) -> None:
@@ -654,6 +726,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "Set-Cookie": f"{self.cookie_name}={given}; Path=/; HttpOnly; SameSite=Strict{secure}",
             })
             return
+        if parts == ["metrics"] and not self.options.metrics_auth:  # `--metrics-no-auth`: scraped without the token
+            self._send(200, metrics.exposition(self.metrics_registry), metrics.CONTENT_TYPE)
+            return
         if not self._authorized():
             if not parts:
                 self._send(401, (WEB_DIR / "unauthorized.html").read_bytes(), "text/html; charset=utf-8")
@@ -662,6 +737,8 @@ class _Handler(BaseHTTPRequestHandler):
                                   f"(the token is in {token_file()})")
         if not parts or parts == ["index.html"]:
             self._send(200, (WEB_DIR / "index.html").read_bytes(), "text/html; charset=utf-8")
+        elif parts == ["metrics"]:
+            self._send(200, metrics.exposition(self.metrics_registry), metrics.CONTENT_TYPE)
         elif parts == ["jobs"]:
             self._send(200, {"jobs": [j.summary() for j in self.manager.list()]})
         elif len(parts) == 2 and parts[0] == "jobs":
@@ -697,6 +774,11 @@ class _Handler(BaseHTTPRequestHandler):
             _only(body, ())
             self.manager.cancel(parts[1])
             self._send(202, {"id": parts[1], "state": "CANCELING"})
+        elif parts == ["jobmanager", "shutdown"]:
+            _only(body, ())
+            self._send(202, {"pid": os.getpid(), "state": "STOPPING"})
+            # as SIGTERM does: serve() then cancels the running jobs and removes jobmanager.json
+            threading.Thread(target=self.server.shutdown, daemon=True).start()
         else:
             raise BadRequest(404, f"no such resource: {self._path_only()}")
 
@@ -725,7 +807,8 @@ class _Server(ThreadingHTTPServer):
 
 def make_server(manager: JobManager, options: ServerOptions, token: str) -> ThreadingHTTPServer:
     """The HTTP(S) server of ``manager``, bound but not yet serving."""
-    handler = type("Handler", (_Handler,), {"manager": manager, "options": options, "token": token})
+    handler = type("Handler", (_Handler,), {"manager": manager, "options": options, "token": token,
+                                            "metrics_registry": metrics.registry_for(manager)})
     server = _Server((options.bind_address, options.port), handler)
     if options.ssl_cert:
         if not options.ssl_key:
@@ -753,6 +836,9 @@ def serve(options: ServerOptions | None = None) -> int:
     if not options.loopback and not options.ssl_cert:
         print(f"[WARN] The job manager listens on {options.bind_address} without TLS: its token and jobs cross "
               "the network in clear text; give it --ssl-cert and --ssl-key", file=sys.stderr, flush=True)
+    if not options.loopback and not options.metrics_auth:
+        print(f"[WARN] GET /metrics is served without the token on {options.bind_address}: anyone who reaches it "
+              "sees the jobs' names and figures", file=sys.stderr, flush=True)
     manager = JobManager()
     try:
         server = make_server(manager, options, token)
@@ -771,6 +857,7 @@ def serve(options: ServerOptions | None = None) -> int:
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C stops it, even if our parent ignored SIGINT
     try:
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
@@ -793,6 +880,14 @@ def _responds(info: dict[str, Any]) -> bool:
 
 
 # ---------------------------------------------------------------- client
+
+
+class ApiError(SqlStreamError):
+    """The job manager's answer to a request it refused: its message, and the HTTP status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Client:
@@ -861,7 +956,7 @@ class Client:
         except urllib.error.HTTPError as e:
             answer = _json_or_none(e.read())
             message = (answer.get("error") if isinstance(answer, dict) else None) or str(e)
-            raise SqlStreamError(message) from None
+            raise ApiError(message, e.code) from None
         except urllib.error.URLError as e:
             raise SqlStreamError(f"the job manager at {self.url} does not answer: {e.reason}") from None
         except (OSError, ValueError) as e:
@@ -885,12 +980,54 @@ class Client:
     def cancel(self, job_id: str) -> None:
         self._call("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/cancel", {})
 
+    @classmethod
+    def running(cls) -> Client | None:
+        """A client of this SQLSTREAM_HOME's job manager if one runs, else None (nothing is started)."""
+        info = cls._find()
+        return cls.at(info) if info is not None else None
+
+    def knows(self, job_id: str) -> bool:
+        """Whether ``job_id`` is one of the job manager's (detached) jobs."""
+        try:
+            self.job(job_id)
+        except ApiError as e:
+            if e.status == 404:
+                return False
+            raise
+        return True
+
+    def shutdown(self, timeout_s: float = 60) -> None:
+        """Stops the job manager (which cancels its running jobs) and waits until its process has ended."""
+        pid = self._call("POST", "/jobmanager/shutdown", {})["pid"]
+
+        def running() -> bool:  # its last act is to remove its jobmanager.json (a zombie still "exists")
+            info = _read_json(state_file())
+            return alive(pid) and isinstance(info, dict) and info.get("pid") == pid
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and running():
+            time.sleep(0.1)
+        if running():
+            raise SqlStreamError(f"the job manager (pid {pid}) did not stop within {timeout_s:.0f} s")
+
 
 def _json_or_none(data: bytes) -> Any:
     try:
         return json.loads(data)
     except ValueError:
         return None
+
+
+def foreground_summary(entry: dict[str, Any]) -> dict[str, Any]:
+    """A job running in the foreground (``sqlstream run``, from the job registry) as ``sqlstream jobs`` lists it,
+    with the figures of the status it publishes beside its registry entry."""
+    started = entry.get("started") if isinstance(entry.get("started"), int | float) else time.time()
+    status = job_status.read_status(jobs_dir() / str(entry["id"]))
+    latest = status.latest_checkpoint if status is not None else None
+    return {"id": entry["id"], "name": entry.get("script"), "state": RUNNING, "uptime_s": time.time() - started,
+            "records_in": status.records_in if status is not None else 0,
+            "records_out": status.records_out if status is not None else 0,
+            "last_checkpoint": _checkpoint_json(latest) if latest is not None else None}
 
 
 def format_jobs(jobs: list[dict[str, Any]], now: float | None = None) -> str:

@@ -46,6 +46,7 @@ from sqlstream.planner.hints import check_keys, input_name, state_ttl_hint
 from sqlstream.planner.joins import conjoin, equi_keys
 from sqlstream.planner.logical import (
     Aggregate,
+    ChangelogNormalize,
     Filter,
     Join,
     LogicalNode,
@@ -256,13 +257,25 @@ class QueryBinder:
         if not connector.readable:
             raise PlanError(f"table '{table.name}' (connector '{table.connector}') can only be written to, not read")
         physical = [c.name for c in table.source_columns]
+        changelog = connector.changelog_mode(table)
         # metadata columns come from the connector in its metadata types and are cast to the declared
         # ones in the session zone, as Flink's planner casts them (TIMESTAMP_LTZ 'timestamp' into TIMESTAMP)
         read = tuple(
             dataclasses.replace(c, type=connector.metadata_type(c)) if c.metadata is not None else c
             for c in table.columns
         )
-        node: LogicalNode = Scan(dataclasses.replace(table, columns=read) if read != table.columns else table, physical)
+        scanned = dataclasses.replace(table, columns=read) if read != table.columns else table
+        node: LogicalNode = Scan(scanned, physical, changelog)
+        if changelog == "upsert":
+            if not table.primary_key:
+                raise PlanError(
+                    f"table '{table.name}' (connector '{table.connector}') is an upsert source and needs a "
+                    "PRIMARY KEY: declare PRIMARY KEY (...) NOT ENFORCED"
+                )
+            computed = [k for k in table.primary_key if k not in physical]
+            if computed:
+                raise PlanError(f"table '{table.name}': the primary key column '{computed[0]}' is not a physical column")
+            node = ChangelogNormalize(node, [physical.index(k) for k in table.primary_key])
         if read != table.columns:
             casts = [coerce(ColumnRef(i, c.name, r.type), c.type, zone=self.zone)
                      for i, (c, r) in enumerate(zip(table.source_columns,
@@ -660,6 +673,8 @@ class QueryBinder:
             # the () set of GROUPING SETS): a COUNT(*) that nothing reads carries it
             aggs.append(AggCall("COUNT", None, False, pa.int64(), "$rows"))
 
+        _refuse_json_aggregates(aggs, None if windowed is None else windowed.window, group_window is not None,
+                                group or sel)
         if len(pre_exprs) > len(input_scope.columns):
             input_node = Project(input_node, pre_exprs, pre_names, input_node.rowtime)
 
@@ -790,6 +805,8 @@ class QueryBinder:
         return WindowGrouping(node.window, base, Scope(rel.scope.columns[:width]), roles, None)
 
     def _agg_call(self, node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:
+        if isinstance(node, dialect.JSON_AGGREGATES):
+            return _json_aggregate_call(node, binder, column_of, name)
         if type(node) in GROUP_AGGREGATES or (isinstance(node, exp.Anonymous) and node.name.upper() == "LISTAGG"):
             return _group_aggregate_call(node, binder, column_of, name)
         if isinstance(node, exp.Anonymous):  # an aggregate UDF
@@ -853,6 +870,41 @@ def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, n
         # DECIMAL(p, s) becomes DECIMAL(38, max(6, s)) as AVG does
         out = avg_type(t) if pa.types.is_decimal(t) else t
     return AggCall(function, column_of(arg), False, out, name, separator)
+
+
+def _json_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:  # noqa: ANN001
+    """JSON_ARRAYAGG(v [ABSENT|NULL ON NULL]) and JSON_OBJECTAGG([KEY] k VALUE v [NULL|ABSENT ON NULL])
+    as Flink's JSON_ARRAYAGG_ABSENT_ON_NULL, ... functions: as Flink's WrapJsonAggFunctionArgumentsRule
+    does, the value reaches the aggregate as its JSON text (JSON_STRING), and JSON_OBJECTAGG's key
+    with it, in one '"key":value' column."""
+    text = binder.json_text_of(binder.bind(node.this if isinstance(node, dialect.FlinkJsonArrayAgg) else node.expression), node)
+    if isinstance(node, dialect.FlinkJsonArrayAgg):
+        on_null = node.args.get("on_null") or "ABSENT"
+        return AggCall(f"JSON_ARRAYAGG_{on_null}_ON_NULL", column_of(text), False, pa.string(), name)
+    key = binder.bind(node.this)
+    if isinstance(key, Literal) and key.value is None:
+        raise plan_error(f"a JSON_OBJECTAGG key must not be NULL: '{node.this.sql()}'", node.this)
+    entry = binder.objectagg_entry(key, text, node)
+    on_null = node.args.get("on_null") or "NULL"
+    return AggCall(f"JSON_OBJECTAGG_{on_null}_ON_NULL", column_of(entry), False, pa.string(), name)
+
+
+def _refuse_json_aggregates(aggs: list[AggCall], window: WindowSpec | None, legacy: bool, at: exp.Expression) -> None:
+    """Where Flink 2.3 cannot run its JSON aggregates: JSON_ARRAYAGG has no merge, which HOP,
+    CUMULATE and SESSION windows need; a legacy GROUP BY TUMBLE/HOP/SESSION window passes their
+    arguments unwrapped (JSON_ARRAYAGG gives [a,b] unquoted, JSON_OBJECTAGG fails)."""
+    json_aggs = [a for a in aggs if a.function.startswith(("JSON_ARRAYAGG", "JSON_OBJECTAGG"))]
+    if not json_aggs or window is None:
+        return
+    what = "JSON_ARRAYAGG" if json_aggs[0].function.startswith("JSON_ARRAYAGG") else "JSON_OBJECTAGG"
+    if legacy:
+        raise plan_error(f"{what} in a legacy GROUP BY {window.kind}(...) window is not supported (Flink 2.3 "
+                         "does not give JSON there); use the window table function TABLE("
+                         f"{window.kind}(...)) instead", at)
+    arrayagg = any(a.function.startswith("JSON_ARRAYAGG") for a in json_aggs)
+    if arrayagg and window.kind in ("HOP", "CUMULATE", "SESSION"):
+        raise plan_error(f"JSON_ARRAYAGG cannot be used in a {window.kind} window: Flink's JSON_ARRAYAGG has no "
+                         "merge method, which the window needs", at)
 
 
 def _grouping_id(node: exp.Grouping | exp.GroupingId, present: set[str]) -> exp.Expression:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlstream.core.aggregates import retractable
+from sqlstream.core.aggregates import retraction_refusal
 from sqlstream.core.connectors import connector_spec
 from sqlstream.core.errors import PlanError
 from sqlstream.planner.logical import Aggregate, LogicalNode, Sink, WindowAggregate
@@ -25,14 +25,15 @@ def check_sink(root: Sink) -> None:
         return
 
     connector = connector_spec(root.table.connector)
-    if not connector.accepts_updates:
+    if not connector.sink_accepts_updates(root.table):
         producer = _first_updating(root.input)
         what = producer.describe() if producer is not None else "the query"
         raise PlanError(
             f"table sink '{root.table.name}' (connector '{root.table.connector}') is append-only and "
             f"cannot consume the update changes produced by {what}. Use a windowed aggregation "
             "(TABLE(TUMBLE(...)) ... GROUP BY window_start, window_end, ...) for append-only results, "
-            "or a sink that accepts updates (e.g. 'print', 'blackhole')."
+            "or a sink that accepts updates (e.g. 'print', 'blackhole', 'upsert-kafka', or a changelog format "
+            "such as 'format' = 'debezium-json')."
         )
     if connector.updates_need_primary_key and not root.table.primary_key:
         producer = _first_updating(root.input)
@@ -49,10 +50,13 @@ def _check_retractions(node: LogicalNode) -> None:
         _check_retractions(child)
     if isinstance(node, Aggregate) and node.input.updating:
         for a in node.aggs:
-            if not retractable(a):
-                raise PlanError(
-                    f"{a.describe()} over an updating input (an aggregate of an aggregate) is not supported; "
-                    "only COUNT, SUM and AVG can consume retractions"
-                )
+            refusal = retraction_refusal(a)
+            if refusal is not None:
+                raise PlanError(f"{a.describe()} over an updating input (an aggregate of an aggregate, a join's "
+                                f"or a Top-N's changes) is not supported: {refusal}")
     if isinstance(node, WindowAggregate) and node.input.updating:
-        raise PlanError("window aggregation over an updating input is not supported")
+        for a in node.aggs:
+            refusal = retraction_refusal(a)
+            if refusal is not None:
+                raise PlanError(f"{a.describe()} in a window aggregation over an updating input is not supported: "
+                                f"{refusal}")

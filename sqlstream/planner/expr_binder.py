@@ -13,10 +13,28 @@ import pyarrow as pa
 from sqlglot import exp
 
 from sqlstream.core.errors import PlanError
-from sqlstream.core.expressions import Call, Case, Cast, ColumnRef, Expr, Literal
+from sqlstream.core.expressions import (
+    Call,
+    Case,
+    Cast,
+    ColumnRef,
+    Expr,
+    Literal,
+    referenced_columns,
+)
 from sqlstream.core.functions import ArgumentTypeError, common_type, lookup
+from sqlstream.core.functions.json import constant_path
 from sqlstream.core.functions.udfs import USER_AGGREGATES
-from sqlstream.core.sql.dialect import interval_months
+from sqlstream.core.sql.dialect import (
+    JSON_AGGREGATES,
+    FlinkJsonArray,
+    FlinkJsonExists,
+    FlinkJsonObject,
+    FlinkJsonQuery,
+    FlinkJsonValue,
+    JsonBehavior,
+    interval_months,
+)
 from sqlstream.core.sql.dialect import interval_ms as dialect_interval_ms
 from sqlstream.core.types import (
     INTERVAL_MONTH,
@@ -122,6 +140,8 @@ class ExprBinder:
         if isinstance(node, exp.Is):
             if isinstance(node.expression, exp.Null):
                 return self._call("IS_NULL", [self.bind(node.this)], node)
+            if isinstance(node.expression, exp.JSON):
+                return self._is_json(node)
             if isinstance(node.expression, exp.Boolean):
                 value = self.bind(node.this)
                 want = bool(node.expression.this)
@@ -173,6 +193,11 @@ class ExprBinder:
                 "(only in the SELECT list or HAVING of an aggregating query)",
                 node,
             )
+        if isinstance(node, exp.Anonymous) and node.name.upper() == "JSON":
+            raise plan_error("The JSON() function is currently only supported inside JSON_ARRAY() or as the VALUE "
+                             "param of JSON_OBJECT()", node)
+        if isinstance(node, _JSON_NODES) or (isinstance(node, exp.Anonymous) and node.name.upper() == "JSON_STRING"):
+            return self._json(node)
         if isinstance(node, exp.Anonymous):
             _refuse_group_window_call(node)
         if isinstance(node, exp.Func):
@@ -182,6 +207,89 @@ class ExprBinder:
             name, arg_nodes = translated
             return self._call(name, [self.bind(a) for a in arg_nodes], node)
         raise plan_error(f"unsupported expression '{node.sql()}'", node)
+
+    # ------------------------------------------------------------------ JSON functions
+    def _is_json(self, node: exp.Is) -> Expr:
+        spec = node.expression
+        if spec.args.get("with_") or spec.args.get("unique"):
+            raise plan_error(f"'{node.sql()}': IS JSON takes no WITH/WITHOUT UNIQUE KEYS in Flink", node)
+        kind = spec.this or "VALUE"
+        return self._call("$IS_JSON", [self.bind(node.this), Literal(kind, pa.string())], node)
+
+    def _behaviour(self, clause: exp.Expression | None, default: str) -> tuple[Literal, Expr]:
+        """A JSON function's ON EMPTY/ON ERROR clause as (its kind, its DEFAULT or a NULL)."""
+        if not isinstance(clause, JsonBehavior):
+            return Literal(default, pa.string()), Literal(None, pa.null())
+        if clause.args["kind"] != "DEFAULT":
+            return Literal(clause.args["kind"], pa.string()), Literal(None, pa.null())
+        value = self.bind(clause.this)
+        if referenced_columns(value):
+            # Flink's code generator takes the DEFAULT as a literal (a column fails its planning)
+            raise plan_error(f"JSON_VALUE's DEFAULT must be a constant, not '{clause.this.sql()}'", clause.this)
+        return Literal("DEFAULT", pa.string()), value
+
+    def json_text_of(self, value: Expr, node: exp.Expression) -> Expr:
+        """JSON_STRING of a bound value: a JSON_OBJECT/JSON_ARRAY call's text is inserted as it is
+        (Flink's raw node), any other value becomes its JSON."""
+        raw = isinstance(value, Call) and value.name in _RAW_JSON
+        return self._call("JSON_STRING", [value, Literal("r" if raw else "s", pa.string())], node)
+
+    def objectagg_entry(self, key: Expr, text: Expr, node: exp.Expression) -> Expr:
+        """JSON_OBJECTAGG's argument: the key and the value's JSON text as one '"key":value' column."""
+        return self._call("$JSON_OBJECTAGG_ENTRY", [key, text], node)
+
+    def _json(self, node: exp.Expression) -> Expr:
+        def string(value: str) -> Literal:
+            return Literal(value, pa.string())
+
+        if isinstance(node, exp.Anonymous):  # JSON_STRING(x)
+            if len(node.expressions) != 1:
+                raise plan_error(f"JSON_STRING takes 1 argument, got {len(node.expressions)}", node)
+            return self.json_text_of(self.bind(node.expressions[0]), node)
+        if isinstance(node, FlinkJsonValue | FlinkJsonQuery | FlinkJsonExists):
+            _check_path(node.args["path"])
+        if isinstance(node, FlinkJsonValue):
+            returning = _json_returning(node, "JSON_VALUE")
+            empty = self._behaviour(node.args.get("on_empty"), "NULL")
+            error = self._behaviour(node.args.get("on_error"), "NULL")
+            args = [self.bind(node.this), self.bind(node.args["path"]), string(returning), *empty, *error]
+            return self._call("JSON_VALUE", args, node)
+        if isinstance(node, FlinkJsonQuery):
+            returning = _json_returning(node, "JSON_QUERY")
+            args = [self.bind(node.this), self.bind(node.args["path"]), string(returning),
+                    string(node.args.get("wrapper") or "WITHOUT"),
+                    self._behaviour(node.args.get("on_empty"), "NULL")[0],
+                    self._behaviour(node.args.get("on_error"), "NULL")[0]]
+            return self._call("JSON_QUERY", args, node)
+        if isinstance(node, FlinkJsonExists):
+            args = [self.bind(node.this), self.bind(node.args["path"]),
+                    self._behaviour(node.args.get("on_error"), "FALSE")[0]]
+            return self._call("JSON_EXISTS", args, node)
+        if isinstance(node, FlinkJsonArray):
+            values = [self._json_member(v) for v in node.expressions]
+            flags = "".join("r" if isinstance(v, Call) and v.name in _RAW_JSON else "s" for v in values)
+            return self._call("JSON_ARRAY", [string(node.args.get("on_null") or "ABSENT"), string(flags), *values], node)
+        assert isinstance(node, FlinkJsonObject)
+        pairs: list[Expr] = []
+        flags = ""
+        for pair in node.expressions:
+            key = self.bind(pair.this)
+            if (isinstance(key, Literal) and key.value is None) or referenced_columns(key):
+                # Flink refuses a key that may be NULL; sqlstream knows no NOT NULL columns
+                raise plan_error(f"a JSON_OBJECT key must be a constant that is not NULL: '{pair.this.sql()}'",
+                                 pair.this)
+            value = self._json_member(pair.expression)
+            flags += "r" if isinstance(value, Call) and value.name in _RAW_JSON else "s"
+            pairs += [key, value]
+        return self._call("JSON_OBJECT", [string(node.args.get("on_null") or "NULL"), string(flags), *pairs], node)
+
+    def _json_member(self, node: exp.Expression) -> Expr:
+        """A JSON_ARRAY element or JSON_OBJECT value: JSON(text) is allowed here (only), as raw JSON."""
+        if isinstance(node, exp.Anonymous) and node.name.upper() == "JSON":
+            if len(node.expressions) != 1:
+                raise plan_error(f"JSON takes 1 argument, got {len(node.expressions)}", node)
+            return self._call("$JSON", [self.bind(node.expressions[0])], node)
+        return self.bind(node)
 
     def _between(self, value: Expr, low: Expr, high: Expr, node: exp.Expression) -> Expr:
         return self._call(
@@ -289,6 +397,44 @@ class ExprBinder:
         )
 
 
+# calls whose result a JSON constructor inserts as JSON, not as a string (Flink's raw nodes)
+_RAW_JSON = ("JSON_OBJECT", "JSON_ARRAY", "$JSON")
+_JSON_NODES = (FlinkJsonValue, FlinkJsonQuery, FlinkJsonExists, FlinkJsonObject, FlinkJsonArray)
+
+
+def _check_path(path: exp.Expression) -> None:
+    """A constant path is compiled at plan time: a syntax error, or a Jayway construct sqlstream
+    does not evaluate, is refused at the path (Flink compiles it per row and returns the ON ERROR
+    value instead)."""
+    if isinstance(path, exp.Literal) and path.is_string:
+        try:
+            constant_path(path.name)
+        except ArgumentTypeError as e:
+            raise plan_error(str(e), path) from None
+
+
+def _json_returning(node: exp.Expression, function: str) -> str:
+    """The RETURNING type of JSON_VALUE (STRING, BOOLEAN, INT or DOUBLE, as Flink's code generator
+    takes) or JSON_QUERY (STRING, or ARRAY for ARRAY<STRING>), by name."""
+    returning = node.args.get("returning")
+    if returning is None:
+        return "STRING"
+    if function == "JSON_QUERY" and returning.is_type(exp.DataType.Type.ARRAY):
+        element = arrow_type(returning.expressions[0]) if returning.expressions else None
+        if element != pa.string():
+            name = returning.expressions[0].sql(dialect="flink") if returning.expressions else "?"
+            raise plan_error(f"Unsupported array element type '{name}' for RETURNING ARRAY in JSON_QUERY() "
+                             "(Flink takes ARRAY<STRING>)", returning)
+        return "ARRAY"
+    t = None if returning.is_type(exp.DataType.Type.CHAR) else arrow_type(returning)
+    names = {pa.string(): "STRING"} if function == "JSON_QUERY" else {
+        pa.string(): "STRING", pa.bool_(): "BOOLEAN", pa.int32(): "INT", pa.float64(): "DOUBLE"}
+    if t not in names:
+        raise plan_error(f"Unsupported type '{returning.sql(dialect='flink')}' for RETURNING in {function}() "
+                         f"(Flink takes {', '.join(names.values())})", returning)
+    return names[t]
+
+
 def coerce(e: Expr, target: pa.DataType, *, zone: str) -> Expr:
     """``e`` cast to ``target`` (folding literals, so '2024-01-01' becomes a TIMESTAMP constant);
     between TIMESTAMP_LTZ and wall-clock time the cast reads the session zone ``zone``."""
@@ -315,6 +461,8 @@ def is_aggregate(node: exp.Expression) -> bool:
     if isinstance(node, AGGREGATES) or type(node) in GROUP_AGGREGATES:
         return True
     if isinstance(node, exp.Anonymous) and node.name.upper() == "LISTAGG":
+        return True
+    if isinstance(node, JSON_AGGREGATES):
         return True
 
     return isinstance(node, exp.Anonymous) and node.name.upper() in USER_AGGREGATES

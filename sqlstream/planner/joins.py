@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from sqlstream.core.errors import PlanError
 from sqlstream.core.expressions import Call, Cast, ColumnRef, Expr, Literal, referenced_columns
 from sqlstream.core.joins import IntervalBounds
 from sqlstream.planner.logical import WindowColumns
@@ -181,6 +182,13 @@ def analyze(join) -> JoinSpec:  # noqa: ANN001 - planner.logical.Join (import cy
         if found_lower and found_upper:
             interval = IntervalBounds(left_rt, right_rt, lower, upper)
             rest = remaining
+            for side, node in (("left", join.left), ("right", join.right)):
+                if node.updating:  # Flink: StreamPhysicalIntervalJoin doesn't support consuming update changes
+                    raise PlanError(
+                        f"an interval join (a join bounding the time attributes of both sides) doesn't support "
+                        f"consuming update and delete changes, but its {side} input is an updating changelog "
+                        "(e.g. a changelog-format or upsert source); join without the time bounds instead"
+                    )
     if window is not None:
         drop = set(window[1])
         left_keys = [k for i, k in enumerate(left_keys) if i not in drop]

@@ -19,6 +19,7 @@ from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import PlanError
 from sqlstream.core.physical import (
     CalcConfig,
+    ChangelogNormalizeConfig,
     DeduplicateFirstConfig,
     Exchange,
     GroupAggConfig,
@@ -51,6 +52,7 @@ from sqlstream.planner.horizons import join_horizons
 from sqlstream.planner.joins import analyze
 from sqlstream.planner.logical import (
     Aggregate,
+    ChangelogNormalize,
     Filter,
     Join,
     LogicalNode,
@@ -157,11 +159,16 @@ class Lowering:
             if w.kind == "SESSION" and input_window is None:
                 keys = tuple(node.key_indexes) or tuple(w.partition_keys)
                 return self.add("SessionWindowAggregate", detail, schema, [Exchange(up, "hash", keys)],
-                                config=SessionWindowAggConfig(w, node.outputs, node.aggs))
+                                config=SessionWindowAggConfig(w, node.outputs, node.aggs, node.input.updating))
             keys = partition_columns(node.key_indexes, input_window)
-            columnar = self.columnar_state and window_agg_columnar(node.aggs)
+            retracting = node.input.updating
+            columnar = self.columnar_state and window_agg_columnar(node.aggs) and not retracting
             return self.add("WindowAggregate", detail, schema, [Exchange(up, "hash", keys)],
-                            config=WindowAggConfig(w, node.outputs, node.aggs, input_window, columnar))
+                            config=WindowAggConfig(w, node.outputs, node.aggs, input_window, columnar, retracting))
+        if isinstance(node, ChangelogNormalize):
+            up = self.lower(node.input)
+            return self.add("ChangelogNormalize", node.describe(), schema, [Exchange(up, "hash", tuple(node.keys))],
+                            config=ChangelogNormalizeConfig(node.keys, self.state_ttl_ms))
         if isinstance(node, Aggregate):
             up = self.lower(node.input)
             retracting = node.input.updating

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections import Counter
 from dataclasses import replace
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any
@@ -18,8 +19,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.aggregates import SEQUENCES, STATISTICS, AggCall, wrap_integer
+from sqlstream.core.aggregates import JSON_AGGREGATES, SEQUENCES, STATISTICS, AggCall, wrap_integer
+from sqlstream.core.errors import DataError
+from sqlstream.core.functions.json import object_text, split_entry
 from sqlstream.core.functions.udfs import USER_AGGREGATES
+from sqlstream.core.udf import implements_retract
 
 Partial = tuple[pa.Array, str, pc.FunctionOptions | None]
 _COUNT_ALL = pc.CountOptions(mode="all")
@@ -33,6 +37,33 @@ def _add(a: Any, b: Any) -> Any:
     if b is None:
         return a
     return a + b
+
+
+def _signed_lists(x: pa.Array, sign: pa.Array) -> list[Partial]:
+    """Per group the values that rows add and those that -U/-D rows take back (NULLs included,
+    dropped by _count_values): only each value's net count matters to the functions using it."""
+    added = pc.greater(sign, 0)
+    nothing = pa.nulls(len(x), x.type)
+    return [(pc.if_else(added, x, nothing), "list", None), (pc.if_else(added, nothing, x), "list", None)]
+
+
+def _count_values(counts: dict[Any, int], added: list[Any] | None, removed: list[Any] | None) -> bool:
+    """Apply a group's added and removed values to ``counts`` (value -> occurrences, no zero
+    entries), a C-level Counter per list and Python per distinct value; whether a value left."""
+    left = False
+    for values, step in ((added, 1), (removed, -1)):
+        if not values:
+            continue
+        for value, n in Counter(values).items():
+            if value is None:
+                continue
+            total = counts.get(value, 0) + step * n
+            if total == 0:
+                del counts[value]
+                left = True
+            else:
+                counts[value] = total
+    return left
 
 
 class AggFunction:
@@ -162,6 +193,42 @@ class MinMax(AggFunction):
         return acc[0]
 
 
+class MinMaxWithRetract(AggFunction):
+    """MIN/MAX over an updating input, as Flink's Min/MaxWithRetractAggFunction: a count per value
+    (value -> occurrences) and the current extreme, looked for again among the values left when a
+    retraction takes its last occurrence away.  The accumulator is [extreme or None, counts]."""
+
+    def __init__(self, call: AggCall, retracting: bool) -> None:
+        super().__init__(call, retracting)
+        self.pick = min if call.function == "MIN" else max
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        assert sign is not None
+        return _signed_lists(self.arg(batch), sign)
+
+    def create(self) -> list[Any]:
+        return [None, {}]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        counts = acc[1]
+        left = _count_values(counts, values[0], values[1])
+        if not counts:
+            acc[0] = None
+        elif acc[0] is None or (left and acc[0] not in counts):
+            acc[0] = self.pick(counts)
+        else:
+            # values added and taken back again within the batch are not among the counts
+            added = [v for v in set(values[0] or ()) if v is not None and v in counts]
+            if added:
+                acc[0] = self.pick(acc[0], self.pick(added))
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [acc[0], dict(acc[1])]
+
+    def result(self, acc: list[Any]) -> Any:
+        return acc[0]
+
+
 class CountDistinct(AggFunction):
     def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
         x = self.arg(batch)
@@ -283,6 +350,97 @@ class Sequence(AggFunction):
         return (self.call.separator if self.call.separator is not None else ",").join(kept)
 
 
+class JsonArrayAgg(AggFunction):
+    """JSON_ARRAYAGG as Flink's JsonArrayAggFunction: the values' JSON texts in arrival order (a
+    NULL as null under NULL ON NULL, left out under ABSENT ON NULL); a retraction removes the
+    value's first occurrence. An empty group gives '[]'."""
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        x = self.arg(batch)
+        return [(x, "list", None)] if sign is None else [(x, "list", None), (sign, "list", None)]
+
+    def create(self) -> list[Any]:
+        return [[]]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        items = values[0] or []
+        signs = values[1] if len(values) > 1 else [1] * len(items)
+        keep_nulls = self.call.function.endswith("_NULL_ON_NULL")
+        kept: list[str] = acc[0]
+        for value, s in zip(items, signs, strict=True):
+            if value is None:
+                if not keep_nulls:
+                    continue
+                value = "null"
+            if s > 0:
+                kept.append(value)
+            elif value in kept:
+                kept.remove(value)
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [list(acc[0])]
+
+    def result(self, acc: list[Any]) -> Any:
+        return "[" + ",".join(acc[0]) + "]"
+
+
+class JsonObjectAgg(AggFunction):
+    """JSON_OBJECTAGG as Flink's JsonObjectAggFunction: key -> JSON text ('' marks a NULL value
+    kept under NULL ON NULL); a key arriving while present fails the job; a retraction removes the
+    key when its value matches (a NULL its mark: Flink re-accumulates such a key after its
+    retraction, reference case json.objectagg_retracting_a_null_value) and is remembered otherwise,
+    a remembered retraction cancelling a matching entry when accumulators merge. Keys are written
+    sorted."""
+
+    _DUPLICATE = "Key '{}' is already present. Duplicate keys are not allowed in JSON_OBJECTAGG. Please ensure that keys are unique."
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        x = self.arg(batch)
+        return [(x, "list", None)] if sign is None else [(x, "list", None), (sign, "list", None)]
+
+    def create(self) -> list[Any]:
+        return [{}, {}]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        entries = values[0] or []
+        signs = values[1] if len(values) > 1 else [1] * len(entries)
+        skip_nulls = self.call.function.endswith("_ABSENT_ON_NULL")
+        members, retracted = acc
+        for entry, s in zip(entries, signs, strict=True):
+            key, text = split_entry(entry)
+            value = None if text == "null" else text
+            if s > 0:
+                if key in members:
+                    raise DataError(self._DUPLICATE.format(key))
+                if value is not None or not skip_nulls:
+                    members[key] = "" if value is None else value
+            elif key in members and members[key] == ("" if value is None else value):
+                del members[key]
+            else:
+                retracted[key] = value
+
+    def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
+        members, retracted = acc
+        for key, value in other[1].items():
+            if key in members and members[key] == value:
+                del members[key]
+            else:
+                retracted[key] = value
+        for key, value in other[0].items():
+            if key in retracted and retracted[key] == value:
+                del retracted[key]
+                continue
+            if key in members:
+                raise DataError(self._DUPLICATE.format(key))
+            members[key] = value
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [dict(acc[0]), dict(acc[1])]
+
+    def result(self, acc: list[Any]) -> Any:
+        return object_text({k: v or "null" for k, v in acc[0].items()})
+
+
 class DistinctSum(CountDistinct):
     """SUM(DISTINCT x) and AVG(DISTINCT x): the set of distinct values, summed (and averaged) as
     SUM and AVG would sum them (over an append-only input, like COUNT(DISTINCT))."""
@@ -297,6 +455,39 @@ class DistinctSum(CountDistinct):
         return self.plain.result([sum(values), len(values)]) if values else None
 
 
+class DistinctWithRetract(AggFunction):
+    """COUNT/SUM/AVG(DISTINCT x) over an updating input, as Flink's distinct map view: each value's
+    number of occurrences, the value counted while that is above zero.  The accumulator is
+    [counts]."""
+
+    def __init__(self, call: AggCall, retracting: bool) -> None:
+        super().__init__(call, retracting)
+        plain = replace(call, distinct=False)
+        self.plain = None if call.function == "COUNT" else (Avg if call.function == "AVG" else Sum)(plain, retracting)
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        assert sign is not None
+        x = self.arg(batch)
+        if pa.types.is_floating(x.type):
+            x = pc.add(x, pa.scalar(0.0, x.type))  # -0.0 is 0.0 (see CountDistinct)
+        return _signed_lists(x, sign)
+
+    def create(self) -> list[Any]:
+        return [{}]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        _count_values(acc[0], values[0], values[1])
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [dict(acc[0])]
+
+    def result(self, acc: list[Any]) -> Any:
+        values = acc[0]
+        if self.plain is None:
+            return len(values)
+        return self.plain.result([sum(values), len(values)]) if values else None
+
+
 class UserAggregateFunction(AggFunction):
     """An AggregateFunction UDF: Arrow collects each group's values, the UDF folds them."""
 
@@ -306,14 +497,20 @@ class UserAggregateFunction(AggFunction):
 
     def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
         arg = self.arg(batch) if self.call.arg is not None else pa.nulls(batch.num_rows, pa.int8())
-        return [(arg, "list", None)]
+        if sign is None:
+            return [(arg, "list", None)]
+        return [(arg, "list", None), (sign, "list", None)]
 
     def create(self) -> list[Any]:
         return [self.impl.create_accumulator()]
 
     def merge(self, acc: list[Any], values: list[Any]) -> None:
-        for v in values[0] or ():
-            out = self.impl.accumulate(acc[0], *(() if self.call.arg is None else (v,)))
+        """Each row in arrival order: accumulate, or (a -U/-D of an updating input) retract."""
+        items = values[0] or ()
+        signs = values[1] if len(values) > 1 else None
+        for i, v in enumerate(items):
+            step = self.impl.accumulate if signs is None or signs[i] > 0 else self.impl.retract
+            out = step(acc[0], *(() if self.call.arg is None else (v,)))
             if out is not None:
                 acc[0] = out
 
@@ -330,12 +527,21 @@ class UserAggregateFunction(AggFunction):
 
 
 def make(call: AggCall, retracting: bool = False) -> AggFunction:
+    """The function computing ``call``; over an updating input (``retracting``) its retractable form."""
     if call.function in STATISTICS:
         return Statistic(call, retracting)
     if call.function in SEQUENCES:
         return Sequence(call, retracting)
+    if call.function in JSON_AGGREGATES:
+        return JsonArrayAgg(call, retracting) if call.function.startswith("JSON_ARRAYAGG") else JsonObjectAgg(call, retracting)
     if call.function not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
+        if retracting and not implements_retract(USER_AGGREGATES[call.function].implementation):
+            raise ValueError(f"aggregate function {call.function} does not implement retract")
         return UserAggregateFunction(call, retracting)
+    if retracting and call.function in ("MIN", "MAX"):
+        return MinMaxWithRetract(call, retracting)
+    if retracting and call.distinct:
+        return DistinctWithRetract(call, retracting)
     if call.function == "COUNT":
         return CountDistinct(call, retracting) if call.distinct else Count(call, retracting)
     if call.function in ("SUM", "AVG"):

@@ -72,7 +72,7 @@ from sqlstream.runtime.operators.base import Metrics, Operator, OperatorContext
 from sqlstream.runtime.operators.registry import build_operator
 from sqlstream.runtime.operators.sink import SinkOperator
 from sqlstream.runtime.state import create_backend
-from sqlstream.runtime.subtask import OutputGate, Subtask
+from sqlstream.runtime.subtask import OutputGate, Subtask, os_failure
 from sqlstream.runtime.task import Task
 
 CHANNEL_CAPACITY = 2  # batches in flight per input channel: bounded, so slow sinks backpressure
@@ -221,8 +221,12 @@ class JobExecutor:
         self.error: str | None = None
         self.checkpoint_history = CheckpointHistory()
         self.remote_root = self._reach_store(config.checkpoint_uri) if config.checkpoint_uri else None
+        # checkpoints without a configured directory go to a temporary one, removed when the job ends:
+        # nothing can restore from it afterwards (no one knows its name), so it would only fill /tmp
+        self.temporary_checkpoint_dir: Path | None = None
         if config.checkpoint_interval_ms and config.checkpoint_dir is None:
             config.checkpoint_dir = Path(tempfile.mkdtemp(prefix="sqlstream-checkpoints-"))
+            self.temporary_checkpoint_dir = config.checkpoint_dir
         elif config.checkpoint_dir is not None:
             # found before the job starts, not at its first checkpoint
             try:
@@ -331,6 +335,8 @@ class JobExecutor:
             if self.remote_root is not None and self.config.checkpoint_dir is not None:
                 # the checkpoints are on the store: their local working copy is only a cache
                 shutil.rmtree(self.config.checkpoint_dir, ignore_errors=True)
+            if self.temporary_checkpoint_dir is not None:
+                shutil.rmtree(self.temporary_checkpoint_dir, ignore_errors=True)
         self.state = CANCELED if result.cancelled else FINISHED
         return result
 
@@ -426,6 +432,7 @@ class JobExecutor:
         self.state = RUNNING
         self.running.set()
         finalized = False
+        close_error: BaseException | None = None
         try:
             while True:
                 if failures:
@@ -448,29 +455,46 @@ class JobExecutor:
             for st in all_subtasks:
                 st.join(timeout=10)
             pool.shutdown(wait=True)
-            self._close(all_subtasks, coordinator.seal())
+            close_error = self._close(all_subtasks, coordinator.seal())
             if storage is not None:
                 storage.cleanup()  # nothing is in flight now: leftovers of aborted checkpoints go
+        if close_error is not None:  # (a failure that ended the attempt already is the one reported)
+            raise JobFailure(close_error)
         return JobResult(self.summed_metrics(), cancelled=self.cancel_event.is_set(),
                          checkpoints=list(coordinator.completed), checkpoint_dir=config.checkpoint_dir,
                          peak_checkpoints_in_flight=coordinator.peak_in_flight)
 
-    def _close(self, subtasks: list[Subtask], latest_completed: int | None, discard: bool = True) -> None:
-        """Release the subtasks' readers, operators and state at the end of an attempt.
+    def _close(self, subtasks: list[Subtask], latest_completed: int | None,
+               discard: bool = True) -> BaseException | None:
+        """Release the subtasks' readers, operators and state at the end of an attempt; the first
+        release that failed (a sink's file that cannot be flushed on a full disk), if any.
 
-        With ``discard``, ``latest_completed`` is final (the coordinator is sealed) and sinks abort
-        what they pre-committed for later checkpoints; a subtask still running (it did not stop
-        in time) is left alone, as its sink may still be writing.
+        Every release is tried even when one fails, and a failure is returned rather than raised:
+        raised here, it would replace the failure that ended the attempt (the disk filling up
+        while a subtask wrote) with a bare ``OSError`` from closing its file.  With ``discard``,
+        ``latest_completed`` is final (the coordinator is sealed) and sinks abort what they
+        pre-committed for later checkpoints; a subtask still running (it did not stop in time)
+        is left alone, as its sink may still be writing.
         """
+        first: BaseException | None = None
+
+        def attempt(release: Callable[[], None], st: Subtask) -> None:
+            nonlocal first
+            try:
+                release()
+            except Exception as e:  # noqa: BLE001 - returned to the caller, see above
+                first = first or os_failure(e, f"closing {st.name}")
+
         for st in subtasks:
             if st.reader is not None:
-                st.reader.close()
+                attempt(st.reader.close, st)
             for task in st.tasks:
                 if discard and not st.is_alive() and isinstance(task.operator, SinkOperator):
-                    task.operator.discard_uncommitted(latest_completed)
-                task.operator.close()
+                    attempt(lambda op=task.operator: op.discard_uncommitted(latest_completed), st)
+                attempt(task.operator.close, st)
                 if task.ctx.state is not None:
-                    task.ctx.state.close()
+                    attempt(task.ctx.state.close, st)
+        return first
 
     # ------------------------------------------------------------ restore
     def _prepare_restore(self, restore: str | Path | None, storage: CheckpointStorage | None) -> dict[str, Any] | None:
@@ -617,7 +641,7 @@ class JobExecutor:
                 targets = [st.inbound for st in subtasks[consumer_uid]]
                 for st in subtasks[chain.uid]:
                     st.outputs.append(OutputGate(ci.mode, ci.keys, targets, base + ci.channel(st.index), st.index,
-                                                 self.config.max_parallelism, stop))
+                                                 self.config.max_parallelism, stop, self.config.clock))
 
     def summed_metrics(self) -> dict[str, Metrics]:
         out: dict[str, Metrics] = {}

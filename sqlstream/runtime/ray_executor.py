@@ -267,7 +267,9 @@ class SubtaskActor:
         if st.is_alive():
             st.join(timeout=10)
         self.pool.shutdown(wait=True)
-        self.builder._close([st], latest_completed, discard)
+        error = self.builder._close([st], latest_completed, discard)
+        if error is not None:
+            raise error
 
     def _subtask(self) -> Subtask:
         assert self.subtask is not None, "build() first"

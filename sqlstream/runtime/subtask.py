@@ -12,6 +12,7 @@ background pool and the checkpoint is acknowledged when they are.
 
 from __future__ import annotations
 
+import errno
 import queue
 import threading
 import time
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from sqlstream.core.errors import JobError
 from sqlstream.core.status import SubtaskStatus
 from sqlstream.runtime.checkpoint.coordinator import CheckpointCoordinator
 from sqlstream.runtime.checkpoint.storage import file_digest, files_of, write_subtask_state
@@ -41,6 +43,18 @@ IDLE_SLEEP_S = 0.002
 PROCESSING_TIME_TICK_S = 0.2
 
 
+def os_failure(error: BaseException, doing: str) -> BaseException:
+    """An OSError as a job error that says what was being done and why, a full disk named as such
+    (not ``OSError: [Errno 28]``); it stays a JobError, so the restart strategy still applies."""
+    if not isinstance(error, OSError):
+        return error
+    reason = "no space left on device (the disk is full)" if error.errno == errno.ENOSPC else (error.strerror or str(error))
+    where = f" ('{error.filename}')" if error.filename else ""
+    failure = JobError(f"{doing}: {reason}{where}")
+    failure.__cause__ = error
+    return failure
+
+
 class Cancelled(Exception):
     """The job is stopping; unwinds a subtask thread blocked on a full queue."""
 
@@ -56,8 +70,11 @@ class OutputGate:
     subtask_index: int
     max_parallelism: int
     stop: threading.Event
+    clock: Clock = SYSTEM_CLOCK  # measures the time blocked (injected by tests)
     _next: int = field(default=0)
-    backpressured_s: float = field(default=0.0)  # time spent waiting for room downstream
+    # time blocked on a full channel, accumulated here on the data path: the status reports the
+    # total, and its change between two statuses is the share of time backpressured
+    backpressured_s: float = field(default=0.0)
 
     def _put(self, target: int, element: Element) -> None:
         q = self.targets[target]
@@ -66,7 +83,7 @@ class OutputGate:
             return
         except queue.Full:
             pass
-        waiting_since = time.monotonic()
+        waiting_since = self.clock.monotonic()
         try:
             while True:
                 try:
@@ -76,7 +93,7 @@ class OutputGate:
                     if self.stop.is_set():
                         raise Cancelled from None
         finally:
-            self.backpressured_s += time.monotonic() - waiting_since
+            self.backpressured_s += self.clock.monotonic() - waiting_since
 
     def emit(self, element: Element) -> None:
         n = len(self.targets)
@@ -159,6 +176,7 @@ class Subtask(threading.Thread):
         self.reader_positions: dict[int, Any] = {}
         self.clock = clock  # processing time handed to the operators while idle
         self.last_tick = clock.monotonic()
+        self.source_busy_s = 0.0  # time the reader spent producing batches (idle polls not counted)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -182,10 +200,12 @@ class Subtask(threading.Thread):
                 self.index, m.records_in, m.records_out, m.late_records_dropped,
                 task.watermark if task.watermark > MIN_WATERMARK else None,
                 round(self.inbound.qsize() / self.inbound.maxsize, 3) if fed_by_network else None,
+                busy_ms=round(task.busy_s * 1000, 1),
             )
         if self.reader is not None:
             m = self.source_metrics
-            out[nodes[0].id] = SubtaskStatus(self.index, m.records_in, m.records_out, m.late_records_dropped)
+            out[nodes[0].id] = SubtaskStatus(self.index, m.records_in, m.records_out, m.late_records_dropped,
+                                             busy_ms=round(self.source_busy_s * 1000, 1))
         last = nodes[-1].id  # the chain's last operator sends over the network, so it waits for room
         out[last] = replace(out[last], backpressured_ms=round(sum(g.backpressured_s for g in self.outputs) * 1000, 1))
         return out
@@ -201,7 +221,7 @@ class Subtask(threading.Thread):
         except Cancelled:
             pass
         except BaseException as e:  # noqa: BLE001 - reported to the job, which restarts or fails
-            self.on_failure(e)
+            self.on_failure(os_failure(e, self.name))
         finally:
             self.finished.set()
 
@@ -226,10 +246,12 @@ class Subtask(threading.Thread):
             if reader.finished_splits != finished:  # at the start, and when a split ends
                 finished = reader.finished_splits
                 self._announce_splits(reader.assigned_splits, finished)
+            started = time.perf_counter()
             batch = reader.read_batch()
             if batch is not None and batch.num_rows:
+                self.source_busy_s += time.perf_counter() - started
                 self.source_metrics.records_out += batch.num_rows
-                self._process(Chunk(batch, split=reader.current_split))
+                self._process(Chunk(batch, reader.current_kinds, reader.current_split))
             elif reader.finished:
                 self._process(EndOfInput())
                 self._finish()
@@ -392,7 +414,7 @@ class Subtask(threading.Thread):
                 self.coordinator.acknowledge(n, self.key, write(directory))
             except BaseException as e:  # noqa: BLE001 - a failed snapshot fails the job
                 if self.coordinator.is_pending(n):
-                    self.on_failure(e)
+                    self.on_failure(os_failure(e, f"writing checkpoint {n} of {self.name} to '{directory}'"))
                 # else: a newer checkpoint completed first and this one was abandoned (and pruned)
 
         self.snapshot_pool.submit(persist)

@@ -7,6 +7,8 @@ end_input once every input has ended, after a final watermark.
 
 from __future__ import annotations
 
+import time
+
 from sqlstream.runtime.elements import (
     MAX_WATERMARK,
     MIN_WATERMARK,
@@ -27,9 +29,18 @@ class Task:
         self.ended = [False] * num_channels
         self.watermark = MIN_WATERMARK  # event time of the operator (min over its inputs)
         self.forwarded = MIN_WATERMARK  # the last watermark sent downstream
+        # time spent in this operator's code (Flink's busy time): two clock reads per element, not per row
+        self.busy_s = 0.0
         operator.open(ctx)
 
     def receive(self, element: Element, channel: int = 0, input_index: int = 0) -> list[Element]:
+        started = time.perf_counter()
+        try:
+            return self._receive(element, channel, input_index)
+        finally:
+            self.busy_s += time.perf_counter() - started
+
+    def _receive(self, element: Element, channel: int, input_index: int) -> list[Element]:
         if isinstance(element, Chunk):
             self.ctx.metrics.records_in += element.num_rows
             return self._emit(self.operator.process_batch(element, input_index))

@@ -125,8 +125,91 @@ def strs() -> None:
                              for i, v in enumerate(values)])
 
 
+def docs() -> None:
+    """JSON documents as text, for the JSON functions: nested objects and arrays, JSON null,
+    text that is not JSON (or is, with garbage after it, which Flink's Jackson ignores), numbers
+    Jackson reads as Long, BigInteger and BigDecimal, escapes and unicode; ``path`` a per-row path."""
+    documents = [
+        ('{"a":1,"b":[10,20,{"c":"x"}],"d":{"e":null,"f":2.5},"s":"str"}', "$.a"),
+        ("bad", "$.a"),
+        (None, "$.a"),
+        ("[1,2,3]", "$[1]"),
+        ('"s"', "$"),
+        ("", "lax $.a"),
+        ('{"a":1} x', "$.a"),
+        ("1 2", "$"),
+        ('{"a":3000000000,"b":[],"d":{"f":1e2}}', "$.d.f"),
+        ("null", "lax $"),
+        ("true", "$"),
+        ('{"k":"\\u0001\\u001f\\"q\\"/é😀\\n","a":-0.0,"n":12345678901234567890}', "$.k"),
+        ('{"a":"12","b":true,"d":{"f":"2.5"}}', "$.b"),
+        ('{"z":1,"y":{"b":2,"a":[3,{"d":4,"c":5}]},"x":[],"Z":0,"é":1,"":2}', "$.y.a[1].c"),
+        ('  {"a" : 2 } ', "lax $.zz"),
+        ('{"a":{"b":1},"c":{"b":2}}', "$.*.b"),
+        ("1x", "$"),
+        ("true}", "$"),
+        ('{"a":1,"a":2}', None),
+        ('{"a":[1,2,3,4],"b":1.50,"c":0.0000001,"d":-1.5E-7}', "$.a[-1]"),
+    ]
+    write_json("docs.json", [{"id": i + 1, "doc": d, "path": p, "k": "abcd"[i % 4] if i % 5 else None}
+                             for i, (d, p) in enumerate(documents)])
+
+
 def quoted() -> None:
     (DATA / "quoted.csv").write_text('1,""\n2,\n3,a\n4," "\n', encoding="utf-8")
+
+
+def changes() -> None:
+    """The same inventory changes as Debezium, Canal and Maxwell events (the changelog_formats group)."""
+    def row(i: int, product: str | None, qty: int | None, price: str | None, t: int) -> dict[str, object]:
+        return {"id": i, "product": product, "qty": qty, "price": float(price) if price else None, "ts": ts(t)}
+
+    steps: list[tuple[str, dict[str, object] | None, dict[str, object] | None]] = [
+        ("c", None, row(1, "apple", 5, "1.25", 1000)),
+        ("c", None, row(2, "pear", 3, "2.50", 2000)),
+        ("c", None, row(3, "apple", None, "1.30", 3000)),
+        ("c", None, row(4, None, 7, None, 4000)),
+        ("u", row(1, "apple", 5, "1.25", 1000), row(1, "apple", 9, "1.25", 5000)),
+        ("c", None, row(5, "plum", 2, "0.75", 6000)),
+        ("u", row(2, "pear", 3, "2.50", 2000), row(2, "plum", 3, "2.75", 7000)),
+        ("d", row(3, "apple", None, "1.30", 3000), None),
+        ("c", None, row(6, "ümlaut", 1, "9.99", 8000)),
+        ("u", row(4, None, 7, None, 4000), row(4, "pear", 7, None, 9000)),
+        ("d", row(5, "plum", 2, "0.75", 6000), None),
+    ]
+    write_json("changes_debezium.json", [{"before": b, "after": a, "op": op} for op, b, a in steps])
+
+    def text(r: dict[str, object] | None) -> dict[str, object] | None:
+        return None if r is None else {k: None if v is None else str(v) for k, v in r.items()}
+
+    def old(before: dict[str, object], after: dict[str, object]) -> dict[str, object]:
+        return {k: v for k, v in before.items() if after[k] != v}
+
+    canal: list[dict[str, object]] = [{"data": None, "database": "shop", "table": "inventory", "type": "CREATE",
+                                       "isDdl": True, "sql": "CREATE TABLE inventory (...)"}]
+    maxwell: list[dict[str, object]] = []
+    for k, (op, before, after) in enumerate(steps):
+        kind = {"c": "insert", "u": "update", "d": "delete"}[op]
+        event = {"database": "shop", "table": "inventory", "ts": 1700000000 + k}
+        if op == "u":
+            assert before is not None and after is not None
+            canal.append({**event, "type": "UPDATE", "data": [text(after)], "old": [text(old(before, after))]})
+            maxwell.append({**event, "type": kind, "data": after, "old": old(before, after)})
+        else:
+            current = after if op == "c" else before
+            canal.append({**event, "type": kind.upper(), "data": [text(current)], "old": None})
+            maxwell.append({**event, "type": kind, "data": current})
+    # two rows in one Canal event, and an event of another table that 'canal-json.table.include' drops
+    canal.append({"database": "shop", "table": "inventory", "type": "INSERT", "old": None,
+                  "data": [text(row(7, "kiwi", 4, "0.50", 10000)), text(row(8, "kiwi", 6, "0.55", 11000))]})
+    canal.append({"database": "shop", "table": "audit", "type": "INSERT", "old": None,
+                  "data": [text(row(9, "audit", 1, "1.00", 12000))]})
+    write_json("changes_canal.json", canal)
+    write_json("changes_maxwell.json", maxwell)
+    bad = [{"before": None, "after": row(1, "apple", 5, "1.25", 1000), "op": "c"},
+           {"before": None, "after": row(2, "pear", 3, "2.50", 2000), "op": "x"},
+           {"before": None, "after": row(3, "plum", 1, "0.75", 3000), "op": "c"}]
+    write_json("changes_bad_op.json", bad)
 
 
 def main() -> None:
@@ -139,7 +222,9 @@ def main() -> None:
     events(rng)
     nums()
     strs()
+    docs()
     quoted()
+    changes()
 
 
 if __name__ == "__main__":

@@ -27,6 +27,9 @@ CREATE TABLE nums (
 CREATE TABLE strs (
   id INT, s STRING, n INT
 ) WITH ('connector' = 'filesystem', 'path' = '{data}/strs.json', 'format' = 'json');
+CREATE TABLE docs (
+  id INT, doc STRING, path STRING, k STRING
+) WITH ('connector' = 'filesystem', 'path' = '{data}/docs.json', 'format' = 'json');
 CREATE TABLE quoted (
   k INT, s STRING
 ) WITH ('connector' = 'filesystem', 'path' = '{data}/quoted.csv', 'format' = 'csv', 'csv.null-literal' = '');

@@ -398,6 +398,7 @@ register("COALESCE", _common, _coalesce, 1, None, coerce_args=True)
 from sqlstream.core.functions import (  # noqa: E402, F401
     arithmetic,
     encodings,
+    json,
     numeric,
     randomness,
     strings,

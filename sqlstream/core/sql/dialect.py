@@ -61,6 +61,7 @@ import typing as t
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect, NormalizationStrategy, build_date_delta
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.generator import _DISPATCH_CACHE
 from sqlglot.generator import Generator as BaseGenerator
 from sqlglot.helper import seq_get
 from sqlglot.parser import Parser as BaseParser
@@ -189,6 +190,145 @@ class MetadataColumnConstraint(FlinkExpression, exp.ColumnConstraintKind):
     """
 
     arg_types = {"this": False, "virtual": False}
+
+
+class JsonBehavior(FlinkExpression):
+    """One ``... ON EMPTY`` / ``... ON ERROR`` clause of JSON_VALUE, JSON_QUERY or JSON_EXISTS.
+
+    Args:
+        kind: ``"NULL"``, ``"ERROR"``, ``"DEFAULT"`` (with ``this``), ``"EMPTY ARRAY"``,
+            ``"EMPTY OBJECT"``, ``"TRUE"``, ``"FALSE"`` or ``"UNKNOWN"``.
+        this: DEFAULT's expression.
+    """
+
+    arg_types = {"kind": True, "this": False}
+
+
+class FlinkJsonValue(FlinkExpression, exp.Func):
+    """``JSON_VALUE(this, path [RETURNING returning] [on_empty ON EMPTY] [on_error ON ERROR])``;
+    ``on_empty``/``on_error`` are :class:`JsonBehavior` nodes."""
+
+    arg_types = {"this": True, "path": True, "returning": False, "on_empty": False, "on_error": False}
+
+
+class FlinkJsonQuery(FlinkExpression, exp.Func):
+    """``JSON_QUERY(this, path [RETURNING returning] [wrapper] [on_empty ON EMPTY] [on_error ON
+    ERROR])``; ``wrapper`` is ``"WITHOUT"``, ``"CONDITIONAL"`` or ``"UNCONDITIONAL"``."""
+
+    arg_types = {"this": True, "path": True, "returning": False, "wrapper": False, "on_empty": False,
+                 "on_error": False}
+
+
+class FlinkJsonExists(FlinkExpression, exp.Func):
+    """``JSON_EXISTS(this, path [on_error ON ERROR])``."""
+
+    arg_types = {"this": True, "path": True, "on_error": False}
+
+
+class FlinkJsonObject(FlinkExpression, exp.Func):
+    """``JSON_OBJECT([KEY] k VALUE v, ... [on_null ON NULL])``: ``expressions`` are
+    ``exp.JSONKeyValue`` pairs, ``on_null`` is ``"NULL"``, ``"ABSENT"`` or None."""
+
+    arg_types = {"expressions": False, "on_null": False}
+
+
+class FlinkJsonArray(FlinkExpression, exp.Func):
+    """``JSON_ARRAY(v, ... [on_null ON NULL])``."""
+
+    arg_types = {"expressions": False, "on_null": False}
+
+
+class FlinkJsonObjectAgg(FlinkExpression, exp.AggFunc):
+    """``JSON_OBJECTAGG([KEY] this VALUE expression [on_null ON NULL])``."""
+
+    arg_types = {"this": True, "expression": True, "on_null": False}
+
+
+class FlinkJsonArrayAgg(FlinkExpression, exp.AggFunc):
+    """``JSON_ARRAYAGG(this [on_null ON NULL])``."""
+
+    arg_types = {"this": True, "on_null": False}
+
+
+JSON_AGGREGATES = (FlinkJsonObjectAgg, FlinkJsonArrayAgg)
+
+
+def _json_behavior_sql(self: BaseGenerator, expression: JsonBehavior) -> str:
+    kind = expression.args["kind"]
+    return f"DEFAULT {self.sql(expression, 'this')}" if kind == "DEFAULT" else kind
+
+
+def _json_clauses(self: BaseGenerator, expression: exp.Expr) -> str:
+    out = ""
+    for key, on in (("on_empty", "EMPTY"), ("on_error", "ERROR")):
+        if expression.args.get(key) is not None:
+            out += f" {self.sql(expression, key)} ON {on}"
+    return out
+
+
+def _json_returning(self: BaseGenerator, expression: exp.Expr) -> str:
+    returning = expression.args.get("returning")
+    return f" RETURNING {self.sql(returning)}" if returning is not None else ""
+
+
+def _json_value_sql(self: BaseGenerator, expression: FlinkJsonValue) -> str:
+    return (f"JSON_VALUE({self.sql(expression, 'this')}, {self.sql(expression, 'path')}"
+            f"{_json_returning(self, expression)}{_json_clauses(self, expression)})")
+
+
+def _json_query_sql(self: BaseGenerator, expression: FlinkJsonQuery) -> str:
+    wrapper = expression.args.get("wrapper")
+    written = {None: "", "WITHOUT": " WITHOUT ARRAY WRAPPER", "CONDITIONAL": " WITH CONDITIONAL ARRAY WRAPPER",
+               "UNCONDITIONAL": " WITH UNCONDITIONAL ARRAY WRAPPER"}[wrapper]
+    return (f"JSON_QUERY({self.sql(expression, 'this')}, {self.sql(expression, 'path')}"
+            f"{_json_returning(self, expression)}{written}{_json_clauses(self, expression)})")
+
+
+def _json_exists_sql(self: BaseGenerator, expression: FlinkJsonExists) -> str:
+    return (f"JSON_EXISTS({self.sql(expression, 'this')}, {self.sql(expression, 'path')}"
+            f"{_json_clauses(self, expression)})")
+
+
+def _on_null(self: BaseGenerator, expression: exp.Expr) -> str:
+    on_null = expression.args.get("on_null")
+    return f" {on_null} ON NULL" if on_null else ""
+
+
+def _json_object_sql(self: BaseGenerator, expression: FlinkJsonObject) -> str:
+    pairs = ", ".join(f"KEY {self.sql(p, 'this')} VALUE {self.sql(p, 'expression')}"
+                      for p in expression.expressions)
+    return f"JSON_OBJECT({pairs}{_on_null(self, expression)})".replace("( ", "(")
+
+
+def _json_array_sql(self: BaseGenerator, expression: FlinkJsonArray) -> str:
+    values = ", ".join(self.sql(v) for v in expression.expressions)
+    return f"JSON_ARRAY({values}{_on_null(self, expression)})".replace("( ", "(")
+
+
+def _json_objectagg_sql(self: BaseGenerator, expression: FlinkJsonObjectAgg) -> str:
+    return (f"JSON_OBJECTAGG(KEY {self.sql(expression, 'this')} VALUE {self.sql(expression, 'expression')}"
+            f"{_on_null(self, expression)})")
+
+
+def _json_arrayagg_sql(self: BaseGenerator, expression: FlinkJsonArrayAgg) -> str:
+    return f"JSON_ARRAYAGG({self.sql(expression, 'this')}{_on_null(self, expression)})"
+
+
+JSON_WRITERS: dict[type[exp.Expr], t.Callable[[BaseGenerator, t.Any], str]] = {
+    JsonBehavior: _json_behavior_sql,
+    FlinkJsonValue: _json_value_sql,
+    FlinkJsonQuery: _json_query_sql,
+    FlinkJsonExists: _json_exists_sql,
+    FlinkJsonObject: _json_object_sql,
+    FlinkJsonArray: _json_array_sql,
+    FlinkJsonObjectAgg: _json_objectagg_sql,
+    FlinkJsonArrayAgg: _json_arrayagg_sql,
+}
+# The JSON nodes sit inside ordinary expressions, which the planner writes with sqlglot's default
+# dialect too (``node.sql()`` keys the GROUP BY and aggregate lookups): its generator learns them
+# here, in Flink's syntax (its dispatch table is rebuilt from TRANSFORMS on next use).
+BaseGenerator.TRANSFORMS.update(JSON_WRITERS)
+_DISPATCH_CACHE.pop(BaseGenerator, None)
 
 
 # Parameter names of each windowing TVF, in Flink's positional order.  The
@@ -624,6 +764,17 @@ class Flink(Dialect):
             "TO_TIMESTAMP_LTZ": _build_to_timestamp_ltz,
         }
 
+        FUNCTION_PARSERS = {
+            **BaseParser.FUNCTION_PARSERS,
+            "JSON_VALUE": lambda self: self._parse_flink_json_value(),
+            "JSON_QUERY": lambda self: self._parse_flink_json_query(),
+            "JSON_EXISTS": lambda self: self._parse_flink_json_exists(),
+            "JSON_OBJECT": lambda self: self._parse_flink_json_object(),
+            "JSON_ARRAY": lambda self: self._parse_flink_json_array(),
+            "JSON_OBJECTAGG": lambda self: self._parse_flink_json_objectagg(),
+            "JSON_ARRAYAGG": lambda self: self._parse_flink_json_arrayagg(),
+        }
+
         STATEMENT_PARSERS = {
             TokenType.ALTER: BaseParser.STATEMENT_PARSERS[TokenType.ALTER],
             TokenType.CREATE: BaseParser.STATEMENT_PARSERS[TokenType.CREATE],
@@ -733,6 +884,139 @@ class Flink(Dialect):
                 raise
             for error in self.errors[before:]:
                 error.errors[0].update(start=token.start, end=token.end, at_end=at_end)
+
+        # -- JSON functions (Calcite's grammar, as Flink parses them) ---------
+
+        def _json_argument(self, function: str, what: str, first: bool = False) -> exp.Expr:
+            if not first and not self._match(TokenType.COMMA):
+                self.raise_error(f"{function} expects a comma before its {what}")
+            node = self._parse_bitwise()
+            if node is None:
+                self.raise_error(f"{function} expects its {what}")
+            return node  # type: ignore[return-value]
+
+        def _parse_json_clauses(
+            self, function: str, kinds: tuple[str, ...], ons: tuple[str, ...]
+        ) -> dict[str, JsonBehavior]:
+            """``<kind> ON EMPTY|ERROR`` clauses in any order, at most one of each."""
+            clauses: dict[str, JsonBehavior] = {}
+            while self._curr and self._curr.token_type != TokenType.R_PAREN:
+                start = self._curr
+                default = None
+                if "DEFAULT" in kinds and self._match(TokenType.DEFAULT):
+                    kind = "DEFAULT"
+                    default = self._parse_bitwise()
+                else:
+                    kind = next((k for k in kinds if k != "DEFAULT" and self._match_text_seq(*k.split())), "")
+                if not kind:
+                    allowed = ", ".join(f"{k} ON" for k in kinds)
+                    self.raise_error(f"unexpected '{start.text}' in {function}; expected {allowed} "
+                                     f"{' or '.join(ons)}, or ')'", token=start)
+                if not self._match(TokenType.ON):
+                    self.raise_error(f"expected ON after {kind} in {function}")
+                on = self._curr.text.upper() if self._curr else ""
+                if on not in ons:
+                    self.raise_error(f"expected {' or '.join(ons)} after {kind} ON in {function}")
+                self._advance()
+                if on in clauses:
+                    self.raise_error(f"{function} takes one ON {on} clause", token=start)
+                clauses[on] = self.expression(JsonBehavior(kind=kind, this=default))
+            return clauses
+
+        def _parse_json_returning(self) -> exp.DataType | None:
+            if not self._match_text_seq("RETURNING"):
+                return None
+            returning = self._parse_types()
+            if not isinstance(returning, exp.DataType):
+                self.raise_error("expected a type after RETURNING")
+            return returning  # type: ignore[return-value]
+
+        def _parse_flink_json_value(self) -> FlinkJsonValue:
+            this = self._json_argument("JSON_VALUE", "JSON argument", first=True)
+            path = self._json_argument("JSON_VALUE", "path")
+            returning = self._parse_json_returning()
+            clauses = self._parse_json_clauses("JSON_VALUE", ("NULL", "ERROR", "DEFAULT"), ("EMPTY", "ERROR"))
+            return self.expression(FlinkJsonValue(
+                this=this, path=path, returning=returning, on_empty=clauses.get("EMPTY"),
+                on_error=clauses.get("ERROR")))
+
+        def _parse_flink_json_query(self) -> FlinkJsonQuery:
+            this = self._json_argument("JSON_QUERY", "JSON argument", first=True)
+            path = self._json_argument("JSON_QUERY", "path")
+            returning = self._parse_json_returning()
+            wrapper = None
+            if self._match_text_seq("WITHOUT"):
+                wrapper = "WITHOUT"
+            elif self._match(TokenType.WITH):
+                wrapper = "UNCONDITIONAL"
+                if self._match_text_seq("CONDITIONAL"):
+                    wrapper = "CONDITIONAL"
+                else:
+                    self._match_text_seq("UNCONDITIONAL")
+            if wrapper is not None:
+                self._match(TokenType.ARRAY)
+                if not self._match_text_seq("WRAPPER"):
+                    self.raise_error("expected WRAPPER in JSON_QUERY's wrapper clause")
+            clauses = self._parse_json_clauses(
+                "JSON_QUERY", ("NULL", "ERROR", "EMPTY ARRAY", "EMPTY OBJECT"), ("EMPTY", "ERROR"))
+            return self.expression(FlinkJsonQuery(
+                this=this, path=path, returning=returning, wrapper=wrapper,
+                on_empty=clauses.get("EMPTY"), on_error=clauses.get("ERROR")))
+
+        def _parse_flink_json_exists(self) -> FlinkJsonExists:
+            this = self._json_argument("JSON_EXISTS", "JSON argument", first=True)
+            path = self._json_argument("JSON_EXISTS", "path")
+            clauses = self._parse_json_clauses("JSON_EXISTS", ("TRUE", "FALSE", "UNKNOWN", "ERROR"), ("ERROR",))
+            return self.expression(FlinkJsonExists(this=this, path=path, on_error=clauses.get("ERROR")))
+
+        def _parse_json_on_null(self) -> str | None:
+            index = self._index
+            for kind in ("NULL", "ABSENT"):
+                if self._match_text_seq(kind, "ON", "NULL"):
+                    return kind
+                self._retreat(index)
+            return None
+
+        def _parse_json_values(self, function: str, pair: bool) -> tuple[list[exp.Expr], str | None]:
+            """The comma-separated values (``[KEY] k VALUE|: v`` pairs) and the ON NULL clause."""
+            values: list[exp.Expr] = []
+            on_null = None
+            while self._curr and self._curr.token_type != TokenType.R_PAREN:
+                on_null = self._parse_json_on_null()
+                if on_null is not None:
+                    break
+                if values and not self._match(TokenType.COMMA):
+                    self.raise_error(f"expected ',', NULL ON NULL, ABSENT ON NULL or ')' in {function}")
+                values.append(self._parse_json_pair(function) if pair else self._json_argument(function, "value", True))
+            return values, on_null
+
+        def _parse_json_pair(self, function: str) -> exp.JSONKeyValue:
+            self._match_text_seq("KEY")
+            key = self._json_argument(function, "key", first=True)
+            if not (self._match_text_seq("VALUE") or self._match(TokenType.COLON)):
+                self.raise_error(f"expected VALUE after the key in {function}")
+            value = self._json_argument(function, "value", first=True)
+            return self.expression(exp.JSONKeyValue(this=key, expression=value))
+
+        def _parse_flink_json_object(self) -> FlinkJsonObject:
+            values, on_null = self._parse_json_values("JSON_OBJECT", pair=True)
+            return self.expression(FlinkJsonObject(expressions=values, on_null=on_null))
+
+        def _parse_flink_json_array(self) -> FlinkJsonArray:
+            values, on_null = self._parse_json_values("JSON_ARRAY", pair=False)
+            return self.expression(FlinkJsonArray(expressions=values, on_null=on_null))
+
+        def _parse_flink_json_objectagg(self) -> FlinkJsonObjectAgg:
+            pair = self._parse_json_pair("JSON_OBJECTAGG")
+            return self.expression(FlinkJsonObjectAgg(
+                this=pair.this, expression=pair.expression, on_null=self._parse_json_on_null()))
+
+        def _parse_flink_json_arrayagg(self) -> FlinkJsonArrayAgg:
+            value = self._json_argument("JSON_ARRAYAGG", "value", first=True)
+            if self._curr and self._curr.token_type == TokenType.ORDER_BY:
+                self.raise_error("ORDER BY inside JSON_ARRAYAGG is not supported (rows are aggregated in "
+                                 "arrival order)")
+            return self.expression(FlinkJsonArrayAgg(this=value, on_null=self._parse_json_on_null()))
 
         def _parse_statement(self) -> exp.Expr | None:
             if not self._curr:
@@ -1200,6 +1484,7 @@ class Flink(Dialect):
             Reset: lambda self, e: f"RESET {self.sql(e, 'this')}".rstrip(),
             StatementSet: lambda self, e: self.statementset_sql(e),
             WindowTVF: lambda self, e: self.windowtvf_sql(e),
+            **JSON_WRITERS,
             exp.TimestampAdd: lambda self, e: self.func(
                 "TIMESTAMPADD", e.unit, e.expression, e.this
             ),

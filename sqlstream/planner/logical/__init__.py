@@ -7,6 +7,7 @@ from sqlstream.planner.logical.base import LogicalNode, Prune, WindowColumns, ti
 from sqlstream.planner.logical.nodes import (
     JOIN_KINDS,
     Aggregate,
+    ChangelogNormalize,
     Filter,
     Join,
     LookupJoin,
@@ -32,7 +33,7 @@ from sqlstream.planner.logical.over import (
 )
 
 __all__ = [
-    "JOIN_KINDS", "TOP_N_HINT", "Aggregate", "Filter", "Join", "LogicalNode", "LookupJoin", "OverAggregate",
+    "JOIN_KINDS", "TOP_N_HINT", "Aggregate", "ChangelogNormalize", "Filter", "Join", "LogicalNode", "LookupJoin", "OverAggregate",
     "OverFrame", "Project", "Prune", "Rank", "ReplicateRows", "Scan", "SemiJoin", "Sink", "SortKey", "StreamSort", "TemporalJoin", "Union",
     "Values", "WatermarkAssign", "WindowAggregate", "WindowColumns", "WindowTVF", "explain", "time_columns",
 ]

@@ -26,10 +26,20 @@ def _names(schema: pa.Schema) -> str:
 
 @dataclass
 class Scan(LogicalNode):
-    """Read physical ``columns`` of ``table`` from its connector."""
+    """Read physical ``columns`` of ``table`` from its connector.
+
+    ``changelog`` is what the source emits (its connector's changelog mode for the table):
+    'insert-only', 'all' (a CDC format's +I/-U/+U/-D) or 'upsert' (+I/+U/-D per primary key,
+    which a :class:`ChangelogNormalize` above turns into a full changelog).
+    """
 
     table: TableDef
     columns: list[str]
+    changelog: str = "insert-only"
+
+    @property
+    def updating(self) -> bool:
+        return self.changelog != "insert-only"
 
     @property
     def schema(self) -> pa.Schema:
@@ -44,11 +54,53 @@ class Scan(LogicalNode):
         return self
 
     def describe(self) -> str:
-        return f"Scan(table={self.table.name}, connector={self.table.connector}, columns=[{', '.join(self.columns)}])"
+        mode = "" if self.changelog == "insert-only" else f", changelog={self.changelog}"
+        return (f"Scan(table={self.table.name}, connector={self.table.connector}, "
+                f"columns=[{', '.join(self.columns)}]{mode})")
 
     def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
         keep = sorted(required) or [0]
-        return Scan(self.table, [self.columns[i] for i in keep]), {old: new for new, old in enumerate(keep)}
+        scan = Scan(self.table, [self.columns[i] for i in keep], self.changelog)
+        return scan, {old: new for new, old in enumerate(keep)}
+
+
+@dataclass
+class ChangelogNormalize(LogicalNode):
+    """Flink's ChangelogNormalize: an upsert changelog (+I/+U/-D by key, a -D perhaps carrying
+    only its key) into a full one, keeping the last row per key: the first row of a key is +I,
+    a later one -U of the kept row and +U (an identical row is dropped), a -D retracts the kept
+    row (and is dropped if the key has none).  Downstream retractions then remove exactly what
+    was added."""
+
+    input: LogicalNode
+    keys: list[int]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.input.schema
+
+    @property
+    def rowtime(self) -> int | None:
+        return self.input.rowtime
+
+    @property
+    def updating(self) -> bool:
+        return True
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+    def with_inputs(self, inputs: list[LogicalNode]) -> ChangelogNormalize:
+        return replace(self, input=inputs[0])
+
+    def describe(self) -> str:
+        names = self.input.schema.names
+        return f"ChangelogNormalize(key=[{', '.join(names[k] for k in self.keys)}])"
+
+    def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
+        child, mapping = prune(self.input, set(required) | set(self.keys))
+        return ChangelogNormalize(child, [mapping[k] for k in self.keys]), mapping
 
 
 @dataclass

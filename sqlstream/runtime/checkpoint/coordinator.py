@@ -338,8 +338,10 @@ class CheckpointCoordinator:
             if self.pending.pop(pending.checkpoint_id, None) is None:
                 return
             self.published.add(pending.checkpoint_id)
-            # an older checkpoint that has not completed by now never will be used
-            abandoned = [self.pending.pop(n) for n in sorted(self.pending) if n < pending.checkpoint_id]
+            # an older checkpoint that has not completed by now never will be used; an older savepoint
+            # still is (someone asked for it): as in Flink, a savepoint is never subsumed
+            abandoned = [self.pending.pop(n) for n in sorted(self.pending)
+                         if n < pending.checkpoint_id and self.pending[n].savepoint_dir is None]
         for older in abandoned:
             older.future.cancel()
             self.history.finish(older.checkpoint_id, ABORTED, f"subsumed by checkpoint {pending.checkpoint_id}")
@@ -350,7 +352,8 @@ class CheckpointCoordinator:
             if self.sealed:  # the attempt is ending: it stays in progress until the job says how it ended
                 pending.future.cancel()
                 return
-            if self.latest_completed is not None and pending.checkpoint_id < self.latest_completed:
+            if (self.latest_completed is not None and pending.checkpoint_id < self.latest_completed
+                    and pending.savepoint_dir is None):
                 pending.future.cancel()
                 self.history.finish(pending.checkpoint_id, ABORTED, f"subsumed by checkpoint {self.latest_completed}")
                 self._discard(pending)
@@ -372,7 +375,8 @@ class CheckpointCoordinator:
             self.completed.append(CheckpointStats(pending.checkpoint_id, duration_s, size))
             self.history.finish(pending.checkpoint_id, COMPLETED, duration_ms=round(duration_s * 1000, 1),
                                 size_bytes=size)
-            self.latest_completed = pending.checkpoint_id
+            # a savepoint may complete after a newer checkpoint: the latest never goes back
+            self.latest_completed = max(pending.checkpoint_id, self.latest_completed or 0)
             self.last_end = time.monotonic()
             self.notify_complete(pending.checkpoint_id, False)
         pending.future.set_result(path)

@@ -101,6 +101,11 @@ class SourceReader(ABC):
         return None
 
     @property
+    def current_kinds(self) -> pa.Array | None:
+        """The RowKinds (int8) of the last batch returned; None: all inserts (an append-only source)."""
+        return None
+
+    @property
     def assigned_splits(self) -> tuple[str, ...]:
         """The splits this reader owns, once opened, named as :attr:`current_split` names them.
 

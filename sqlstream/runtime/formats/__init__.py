@@ -28,7 +28,23 @@ from sqlstream.core.connectors import Option
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.types import sql_type_name
 
-FORMAT_NAMES: tuple[str, ...] = ("csv", "json", "parquet", "avro", "raw", "orc")
+# Changelog formats: each record is a change event (Flink's debezium-json, canal-json, maxwell-json).
+CHANGELOG_FORMATS: tuple[str, ...] = ("debezium-json", "canal-json", "maxwell-json")
+FORMAT_NAMES: tuple[str, ...] = ("csv", "json", "parquet", "avro", "raw", "orc", *CHANGELOG_FORMATS)
+# A changelog format decodes into, and encodes from, batches ending with this int8 RowKind column.
+ROW_KIND_COLUMN = "$row_kind"
+# format name -> (module under sqlstream.runtime.formats, class)
+_CLASSES: dict[str, tuple[str, str]] = {
+    "csv": ("csv", "CsvFormat"),
+    "json": ("json", "JsonFormat"),
+    "parquet": ("parquet", "ParquetFormat"),
+    "avro": ("avro", "AvroFormat"),
+    "raw": ("raw", "RawFormat"),
+    "orc": ("orc", "OrcFormat"),
+    "debezium-json": ("changelog_json", "DebeziumJsonFormat"),
+    "canal-json": ("changelog_json", "CanalJsonFormat"),
+    "maxwell-json": ("changelog_json", "MaxwellJsonFormat"),
+}
 
 # Flink formats this engine refuses, with the reason (named in the error of a table using one).
 REFUSED_FORMATS: dict[str, str] = {
@@ -59,8 +75,10 @@ Locate = Callable[[int], str]
 
 def format_options(name: str) -> tuple[Option, ...]:
     """The options a format understands (besides the generic ones), for a connector's schema."""
-    module = importlib.import_module(f"sqlstream.runtime.formats.{name}")
-    return getattr(module, "OPTIONS", ())
+    module_name, class_name = _CLASSES[name]
+    module = importlib.import_module(f"sqlstream.runtime.formats.{module_name}")
+    # a module of one format declares them at module level, one of several formats on each class
+    return getattr(getattr(module, class_name), "OPTIONS", None) or getattr(module, "OPTIONS", ())
 
 
 def all_format_options() -> tuple[Option, ...]:
@@ -84,23 +102,29 @@ def create_format(
     missing keys take their defaults.  Bad option values raise ConnectorError
     naming ``table``.
     """
-    classes = {
-        "csv": "CsvFormat",
-        "json": "JsonFormat",
-        "parquet": "ParquetFormat",
-        "avro": "AvroFormat",
-        "raw": "RawFormat",
-        "orc": "OrcFormat",
-    }
     if name in REFUSED_FORMATS:
         raise ConnectorError(f"table '{table}': format '{name}' is not supported: {REFUSED_FORMATS[name]}")
-    if name not in classes:
+    if name not in _CLASSES:
         raise ConnectorError(
             f"table '{table}': unknown format '{name}'; supported formats: {', '.join(FORMAT_NAMES)}"
         )
-    module = importlib.import_module(f"sqlstream.runtime.formats.{name}")
-    cls = getattr(module, classes[name])
+    module_name, class_name = _CLASSES[name]
+    cls = getattr(importlib.import_module(f"sqlstream.runtime.formats.{module_name}"), class_name)
     return cls(schema, options, columns, table)
+
+
+def split_row_kinds(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.Array | None]:
+    """A changelog format's decoded batch -> (the rows, their RowKinds); other batches -> (batch, None)."""
+    if batch.num_columns == 0 or batch.schema.names[-1] != ROW_KIND_COLUMN:
+        return batch, None
+    return batch.drop_columns([ROW_KIND_COLUMN]), batch.column(batch.num_columns - 1)
+
+
+def with_row_kinds(batch: pa.RecordBatch, kinds: pa.Array | None) -> pa.RecordBatch:
+    """``batch`` with its RowKinds (all INSERT if None) as the last column, for a changelog format's encoder."""
+    if kinds is None:
+        kinds = pa.array(np.zeros(batch.num_rows, dtype=np.int8))
+    return batch.append_column(pa.field(ROW_KIND_COLUMN, pa.int8()), kinds.cast(pa.int8()))
 
 
 def ignore_parse_errors(options: Mapping[str, Any], prefix: str) -> bool:
@@ -254,9 +278,11 @@ class TextFileWriter(FileWriter):
     def close(self) -> None:
         if self._file.closed:
             return
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        finally:  # the descriptor is released even when the flush fails (a full disk)
+            self._file.close()
 
 
 def make_batch(arrays: Sequence[pa.Array], schema: pa.Schema, rows: int) -> pa.RecordBatch:

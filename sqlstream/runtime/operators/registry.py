@@ -36,13 +36,14 @@ def _window_tvf(c: p.WindowTVFConfig, schema: pa.Schema) -> Operator:
 def _window_agg(c: p.WindowAggConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.window_agg import WindowAggOperator
 
-    return WindowAggOperator(c.window, c.outputs, c.aggs, schema, c.input_window, columnar=c.columnar)
+    return WindowAggOperator(c.window, c.outputs, c.aggs, schema, c.input_window, columnar=c.columnar,
+                             retracting=c.retracting)
 
 
 def _session_agg(c: p.SessionWindowAggConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.session_agg import SessionWindowAggOperator
 
-    return SessionWindowAggOperator(c.window, c.outputs, c.aggs, schema)
+    return SessionWindowAggOperator(c.window, c.outputs, c.aggs, schema, c.retracting)
 
 
 def _group_agg(c: p.GroupAggConfig, schema: pa.Schema) -> Operator:
@@ -122,6 +123,12 @@ def _top_n(c: p.TopNConfig, schema: pa.Schema) -> Operator:
                         c.state_ttl_ms, c.columnar)
 
 
+def _changelog_normalize(c: p.ChangelogNormalizeConfig, schema: pa.Schema) -> Operator:
+    from sqlstream.runtime.operators.changelog_normalize import ChangelogNormalizeOperator
+
+    return ChangelogNormalizeOperator(c.keys, c.state_ttl_ms)
+
+
 def _dedup_first(c: p.DeduplicateFirstConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.rank import DeduplicateFirstOperator
 
@@ -164,6 +171,7 @@ BUILDERS: dict[type[p.OperatorConfig], Callable[[Any, pa.Schema], Operator]] = {
     p.NotNullEnforcerConfig: _not_null_enforcer,
     p.OverAggConfig: _over_agg,
     p.TopNConfig: _top_n,
+    p.ChangelogNormalizeConfig: _changelog_normalize,
     p.DeduplicateFirstConfig: _dedup_first,
     p.WindowRankConfig: _window_rank,
     p.StreamSortConfig: _stream_sort,

@@ -22,7 +22,7 @@ from sqlstream.runtime import aggregates
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.keyed import key_group_column
-from sqlstream.runtime.operators.window_agg import WindowOutput, rows_with_event_time
+from sqlstream.runtime.operators.window_agg import SIGN, WindowOutput, rows_with_event_time, signs
 
 
 class SessionWindowAggOperator(Operator):
@@ -30,7 +30,9 @@ class SessionWindowAggOperator(Operator):
     keyed = True
 
     def __init__(self, window: WindowSpec, outputs: list[str | int], aggs: list[AggCall],
-                 schema: pa.Schema) -> None:
+                 schema: pa.Schema, retracting: bool = False) -> None:
+        """``retracting``: the input is a changelog; a -U/-D row is subtracted from the session its
+        time falls in (and, as in Flink, still opens or extends one); an emptied session emits nothing."""
         self.window = window
         self.gap = window.gap_ms
         # sessions are kept per PARTITION BY key; the GROUP BY keys must be among them
@@ -40,9 +42,12 @@ class SessionWindowAggOperator(Operator):
         if missing:
             self.partition += missing
         self.key_positions = [self.partition.index(k) for k in self.key_indexes]
-        self.functions = [aggregates.make(a) for a in aggs]
-        self.pre_aggregate = aggregates.PreAggregator(self.functions)
+        self.retracting = retracting
+        self.functions = [aggregates.make(a, retracting) for a in aggs]
         self.output = WindowOutput(outputs, schema, self.functions)
+        if retracting:  # a hidden COUNT(*) tells an emptied session
+            self.functions = [*self.functions, aggregates.make(AggCall("COUNT", None, False, pa.int64(), "$rows"), True)]
+        self.pre_aggregate = aggregates.PreAggregator(self.functions)
         self.timers: list[tuple[int, int, tuple]] = []  # (end, key group, key), lazily invalidated
         self.watermark = MIN_WATERMARK
 
@@ -52,7 +57,10 @@ class SessionWindowAggOperator(Operator):
         self.sessions = ctx.keyed_state.state("sessions")
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
-        batch, ts_arrow = rows_with_event_time(chunk.batch, self.window.time_index, self.ctx.metrics)
+        batch = chunk.batch
+        if self.retracting:  # each row's sign rides along through the sort
+            batch = batch.append_column(SIGN, signs(chunk))
+        batch, ts_arrow = rows_with_event_time(batch, self.window.time_index, self.ctx.metrics)
         if batch.num_rows == 0:
             return []
         sort_keys = [(f"p{i}", "ascending") for i in range(len(self.partition))] + [("ts", "ascending")]
@@ -89,7 +97,11 @@ class SessionWindowAggOperator(Operator):
         session_id, ts = keys
         kg = key_group_column(batch, self.partition, self.ctx.max_parallelism)
         key_cols = [session_id, kg] + [batch.column(k) for k in self.partition]
-        key_lists, partials = self.pre_aggregate(key_cols, batch, None)
+        sign = None
+        if self.retracting:
+            sign = batch.column(batch.num_columns - 1)
+            batch = batch.drop_columns([SIGN.name])
+        key_lists, partials = self.pre_aggregate(key_cols, batch, sign)
         bounds = pa.table({"s": session_id, "t": ts}).group_by("s", use_threads=False).aggregate(
             [("t", "min"), ("t", "max"), ("t", "count")]
         )
@@ -139,6 +151,8 @@ class SessionWindowAggOperator(Operator):
                 continue
             remaining = []
             for s in sessions:
+                if s[1] - 1 <= timestamp and self.retracting and not self.functions[-1].result(s[2][-1]):
+                    continue  # every row of the session was retracted
                 if s[1] - 1 <= timestamp:
                     fired.append((s[0], s[1], tuple(key[p] for p in self.key_positions), s[2]))
                 else:

@@ -1,7 +1,11 @@
 """Event-time temporal join against a versioned table.
 
+The left input may be a changelog: each row joins as it is and its output
+keeps its kind (Flink's TemporalRowTimeJoinOperator does the same).
 The right input is the versioned table: each row is the version of its
-primary key from its event time on.  Left rows wait in state until the
+primary key from its event time on; a -D row (a changelog source) means no
+version from its time on, and -U rows are dropped (the versioned side is an
+upsert stream, as Flink plans it).  Left rows wait in state until the
 watermark passes their time; then each meets the latest version of its key
 whose time is not after it (INNER drops rows with no version yet, LEFT pads
 them).  Versions older than the one valid at the watermark can never be
@@ -18,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from sqlstream.core.expressions import Expr
-from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
+from sqlstream.runtime.elements import MIN_WATERMARK, Chunk, RowKind
 from sqlstream.runtime.hashing import key_groups
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.join import PairFilter, build_batch, rows_of
@@ -57,19 +61,25 @@ class TemporalJoinOperator(Operator):
         times = batch.column(self.times[input_index]).cast(pa.int64()).to_pylist()
         key_idx = self.keys[input_index]
         groups = key_groups([batch.column(k) for k in key_idx], self.ctx.max_parallelism).tolist()
-        grouped: dict[tuple, tuple[int, list[tuple[int, tuple]]]] = {}
-        for row, ts, g in zip(rows, times, groups, strict=True):
-            if ts is None:
-                continue
-            if input_index == 0 and ts <= self.watermark:
+        grouped: dict[tuple, tuple[int, list[tuple]]] = {}
+        kinds = chunk.kinds.to_pylist() if chunk.kinds is not None else [RowKind.INSERT] * len(rows)
+        for row, ts, g, kind in zip(rows, times, groups, kinds, strict=True):
+            if ts is None or (input_index == 1 and kind == RowKind.UPDATE_BEFORE):
+                continue  # Flink drops -U before a temporal join: its versioned side is an upsert stream
+            if input_index == 0 and ts <= self.watermark and kind in (RowKind.INSERT, RowKind.UPDATE_AFTER):
+                # a late retraction still joins (at the next watermark): it cancels what was emitted
                 self.ctx.metrics.late_records_dropped += 1
                 continue
-            grouped.setdefault(tuple(row[k] for k in key_idx), (g, []))[1].append((ts, row))
+            if input_index == 0:  # a left row of a changelog joins with its kind, which the output keeps
+                entry: tuple = (ts, row) if kind == RowKind.INSERT else (ts, row, int(kind))
+            else:  # a deletion is a version too: from its time on the key has no row (Flink keeps it, by time)
+                entry = (ts, None if kind == RowKind.DELETE else row)
+            grouped.setdefault(tuple(row[k] for k in key_idx), (g, []))[1].append(entry)
         state = self.waiting if input_index == 0 else self.versions
         for key, (g, new) in grouped.items():
             merged = tuple(sorted((state.get(g, key) or ()) + tuple(new), key=lambda e: e[0]))
             if input_index == 0:
-                heapq.heappush(self.pending, (min(t for t, _ in new), g, key))
+                heapq.heappush(self.pending, (min(e[0] for e in new), g, key))
             else:
                 merged = _current_and_later(merged, self.watermark)
             state.put(g, key, merged)
@@ -78,6 +88,7 @@ class TemporalJoinOperator(Operator):
     def on_watermark(self, timestamp: int) -> Output:
         self.watermark = timestamp
         out: list[tuple] = []
+        kinds: list[int] = []
         seen: set[tuple] = set()
         while self.pending and self.pending[0][0] <= timestamp:
             _, g, key = heapq.heappop(self.pending)
@@ -89,19 +100,24 @@ class TemporalJoinOperator(Operator):
             later = tuple(e for e in waiting if e[0] > timestamp)
             versions = self.versions.get(g, key) or ()
             version_times = [v[0] for v in versions]
-            pairs, owners = [], []
-            for ts, row in due:
+            pairs, pair_kinds = [], []
+            for entry in due:
+                ts, row = entry[0], entry[1]
+                kind = entry[2] if len(entry) > 2 else RowKind.INSERT
                 pos = bisect.bisect_right(version_times, ts) - 1
-                if pos >= 0 and None not in key:
+                if pos >= 0 and None not in key and versions[pos][1] is not None:
                     pairs.append((row, versions[pos][1]))
-                    owners.append(row)
+                    pair_kinds.append(kind)
                 elif self.kind == "LEFT":
                     out.append(row + (None,) * self.widths[1])
-            for (row, version), good in zip(pairs, self.pairs(pairs), strict=True):
+                    kinds.append(kind)
+            for (row, version), good, kind in zip(pairs, self.pairs(pairs), pair_kinds, strict=True):
                 if good:
                     out.append(row + version)
+                    kinds.append(kind)
                 elif self.kind == "LEFT":
                     out.append(row + (None,) * self.widths[1])
+                    kinds.append(kind)
             if later:
                 self.waiting.put(g, key, later)
                 heapq.heappush(self.pending, (later[0][0], g, key))
@@ -110,7 +126,10 @@ class TemporalJoinOperator(Operator):
             kept = _current_and_later(versions, timestamp)
             if len(kept) != len(versions):
                 self.versions.put(g, key, kept)
-        return [Chunk(build_batch(out, self.schema))] if out else []
+        if not out:
+            return []
+        changes = None if not any(kinds) else pa.array(kinds, pa.int8())  # all +I: an append-only chunk
+        return [Chunk(build_batch(out, self.schema), changes)]
 
     def snapshot_state(self, checkpoint_id: int) -> Any:
         return {"watermark": self.watermark}

@@ -25,11 +25,19 @@ import pyarrow.compute as pc
 from sqlstream.core.aggregates import AggCall
 from sqlstream.core.windows import WindowSpec, partition_columns
 from sqlstream.runtime import aggregates
-from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
+from sqlstream.runtime.elements import MIN_WATERMARK, Chunk, RowKind
 from sqlstream.runtime.operators.base import Metrics, Operator, OperatorContext, Output
 from sqlstream.runtime.operators.keyed import columnar_state, fresh_or_copy, key_group_column
 from sqlstream.runtime.operators.window_agg_columnar import ColumnarWindowAggregates
 from sqlstream.runtime.windows import assign, first_window_end
+
+SIGN = pa.field("$sign", pa.int64())
+
+
+def signs(chunk: Chunk) -> pa.Array:
+    """+1 for +I/+U rows, -1 for -U/-D rows."""
+    retract = pc.is_in(chunk.kinds_or_inserts(), pa.array([int(RowKind.UPDATE_BEFORE), int(RowKind.DELETE)], pa.int8()))
+    return pc.if_else(retract, pa.scalar(-1, pa.int64()), pa.scalar(1, pa.int64()))
 
 
 def event_times(batch: pa.RecordBatch, index: int) -> pa.Array:
@@ -83,8 +91,11 @@ class WindowAggOperator(Operator):
     keyed = True
 
     def __init__(self, window: WindowSpec, outputs: list[str | int], aggs: list[AggCall],
-                 schema: pa.Schema, input_window: tuple[int, int] | None = None, columnar: bool = False) -> None:
-        """``input_window``: cascaded, the input columns of each row's window_start and window_end."""
+                 schema: pa.Schema, input_window: tuple[int, int] | None = None, columnar: bool = False,
+                 retracting: bool = False) -> None:
+        """``input_window``: cascaded, the input columns of each row's window_start and window_end;
+        ``retracting``: the input is a changelog whose -U/-D rows are subtracted from their windows
+        (a hidden COUNT(*) then tells an emptied window, which emits nothing, as Flink)."""
         self.window = window
         self.columnar_form = columnar
         self.input_window = input_window
@@ -93,8 +104,12 @@ class WindowAggOperator(Operator):
         self.aggs = aggs
         self.key_indexes = [o for o in outputs if isinstance(o, int)]
         self.partition = list(partition_columns(self.key_indexes, input_window))
-        self.functions = [aggregates.make(a) for a in aggs]
-        self.pre_aggregate = aggregates.PreAggregator(self.functions)
+        self.retracting = retracting
+        self.functions = [aggregates.make(a, retracting) for a in aggs]
+        self.counted = self.functions
+        if retracting:
+            self.counted = [*self.functions, aggregates.make(AggCall("COUNT", None, False, pa.int64(), "$rows"), True)]
+        self.pre_aggregate = aggregates.PreAggregator(self.counted)
         self.output = WindowOutput(outputs, schema, self.functions)
         self.timers: dict[int, set[tuple[int, tuple]]] = {}  # window end -> {(key group, state key)}
         self.ends: list[int] = []
@@ -114,10 +129,17 @@ class WindowAggOperator(Operator):
             self.columnar = ColumnarWindowAggregates(self.aggs, len(self.key_indexes), backend.columnar("partials"), distincts)
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
-        windowed = self._windows(chunk.batch)
+        batch = chunk.batch
+        if self.retracting:  # each row's sign rides along while rows are assigned to windows
+            batch = batch.append_column(SIGN, signs(chunk))
+        windowed = self._windows(batch)
         if windowed is None:
             return []
         expanded, starts, ends = windowed
+        sign = None
+        if self.retracting:
+            sign = expanded.column(expanded.num_columns - 1)
+            expanded = expanded.drop_columns([SIGN.name])
         kg = key_group_column(expanded, self.partition, self.ctx.max_parallelism)
         keys = [pa.array(ends), pa.array(starts), kg] + [expanded.column(k) for k in self.key_indexes]
         if self.columnar is not None:
@@ -125,10 +147,10 @@ class WindowAggOperator(Operator):
             first = int(ends.min())
             self.min_end = first if self.min_end is None else min(self.min_end, first)
             return []
-        key_lists, partials = self.pre_aggregate(keys, expanded, None)
+        key_lists, partials = self.pre_aggregate(keys, expanded, sign)
         end_list, start_list, kg_list = key_lists[0], key_lists[1], key_lists[2]
         other = key_lists[3:]
-        windows, functions = self.windows, self.functions
+        windows, functions = self.windows, self.counted
         for g in range(len(end_list)):
             end = end_list[g]
             skey = (end, start_list[g], *(col[g] for col in other))
@@ -180,6 +202,8 @@ class WindowAggOperator(Operator):
                 if accs is None:
                     continue  # expired by state TTL
                 self.windows.delete(group, skey)
+                if self.retracting and not self.counted[-1].result(accs[-1]):
+                    continue  # every row of the window was retracted
                 fired.append((skey[1], end, skey[2:], accs))
         if not fired:
             return []

@@ -4,6 +4,10 @@ METADATA columns read Flink's 'file.path', 'file.name', 'file.size' and
 'file.modification-time' of the file a row comes from ('file.path' is the
 absolute local path, or the object's URI on a store).
 
+With a changelog format (debezium-json, canal-json, maxwell-json) the source
+emits the events' +I/-U/+U/-D rows and the sink writes update and delete rows
+as events.
+
 Source: a file, or every visible file under a directory (recursively, names
 starting with '.' or '_' are hidden, like Flink), read in name order.  The
 position is "which files are done, and how many rows of the current one were
@@ -18,7 +22,11 @@ their visible names, so readers never see a partial or uncommitted file.
 """
 
 from sqlstream.runtime.connectors.base import Connector
-from sqlstream.runtime.connectors.filesystem.options import FileSystemOptions, validate_table
+from sqlstream.runtime.connectors.filesystem.options import (
+    FileSystemOptions,
+    changelog_mode,
+    validate_table,
+)
 from sqlstream.runtime.connectors.filesystem.sink import FileSystemSink
 from sqlstream.runtime.connectors.filesystem.source import METADATA, FileSystemSource
 
@@ -31,7 +39,9 @@ CONNECTOR = Connector(
     accepts_updates=False,
     validate_extra=validate_table,
     metadata=METADATA,
-    description="csv, json lines, parquet, avro, raw or orc files in a file or directory",
+    changelog=changelog_mode,
+    description="csv, json lines, parquet, avro, raw, orc or change-event (debezium/canal/maxwell json) files in a "
+    "file or directory",
 )
 
 __all__ = ["CONNECTOR", "FileSystemOptions", "FileSystemSink", "FileSystemSource"]

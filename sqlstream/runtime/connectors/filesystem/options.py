@@ -9,7 +9,12 @@ from typing import Any
 from sqlstream.core.connectors import ConnectorOptions, option, option_group
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
-from sqlstream.runtime.formats import FORMAT_NAMES, all_format_options, create_format
+from sqlstream.runtime.formats import (
+    CHANGELOG_FORMATS,
+    FORMAT_NAMES,
+    all_format_options,
+    create_format,
+)
 from sqlstream.runtime.fs import StorageError, check_path
 
 
@@ -18,7 +23,12 @@ class FileSystemOptions(ConnectorOptions):
     """What a filesystem source or sink is configured with; sizes in bytes, intervals in milliseconds."""
 
     path: str = option("path", required=True, description="a file or directory: a local path or a file://, s3://, gs://, abfs:// or hdfs:// URI")
-    format: str = option("format", required=True, choices=FORMAT_NAMES, description="csv, json, parquet, avro, raw or orc")
+    format: str = option(
+        "format",
+        required=True,
+        choices=FORMAT_NAMES,
+        description="csv, json, parquet, avro, raw, orc, or a changelog format: debezium-json, canal-json, maxwell-json",
+    )
     format_options: Mapping[str, Any] = option_group(all_format_options())
     monitor_interval_ms: int | None = option(
         "source.monitor-interval",
@@ -55,3 +65,8 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
     typed = {k: declared[k].convert(v, table.name) for k, v in given.items() if k in declared}
     # Building the format checks its option values and the column types it supports.
     create_format(fmt, table.physical_schema, typed, None, table.name)
+
+
+def changelog_mode(table: TableDef) -> str:
+    """'all' for a changelog format (the source emits, the sink writes +I/-U/+U/-D), else 'insert-only'."""
+    return "all" if table.options.get("format", "").lower() in CHANGELOG_FORMATS else "insert-only"

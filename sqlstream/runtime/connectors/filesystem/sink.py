@@ -14,7 +14,7 @@ from sqlstream.core.errors import ConnectorError
 from sqlstream.runtime.connectors.base import SinkContext, SinkWriter, conform
 from sqlstream.runtime.connectors.filesystem.options import FileSystemOptions
 from sqlstream.runtime.elements import RowKind
-from sqlstream.runtime.formats import FileWriter, create_format
+from sqlstream.runtime.formats import CHANGELOG_FORMATS, FileWriter, create_format, with_row_kinds
 from sqlstream.runtime.fs import Location, StorageError, resolve
 
 
@@ -37,6 +37,8 @@ class FileSystemSink(SinkWriter):
             raise ConnectorError(f"sink table '{ctx.table.name}': {e}") from None
         self._format = create_format(options.format, ctx.schema, options.format_options, None, ctx.table.name)
         self._roll_bytes = options.rolling_file_size
+        # a changelog format writes each row's kind into its event
+        self._changelog = options.format in CHANGELOG_FORMATS
         self._uuid = uuid.uuid4().hex
         self._counter = 0
         self._writer: FileWriter | None = None
@@ -96,7 +98,9 @@ class FileSystemSink(SinkWriter):
         self._current = None
 
     def write(self, batch: pa.RecordBatch, kinds: pa.Array | None) -> None:
-        if kinds is not None and pc.any(pc.not_equal(kinds, int(RowKind.INSERT))).as_py():
+        if self._changelog:
+            batch = with_row_kinds(conform(batch, self._ctx.schema), kinds)
+        elif kinds is not None and pc.any(pc.not_equal(kinds, int(RowKind.INSERT))).as_py():
             raise ConnectorError(
                 f"table '{self._ctx.table.name}': the filesystem sink is append-only and cannot "
                 "write update or delete rows"
@@ -106,7 +110,7 @@ class FileSystemSink(SinkWriter):
         if self._writer is None:
             self._new_file()
         assert self._writer is not None
-        self._writer.write(conform(batch, self._ctx.schema))
+        self._writer.write(batch if self._changelog else conform(batch, self._ctx.schema))
         if self._roll_bytes is not None and self._writer.size >= self._roll_bytes:
             self._roll()
 
@@ -160,15 +164,18 @@ class FileSystemSink(SinkWriter):
 
     def close(self) -> None:
         """Discard what no checkpoint has staged; staged files stay hidden until commit or abort."""
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-            if self._spool is not None:  # never uploaded: nothing of it is on the store
-                os.remove(self._spool)
-                self._spool = None
-            elif self._current is not None:
-                self._dir.child(self._current[0]).delete()
-            self._current = None
-        for inprogress, _final in self._pending:
-            self._dir.child(inprogress).delete()
-        self._pending = []
+        writer, self._writer = self._writer, None
+        try:
+            if writer is not None:
+                writer.close()
+        finally:  # what was being written goes even when it cannot be flushed (a full disk)
+            if writer is not None:
+                if self._spool is not None:  # never uploaded: nothing of it is on the store
+                    os.remove(self._spool)
+                    self._spool = None
+                elif self._current is not None:
+                    self._dir.child(self._current[0]).delete()
+                self._current = None
+            for inprogress, _final in self._pending:
+                self._dir.child(inprogress).delete()
+            self._pending = []

@@ -16,7 +16,7 @@ from sqlstream.core.connectors import MetadataKey
 from sqlstream.core.errors import ConnectorError, DataError
 from sqlstream.runtime.connectors.base import SourceContext, SourceReader
 from sqlstream.runtime.connectors.filesystem.options import FileSystemOptions
-from sqlstream.runtime.formats import FileFormat, create_format
+from sqlstream.runtime.formats import FileFormat, create_format, split_row_kinds
 from sqlstream.runtime.fs import StorageError, resolve
 
 # Flink's filesystem source metadata (FileSystemTableSource.ReadableFileInfo), all read-only.
@@ -79,6 +79,11 @@ class FileSystemSource(SourceReader):
         self._restored_errors = 0
         self._next_scan = 0.0
         self._end = False
+        self._kinds: pa.Array | None = None  # RowKinds of the last batch (a changelog format)
+
+    @property
+    def current_kinds(self) -> pa.Array | None:
+        return self._kinds
 
     @property
     def parse_errors(self) -> int:
@@ -168,6 +173,7 @@ class FileSystemSource(SourceReader):
             if batch.num_rows == 0:
                 continue
             self._offset += batch.num_rows
+            batch, self._kinds = split_row_kinds(batch)
             return batch
 
     def _start_next(self) -> bool:

@@ -17,7 +17,10 @@ Options follow Flink's Kafka SQL connector.  Differences, and why:
   read_committed reading reaches the end of the partition (an open
   transaction holds the stable end back).
 * Keys, values and METADATA columns map to records as in Flink (see
-  :mod:`.layout`); the 'headers' metadata is refused (no MAP type).
+  :mod:`.layout`); the 'headers' metadata is refused (no MAP type).  With a
+  changelog format (``debezium-json``, ``canal-json``, ``maxwell-json``) the
+  source emits their +I/-U/+U/-D rows and the sink writes update and delete
+  rows as events.
 * Partitions are assigned when the reader opens; partitions added later are
   not read until the job restarts.
 
@@ -64,7 +67,12 @@ which the source corrects by skipping the records before the startup time.
 
 from sqlstream.runtime.connectors.base import Connector
 from sqlstream.runtime.connectors.kafka.layout import METADATA
-from sqlstream.runtime.connectors.kafka.options import PROPERTIES, KafkaOptions, validate_table
+from sqlstream.runtime.connectors.kafka.options import (
+    PROPERTIES,
+    KafkaOptions,
+    changelog_mode,
+    validate_table,
+)
 from sqlstream.runtime.connectors.kafka.sink import KafkaSink
 from sqlstream.runtime.connectors.kafka.source import KafkaSource
 
@@ -78,7 +86,9 @@ CONNECTOR = Connector(
     prefixes=(PROPERTIES,),
     validate_extra=validate_table,
     metadata=METADATA,
-    description="a Kafka topic of csv, json, avro or raw messages (exactly-once sink through transactions)",
+    changelog=changelog_mode,
+    description="a Kafka topic of csv, json, avro, raw or change-event messages (exactly-once sink through "
+    "transactions)",
 )
 
 __all__ = ["CONNECTOR", "KafkaOptions", "KafkaSink", "KafkaSource"]

@@ -33,7 +33,14 @@ from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Me
 from sqlstream.core.connectors import MetadataKey
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
-from sqlstream.runtime.formats import Locate, MessageFormat, create_format
+from sqlstream.runtime.formats import (
+    CHANGELOG_FORMATS,
+    ROW_KIND_COLUMN,
+    Locate,
+    MessageFormat,
+    create_format,
+    with_row_kinds,
+)
 
 _LTZ3 = pa.timestamp("ms", tz="UTC")
 
@@ -106,8 +113,9 @@ class RecordLayout:
         self._plain = not self._from_key and not any(c in self._metadata for c in self.columns)
 
     @property
-    def parse_errors(self) -> int:
-        return self.value.parse_errors + (self.key.parse_errors if self.key is not None else 0)
+    def key_parse_errors(self) -> int:
+        """Malformed keys skipped so far (the value format counts its own)."""
+        return self.key.parse_errors if self.key is not None else 0
 
     # -- reading -----------------------------------------------------------
 
@@ -131,8 +139,11 @@ class RecordLayout:
             if key is not None:
                 arrays[c] = _metadata_array(key, messages).cast(self._types[c])
         out = [arrays[c] if c in arrays else batch.column(c) for c in self.columns]
-        schema = pa.schema([pa.field(c, self._types[c]) for c in self.columns])
-        return pa.RecordBatch.from_arrays(out, schema=schema)
+        fields = [pa.field(c, self._types[c]) for c in self.columns]
+        if batch.num_columns and batch.schema.names[-1] == ROW_KIND_COLUMN:  # a changelog format's RowKinds
+            out.append(batch.column(batch.num_columns - 1))
+            fields.append(batch.schema.field(batch.num_columns - 1))
+        return pa.RecordBatch.from_arrays(out, schema=pa.schema(fields))
 
     def _surviving(self, values: list[bytes | None], where: Locate) -> list[int]:
         """Which messages the value format turns into a row (the slow path: one decode call each)."""
@@ -160,9 +171,15 @@ class RecordLayout:
 
     # -- writing -----------------------------------------------------------
 
-    def encode(self, batch: pa.RecordBatch) -> tuple[list[bytes | None], list[bytes | None], list[int]]:
-        """(keys, values, timestamps in epoch milliseconds, 0 for the producer's current time) per row."""
-        values = self.value.encode_messages(_select(batch, self._value_schema, self._value_schema.names))
+    def encode(
+        self, batch: pa.RecordBatch, kinds: pa.Array | None = None
+    ) -> tuple[list[bytes | None], list[bytes | None], list[int]]:
+        """(keys, values, timestamps in epoch milliseconds, 0 for the producer's current time) per row;
+        a changelog value format also encodes the rows' ``kinds``."""
+        value_batch = _select(batch, self._value_schema, self._value_schema.names)
+        if self.value.name in CHANGELOG_FORMATS:
+            value_batch = with_row_kinds(value_batch, kinds)
+        values = self.value.encode_messages(value_batch)
         keys: list[bytes | None]
         if self.key is not None:
             keys = self.key.encode_messages(_select(batch, self._key_schema, self._key_fields))

@@ -8,13 +8,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+import pyarrow as pa
+
 from sqlstream.core.connectors import ConnectorOptions, Option, option, option_group
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
 from sqlstream.runtime.connectors.kafka.layout import RecordLayout
-from sqlstream.runtime.formats import FORMAT_NAMES, GENERIC_OPTIONS, all_format_options
+from sqlstream.runtime.formats import (
+    CHANGELOG_FORMATS,
+    FORMAT_NAMES,
+    GENERIC_OPTIONS,
+    TextFormat,
+    all_format_options,
+    create_format,
+)
 
-MessageFormat = Literal["csv", "json", "avro", "raw", "avro-confluent"]
+MessageFormat = Literal["csv", "json", "avro", "raw", "avro-confluent", "debezium-json", "canal-json", "maxwell-json"]
+# a Kafka message key's formats; upsert-kafka's keys (and values) are csv or json
+KafkaKeyFormat = Literal["csv", "json", "avro", "raw", "avro-confluent"]
+KeyFormat = Literal["csv", "json"]
 StartupMode = Literal["earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets"]
 FieldsInclude = Literal["all", "except_key"]
 BoundedMode = Literal["unbounded", "latest-offset"]
@@ -22,6 +34,8 @@ DeliveryGuarantee = Literal["none", "at-least-once", "exactly-once"]
 Partitioner = Literal["default", "fixed", "round-robin"]
 
 MESSAGE_FORMATS: tuple[str, ...] = get_args(MessageFormat)
+KAFKA_KEY_FORMATS: tuple[str, ...] = get_args(KafkaKeyFormat)
+KEY_FORMATS: tuple[str, ...] = get_args(KeyFormat)
 PROPERTIES = "properties."
 # A KafkaSource setting given among the client properties, as in Flink; not passed to librdkafka.
 COMMIT_ON_CHECKPOINT = "properties.commit.offsets.on.checkpoint"
@@ -79,15 +93,18 @@ class KafkaOptions(ConnectorOptions):
         "properties.bootstrap.servers", required=True, description="Kafka brokers, e.g. 'localhost:9092'"
     )
     format: MessageFormat | None = option(
-        "format", choices=MESSAGE_FORMATS, description="value format: csv, json, avro or raw (or 'value.format')"
+        "format",
+        choices=MESSAGE_FORMATS,
+        description="value format: csv, json, avro, raw, or a changelog format (debezium-json, canal-json, "
+        "maxwell-json); or 'value.format'",
     )
     format_options: Mapping[str, Any] = option_group(all_format_options())
     value_format: MessageFormat | None = option(
         "value.format", choices=MESSAGE_FORMATS, description="the value format, when not given as 'format'"
     )
     value_format_options: Mapping[str, Any] = option_group(VALUE_FORMAT_OPTIONS)
-    key_format: MessageFormat | None = option(
-        "key.format", choices=MESSAGE_FORMATS, description="format of the message key: csv, json, avro or raw"
+    key_format: KafkaKeyFormat | None = option(
+        "key.format", choices=KAFKA_KEY_FORMATS, description="format of the message key: csv, json, avro or raw"
     )
     key_format_options: Mapping[str, Any] = option_group(KEY_FORMAT_OPTIONS)
     key_fields: tuple[str, ...] = option(
@@ -242,6 +259,16 @@ def commits_on_checkpoint(table: TableDef) -> bool:
     return table.options.get(COMMIT_ON_CHECKPOINT, "true").strip().lower() == "true"
 
 
+def check_properties(table: str, given: Mapping[str, str]) -> None:
+    """Refuse 'properties.*' client settings the connector manages itself."""
+    for key in given:
+        if key.startswith(PROPERTIES) and key[len(PROPERTIES):] in _RESERVED_PROPERTIES:
+            raise ConnectorError(
+                f"table '{table}': option '{key}' is managed by the kafka connector: "
+                f"{_RESERVED_PROPERTIES[key[len(PROPERTIES):]]}"
+            )
+
+
 def validate_table(table: TableDef, given: dict[str, str]) -> None:
     """Checks against the table and the options not typed: formats, reserved client properties, key columns."""
     name = table.name
@@ -266,11 +293,7 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
                 )
         if key.startswith(VALUE) and key[len(VALUE):].split(".", 1)[0] in FORMAT_NAMES and "value.format" not in given:
             raise ConnectorError(f"table '{name}': option '{key}' needs 'value.format' (with 'format', write it unprefixed)")
-        if key.startswith(PROPERTIES) and key[len(PROPERTIES):] in _RESERVED_PROPERTIES:
-            raise ConnectorError(
-                f"table '{name}': option '{key}' is managed by the kafka connector: "
-                f"{_RESERVED_PROPERTIES[key[len(PROPERTIES):]]}"
-            )
+    check_properties(name, given)
     if given.get(COMMIT_ON_CHECKPOINT, "true").strip().lower() not in ("true", "false"):
         raise ConnectorError(f"table '{name}': option '{COMMIT_ON_CHECKPOINT}' must be 'true' or 'false'")
     for header in ("csv.header", "key.csv.header"):
@@ -287,3 +310,19 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
     declared = {o.key: o for o in KafkaOptions.declared()}
     typed = {k: declared[k].convert(v, name) for k, v in given.items() if k in declared}
     record_layout(KafkaOptions.from_options(typed, name), table)
+
+
+def text_format(
+    name: str, schema: pa.Schema, options: Mapping[str, Any], columns: list[str] | None, table: str
+) -> TextFormat:
+    """A text format that encodes and decodes single messages (csv or json; upsert-kafka's formats)."""
+    fmt = create_format(name, schema, options, columns, table)
+    if not isinstance(fmt, TextFormat):
+        raise ConnectorError(f"table '{table}': format '{name}' cannot encode single Kafka messages")
+    return fmt
+
+
+def changelog_mode(table: TableDef) -> str:
+    """'all' with a changelog format (the source emits, the sink writes +I/-U/+U/-D), else 'insert-only'."""
+    value_format = table.options.get("format") or table.options.get("value.format") or ""
+    return "all" if value_format.lower() in CHANGELOG_FORMATS else "insert-only"

@@ -43,6 +43,7 @@ from sqlstream.runtime.connectors.kafka.options import (
     record_layout,
 )
 from sqlstream.runtime.elements import RowKind
+from sqlstream.runtime.formats import CHANGELOG_FORMATS
 
 
 def _order(checkpoint_id: int) -> float:
@@ -56,11 +57,15 @@ class KafkaSink(SinkWriter):
     def __init__(self, ctx: SinkContext) -> None:
         self._ctx = ctx
         self._table = ctx.table.name
-        options = KafkaOptions.from_options(ctx.options, self._table)
+        options = self.read_options(ctx)
         self._topic = options.topic
         self._bootstrap = options.bootstrap_servers
         self._guarantee = options.delivery_guarantee
         self._layout = record_layout(options, ctx.table)
+        # the value and key formats and key columns (upsert-kafka encodes with them directly)
+        self._format = self._layout.value
+        self._key_format = self._layout.key
+        self._key_fields = list(options.key_fields)
         self._partitioner = options.partitioner
         self._next_partition = ctx.subtask_index  # round-robin: subtasks start apart
         self._prefix = options.transactional_id_prefix or ""
@@ -81,6 +86,11 @@ class KafkaSink(SinkWriter):
         # read lazily, at the first commit: a predecessor of another subtask killed mid-commit can hold
         # the marker topic's stable end back until its transaction times out, and open() must not wait
         self._markers_loaded = False
+
+    @classmethod
+    def read_options(cls, ctx: SinkContext) -> KafkaOptions:
+        """The typed options (a connector built on this sink, upsert-kafka, maps its own)."""
+        return KafkaOptions.from_options(ctx.options, ctx.table.name)
 
     @property
     def exactly_once(self) -> bool:
@@ -203,16 +213,12 @@ class KafkaSink(SinkWriter):
         return [-1] * rows
 
     def write(self, batch: pa.RecordBatch, kinds: pa.Array | None) -> None:
-        if kinds is not None and pc.any(pc.not_equal(kinds, int(RowKind.INSERT))).as_py():
-            raise ConnectorError(
-                f"table '{self._table}': the kafka sink is append-only and cannot write update or delete rows"
-            )
         if batch.num_rows == 0:
             return
         assert self._producer is not None, "open() first"
         batch = conform(batch, self._ctx.schema)
-        keys, values, timestamps = self._layout.encode(batch)
-        partitions = self._assign_partitions(batch.num_rows)
+        keys, values, timestamps = self._encode(batch, kinds)
+        partitions = self._assign_partitions(len(values))
         if self.exactly_once:
             self._buffer.extend(zip(partitions, keys, values, timestamps, strict=True))
             return
@@ -220,6 +226,22 @@ class KafkaSink(SinkWriter):
             self._produce(self._topic, value, key, partition, self._on_delivery, timestamp)
         self._producer.poll(0)
         self._check_delivery()
+
+    def _encode(
+        self, batch: pa.RecordBatch, kinds: pa.Array | None
+    ) -> tuple[list[bytes | None], list[bytes | None], list[int]]:
+        """The messages (key, value, timestamp in epoch ms or 0) of the rows: one per row here; a changelog
+        format writes update and delete rows as events."""
+        if (
+            self._format.name not in CHANGELOG_FORMATS
+            and kinds is not None
+            and pc.any(pc.not_equal(kinds, int(RowKind.INSERT))).as_py()
+        ):
+            raise ConnectorError(
+                f"table '{self._table}': the kafka sink is append-only and cannot write update or delete rows; "
+                "use the 'upsert-kafka' connector or a changelog format such as 'format' = 'debezium-json'"
+            )
+        return self._layout.encode(batch, kinds)
 
     def _on_delivery(self, err: KafkaError | None, _msg: Message) -> None:
         if err is not None and self._delivery_error is None:

@@ -25,6 +25,7 @@ from sqlstream.runtime.connectors.kafka.options import (
     commits_on_checkpoint,
     record_layout,
 )
+from sqlstream.runtime.formats import Locate, split_row_kinds
 
 
 def _watermarks(consumer: Consumer, topic: str, partition: int, table: str) -> tuple[int, int]:
@@ -46,10 +47,11 @@ class KafkaSource(SourceReader):
     def __init__(self, ctx: SourceContext) -> None:
         self._ctx = ctx
         self._table = ctx.table.name
-        options = KafkaOptions.from_options(ctx.options, self._table)
+        options = self.read_options(ctx)
         self._topic = options.topic
         self._bootstrap = options.bootstrap_servers
         self._layout = record_layout(options, ctx.table, ctx.columns)
+        self._format = self._layout.value  # the value format (upsert-kafka decodes with it directly)
         self._startup = options.startup_mode
         self._specific = options.specific_offsets
         self._startup_ms = options.startup_timestamp_ms
@@ -71,6 +73,12 @@ class KafkaSource(SourceReader):
         self._pending: dict[int, tuple[list[Message], int | None]] = {}
         self._split: str | None = None
         self._seeking: set[int] = set()  # 'timestamp' mode: partitions not yet at the startup time
+        self._kinds: pa.Array | None = None  # RowKinds of the last batch (a changelog format)
+
+    @classmethod
+    def read_options(cls, ctx: SourceContext) -> KafkaOptions:
+        """The typed options (a connector built on this source, upsert-kafka, maps its own)."""
+        return KafkaOptions.from_options(ctx.options, ctx.table.name)
 
     def open(self) -> None:
         # A short fetch wait bounds how long open() waits for the first fetch of an idle partition.
@@ -216,6 +224,7 @@ class KafkaSource(SourceReader):
         if end is not None:
             messages = [m for m in messages if m.offset() < end]
         batch = None
+        kinds: pa.Array | None = None
         if messages:
             after = messages[-1].offset() + 1
             if partition in self._seeking:
@@ -223,7 +232,7 @@ class KafkaSource(SourceReader):
             if messages:
                 offsets = [m.offset() for m in messages]
                 topic = self._topic
-                batch = self._layout.decode(
+                batch, kinds = self._decode(
                     messages, lambda i: f"topic '{topic}' partition {partition} offset {offsets[i]}"
                 )
             self._positions[partition] = after
@@ -237,6 +246,7 @@ class KafkaSource(SourceReader):
         if batch is None or batch.num_rows == 0:
             return None
         self._split = self._split_name(partition)
+        self._kinds = kinds
         return batch
 
     def _skip_earlier(self, partition: int, messages: list[Message]) -> list[Message]:
@@ -250,6 +260,14 @@ class KafkaSource(SourceReader):
                 self._seeking.discard(partition)
                 return messages[i:]
         return []
+
+    def _decode(self, messages: list[Message], where: Locate) -> tuple[pa.RecordBatch, pa.Array | None]:
+        """The rows of one partition's messages and their RowKinds (None: inserts)."""
+        return split_row_kinds(self._layout.decode(messages, where))
+
+    @property
+    def current_kinds(self) -> pa.Array | None:
+        return self._kinds
 
     def _finish(self, partition: int) -> None:
         if partition in self._done:
@@ -285,7 +303,7 @@ class KafkaSource(SourceReader):
     @property
     def parse_errors(self) -> int:
         """Malformed messages skipped so far (with ignore-parse-errors)."""
-        return self._layout.parse_errors
+        return self._format.parse_errors + self._layout.key_parse_errors
 
     def snapshot_position(self) -> Any:
         return dict(self._positions)
