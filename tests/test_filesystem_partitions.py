@@ -402,13 +402,15 @@ def test_inactivity_interval_closes_files_that_take_no_rows(tmp_path: Path) -> N
     ("", "'sink.rolling-policy.check-interval' = '0 s'", "must be positive"),
     ("(f)", "", "partition column 'f' has a type"),
     ("(d)", "", "Flink writes a DATE as its day number"),
+    ("(a)", "'format' = 'debezium-json'", "cannot use the changelog format 'debezium-json'"),
 ])
 def test_partition_options_are_checked_at_create_table(tmp_path: Path, partitioned: str, options: str,
                                                         message: str) -> None:
     by = f"PARTITIONED BY {partitioned}" if partitioned else ""
     extra = f", {options}" if options else ""
+    fmt = "" if "'format'" in options else ", 'format' = 'csv'"
     sql = (f"CREATE TABLE t (a STRING, b INT, f DOUBLE, d DATE) {by} WITH ('connector' = 'filesystem', "
-           f"'path' = '{tmp_path}', 'format' = 'csv'{extra})")
+           f"'path' = '{tmp_path}'{fmt}{extra})")
     with pytest.raises((SqlError, ConnectorError), match=message):
         Session().execute_script(sql)
 
