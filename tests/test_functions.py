@@ -294,6 +294,28 @@ def test_regexp_extract() -> None:
     ]
 
 
+def test_regexp_extract_numbers_groups_as_java() -> None:
+    # a Java named group is numbered too; escaped and quoted parentheses and classes are not groups
+    assert one("REGEXP_EXTRACT('xyz', '(?<first>x)(y)', 2)") == "y"
+    assert one(r"REGEXP_EXTRACT('(a)b', '\Q(a)\E(b)', 1)") == "b"
+    assert one(r"REGEXP_EXTRACT('(a)b[c', '\(a\)(b)[(\[](c)', 2)") == "c"
+    assert one("REGEXP_EXTRACT('abc', '(?:a)(b)', 1)") == "b"
+    assert one("REGEXP_EXTRACT('abc', '(?:a)(b)', 2)") is None  # (?:...) is no group
+    # a class opening with ']' takes the fallback path, with the same answers
+    assert run("REGEXP_EXTRACT(s, '[]a](b)', 1)", s=strings("a\n]b", "x", None)) == ["b", None, None]
+
+
+def test_regexp_extract_dot_does_not_match_a_line_break() -> None:
+    # java.util.regex without DOTALL: '.' stops at line terminators, on both paths
+    assert run("REGEXP_EXTRACT(s, 'a.b', 0)", s=strings("a\nb", "axb")) == [None, "axb"]
+    assert run("REGEXP_EXTRACT(s, '[]x]|a.b', 0)", s=strings("a\nb", "axb")) == [None, "axb"]
+
+
+def test_regexp_extract_unsupported_construct_is_null() -> None:
+    # lookahead and backreferences do not exist in RE2: NULL, as Flink gives for a regex it rejects
+    assert one("REGEXP_EXTRACT('abc', '(?=a)(b)', 1)") is None
+
+
 def test_regexp_replace() -> None:
     assert one("REGEXP_REPLACE('foobar', 'oo|ar', '')") == "fb"
     assert one("REGEXP_REPLACE('abc', '(b)', '$1\\1')") == "a$1\\1c"  # literal replacement
@@ -984,3 +1006,15 @@ def test_string_cast_to_ltz_is_wall_clock_in_the_session_zone_unless_it_names_an
         dt.datetime(2024, 3, 1, 1, 0, tzinfo=UTC)]
     assert run("CAST('2024-03-01 10:00:00Z' AS TIMESTAMP_LTZ(3))", "Asia/Tokyo") == [
         dt.datetime(2024, 3, 1, 10, 0, tzinfo=UTC)]
+
+
+def test_case_first_true_arm_wins_and_null_conditions_are_false() -> None:
+    i = pa.array([1, 2, 3, None, 5], pa.int32())
+    s = strings("a", "b", None, "d", "e")
+    # string arms of the result type take the one-pass path; the first true arm wins
+    assert run("CASE WHEN i > 1 THEN 'big' WHEN i > 2 THEN 'bigger' ELSE s END", i=i, s=s) == [
+        "a", "big", "big", "d", "big"]
+    # a NULL condition (i IS NULL) is not true; no ELSE gives NULL
+    assert run("CASE WHEN i = 1 THEN s WHEN i < 3 THEN 'x' END", i=i, s=s) == ["a", "x", None, None, None]
+    # arms of other types than the result (INT and BIGINT) are widened as before
+    assert run("CASE WHEN i = 1 THEN CAST(7 AS BIGINT) ELSE i END", i=i, s=s) == [7, 2, 3, None, 5]
