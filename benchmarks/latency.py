@@ -173,17 +173,25 @@ class Broker:
         os.unlink(self.log.name)
 
 
-def kafka_sql(bootstrap: str, topic_in: str, topic_out: str) -> str:
+def kafka_sql(bootstrap: str, topic_in: str, topic_out: str, source_props: str, sink_props: str) -> str:
     common = f"'connector' = 'kafka', 'properties.bootstrap.servers' = '{bootstrap}', 'format' = 'json'"
     return f"""
 CREATE TABLE src (id BIGINT, run INT, created_us BIGINT)
-WITH ({common}, 'topic' = '{topic_in}', 'scan.startup.mode' = 'earliest-offset');
-CREATE TABLE dst (id BIGINT, run INT, created_us BIGINT) WITH ({common}, 'topic' = '{topic_out}');
+WITH ({common}, 'topic' = '{topic_in}', 'scan.startup.mode' = 'earliest-offset'{properties(source_props)});
+CREATE TABLE dst (id BIGINT, run INT, created_us BIGINT)
+WITH ({common}, 'topic' = '{topic_out}'{properties(sink_props)});
 INSERT INTO dst SELECT id, run, created_us FROM src WHERE {FILTER};
 """
 
 
-def kafka_runs(rates: list[int], seconds: float, python: str) -> dict[int, list[float]]:
+def properties(given: str) -> str:
+    """'k=v,k2=v2' as the table options ", 'properties.k' = 'v', ..." (librdkafka settings)."""
+    pairs = [p.split("=", 1) for p in given.split(",") if p]
+    return "".join(f", 'properties.{k}' = '{v}'" for k, v in pairs)
+
+
+def kafka_runs(rates: list[int], seconds: float, python: str, source_props: str = "",
+               sink_props: str = "") -> dict[int, list[float]]:
     """One sqlstream job for all rates: run r's records carry run = r (run -1: the warm-up probes)."""
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -193,7 +201,7 @@ def kafka_runs(rates: list[int], seconds: float, python: str) -> dict[int, list[
         for f in admin.create_topics([NewTopic("lat-in", 1, -1), NewTopic("lat-out", 1, -1)]).values():
             f.result(10)
         script = tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False)  # noqa: SIM115
-        script.write(kafka_sql(bootstrap, "lat-in", "lat-out"))
+        script.write(kafka_sql(bootstrap, "lat-in", "lat-out", source_props, sink_props))
         script.close()
         job = subprocess.Popen([python, "-m", "sqlstream.frontend.cli", "run", script.name],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -267,6 +275,10 @@ def main() -> None:
     parser.add_argument("--paths", default="datagen,kafka", help="datagen, kafka or both")
     parser.add_argument("--flink", action="store_true", help="also run the datagen path on Apache Flink")
     parser.add_argument("--flink-python", default=DEFAULT_FLINK_PYTHON)
+    parser.add_argument("--source-properties", default="", metavar="K=V,...",
+                        help="librdkafka settings of the job's kafka source, e.g. fetch.wait.max.ms=5")
+    parser.add_argument("--sink-properties", default="", metavar="K=V,...",
+                        help="librdkafka settings of the job's kafka sink, e.g. linger.ms=0")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
@@ -280,7 +292,8 @@ def main() -> None:
                 results.append({"path": "datagen -> filter -> print", "engine": "flink", "rate": rate,
                                 **summary(datagen_flink(rate, args.seconds, args.flink_python))})
     if "kafka" in paths:
-        for rate, lat in kafka_runs(rates, args.seconds, sys.executable).items():
+        for rate, lat in kafka_runs(rates, args.seconds, sys.executable, args.source_properties,
+                                          args.sink_properties).items():
             results.append({"path": "kafka -> filter -> kafka", "engine": "sqlstream", "rate": rate, **summary(lat)})
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; latency in ms")

@@ -47,6 +47,12 @@ def _order(checkpoint_id: int) -> float:
     return math.inf if checkpoint_id < 0 else float(checkpoint_id)
 
 
+# librdkafka settings this sink uses unless the table sets them ('properties.*'): no linger
+# (librdkafka waits 5 ms for more messages by default; Kafka's Java producer, which Flink uses,
+# sends at once): messages written while a request is in flight still go out together.
+LATENCY_DEFAULTS = {"linger.ms": 0}
+
+
 class KafkaSink(SinkWriter):
     """Writes rows as messages of one topic; see the package docstring for the guarantees."""
 
@@ -100,6 +106,7 @@ class KafkaSink(SinkWriter):
             return
         config: dict[str, Any] = {
             **base_config(self._bootstrap, self._errors),
+            **LATENCY_DEFAULTS,
             **client_properties(self._ctx.table),
         }
         if self.exactly_once:
