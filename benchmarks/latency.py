@@ -191,7 +191,7 @@ def properties(given: str) -> str:
 
 
 def kafka_runs(rates: list[int], seconds: float, python: str, source_props: str = "",
-               sink_props: str = "") -> dict[int, list[float]]:
+               sink_props: str = "", root: Path = ROOT) -> dict[int, list[float]]:
     """One sqlstream job for all rates: run r's records carry run = r (run -1: the warm-up probes)."""
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -205,7 +205,7 @@ def kafka_runs(rates: list[int], seconds: float, python: str, source_props: str 
         script.close()
         job = subprocess.Popen([python, "-m", "sqlstream.frontend.cli", "run", script.name],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+                               env={**os.environ, "PYTHONPATH": str(root)})
         producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "latency", "auto.offset.reset": "earliest",
                              "fetch.wait.max.ms": 1, "enable.auto.commit": False})
@@ -279,8 +279,11 @@ def main() -> None:
                         help="librdkafka settings of the job's kafka source, e.g. fetch.wait.max.ms=5")
     parser.add_argument("--sink-properties", default="", metavar="K=V,...",
                         help="librdkafka settings of the job's kafka sink, e.g. linger.ms=0")
+    parser.add_argument("--sqlstream-root", type=Path, default=ROOT,
+                        help="the checkout whose sqlstream runs the jobs (default: this one), for before/after")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args()
+    sys.path.insert(0, str(args.sqlstream_root.resolve()))
     rates = [int(r) for r in args.rates.split(",")]
     paths = args.paths.split(",")
     results: list[dict[str, Any]] = []
@@ -293,7 +296,7 @@ def main() -> None:
                                 **summary(datagen_flink(rate, args.seconds, args.flink_python))})
     if "kafka" in paths:
         for rate, lat in kafka_runs(rates, args.seconds, sys.executable, args.source_properties,
-                                          args.sink_properties).items():
+                                          args.sink_properties, args.sqlstream_root.resolve()).items():
             results.append({"path": "kafka -> filter -> kafka", "engine": "sqlstream", "rate": rate, **summary(lat)})
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; latency in ms")

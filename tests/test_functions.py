@@ -1018,3 +1018,31 @@ def test_case_first_true_arm_wins_and_null_conditions_are_false() -> None:
     assert run("CASE WHEN i = 1 THEN s WHEN i < 3 THEN 'x' END", i=i, s=s) == ["a", "x", None, None, None]
     # arms of other types than the result (INT and BIGINT) are widened as before
     assert run("CASE WHEN i = 1 THEN CAST(7 AS BIGINT) ELSE i END", i=i, s=s) == [7, 2, 3, None, 5]
+
+
+def _flink_substring(value: str | None, pos: int | None, n: int | None, with_length: bool) -> str | None:
+    """BinaryStringDataUtil.substringSQL, row by row: the reference for the vectorized kernel."""
+    if value is None or pos is None or (with_length and (n is None or n < 0)):
+        return None
+    begin = pos - 1 if pos > 0 else len(value) + pos if pos < 0 else 0
+    if begin < 0 or begin >= len(value):
+        return ""
+    return value[begin:] if not with_length else value[begin : begin + n]
+
+
+def test_substring_with_positions_per_row_matches_flink_row_by_row() -> None:
+    rng = random.Random(7)
+    alphabet = "ab€😀ß "  # 1- to 4-byte UTF-8 characters
+    values = [None if rng.random() < 0.1 else "".join(rng.choice(alphabet) for _ in range(rng.randrange(6)))
+              for _ in range(400)]
+    starts = [None if rng.random() < 0.05 else rng.randrange(-8, 9) for _ in values]
+    lengths = [None if rng.random() < 0.05 else rng.randrange(-2, 8) for _ in values]
+    s, p, n = strings(*values), pa.array(starts, pa.int32()), pa.array(lengths, pa.int32())
+    assert run("SUBSTRING(s, p, n)", s=s, p=p, n=n) == [
+        _flink_substring(v, a, b, True) for v, a, b in zip(values, starts, lengths, strict=True)]
+    assert run("SUBSTRING(s, p)", s=s, p=p) == [
+        _flink_substring(v, a, None, False) for v, a in zip(values, starts, strict=True)]
+    # a constant string or start with per-row others, and a sliced input
+    assert run("SUBSTRING('h€llo', p, 2)", p=p) == [_flink_substring("h€llo", a, 2, True) for a in starts]
+    assert run("SUBSTRING(s, 2, n)", s=s.slice(5), n=n.slice(5)) == [
+        _flink_substring(v, 2, b, True) for v, b in zip(values[5:], lengths[5:], strict=True)]
