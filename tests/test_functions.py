@@ -1046,3 +1046,19 @@ def test_substring_with_positions_per_row_matches_flink_row_by_row() -> None:
     assert run("SUBSTRING('h€llo', p, 2)", p=p) == [_flink_substring("h€llo", a, 2, True) for a in starts]
     assert run("SUBSTRING(s, 2, n)", s=s.slice(5), n=n.slice(5)) == [
         _flink_substring(v, 2, b, True) for v, b in zip(values[5:], lengths[5:], strict=True)]
+
+
+@pytest.mark.parametrize("sep", ["/", "€", "\n", ".", "]", "::"])
+def test_split_index_matches_flink_field_by_field(sep: str) -> None:
+    # Flink: StringUtils.splitByWholeSeparatorPreserveAllTokens (Python's split for a non-empty
+    # separator), NULL past the last field and for '' (no fields); one-character separators take
+    # the one-regex path, longer ones the list path
+    rng = random.Random(11)
+    values = [None if rng.random() < 0.05 else "".join(rng.choice(["a", "b", "€", "/", "\n", ".", "]", ":"])
+                                                       for _ in range(rng.randrange(8)))
+              for _ in range(300)]
+    quoted = sep.replace("'", "''")
+    for index in (0, 1, 3):
+        expected = [None if v is None or v == "" or len(v.split(sep)) <= index else v.split(sep)[index]
+                    for v in values]
+        assert run(f"SPLIT_INDEX(s, '{quoted}', {index})", s=strings(*values)) == expected
