@@ -47,10 +47,11 @@ def _order(checkpoint_id: int) -> float:
     return math.inf if checkpoint_id < 0 else float(checkpoint_id)
 
 
-# librdkafka settings this sink uses unless the table sets them ('properties.*'): no linger
-# (librdkafka waits 5 ms for more messages by default; Kafka's Java producer, which Flink uses,
-# sends at once): messages written while a request is in flight still go out together.
-LATENCY_DEFAULTS = {"linger.ms": 0}
+# librdkafka settings this sink uses unless the table sets them ('properties.*'): a 1 ms linger
+# (librdkafka's default waits 5 ms for more messages). Measured with a plain producer against
+# tansu: 1 ms sends as many messages per second as 5 ms, 0 ms 15-40 % fewer (a request per few
+# messages); so a record waits at most 1 ms here.
+LATENCY_DEFAULTS = {"linger.ms": 1}
 
 
 class KafkaSink(SinkWriter):
