@@ -241,7 +241,9 @@ def compile_expr(expr: Expr) -> Compiled:
             result: Value = default(batch) if default is not None else pa.scalar(None, out_type)
             conds = [cond(batch) for cond, _ in whens]
             values = [val(batch) for _, val in whens]
-            if all(isinstance(c, pa.Array) for c in conds) and all(v.type == out_type for v in (*values, result)):
+            if all(isinstance(c, pa.Array) for c in conds) and all(
+                isinstance(v, pa.Array | pa.Scalar) and v.type == out_type for v in (*values, result)
+            ):
                 # one kernel pass over all arms (the first true arm wins, else the default)
                 mask = pc.make_struct(*[pc.fill_null(c, False) for c in conds],
                                       field_names=[str(i) for i in range(len(conds))])
