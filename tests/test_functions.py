@@ -1062,3 +1062,18 @@ def test_split_index_matches_flink_field_by_field(sep: str) -> None:
         expected = [None if v is None or v == "" or len(v.split(sep)) <= index else v.split(sep)[index]
                     for v in values]
         assert run(f"SPLIT_INDEX(s, '{quoted}', {index})", s=strings(*values)) == expected
+
+
+@pytest.mark.parametrize(("source", "target"), [("abc", "xy"), ("aba", "xyz"), ("a€", "b"), ("", "x"), ("/ ", "_")])
+def test_translate_matches_flink_character_by_character(source: str, target: str) -> None:
+    # Flink: each character of source becomes the one at its place in target, or goes where target
+    # is shorter; the first mapping of a repeated character wins. ASCII mappings take the byte table
+    rng = random.Random(5)
+    values = [None if rng.random() < 0.1 else "".join(rng.choice("abcé€/ ") for _ in range(rng.randrange(7)))
+              for _ in range(300)]
+    table: dict[int, str | None] = {}
+    for i, ch in enumerate(source):
+        table.setdefault(ord(ch), target[i] if i < len(target) else None)
+    expected = [None if v is None else v.translate(table) for v in values]
+    assert run(f"TRANSLATE(s, '{source}', '{target}')", s=strings(*values)) == expected
+    assert run(f"TRANSLATE(s, '{source}', '{target}')", s=strings(*values).slice(7)) == expected[7:]
