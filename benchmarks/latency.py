@@ -220,9 +220,14 @@ def kafka_runs(rates: list[int], seconds: float, python: str, source_props: str 
         stop = threading.Event()
 
         def consume() -> None:
+            # poll() returns as a message arrives; consume() with a timeout would wait for a
+            # whole batch, stamping arrivals late: it only takes what is already there
             while not stop.is_set():
-                for m in consumer.consume(num_messages=1000, timeout=0.005):
-                    now_us = time.time_ns() // 1000
+                first = consumer.poll(0.1)
+                if first is None:
+                    continue
+                now_us = time.time_ns() // 1000
+                for m in [first, *consumer.consume(num_messages=1000, timeout=0)]:
                     if m.error() is None:
                         rec = json.loads(m.value())
                         received.setdefault(rec["run"], []).append((now_us, rec["created_us"]))
