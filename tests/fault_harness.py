@@ -40,12 +40,12 @@ FROM range({ROWS}) r(seq) GROUP BY ALL"""
 
 def job_script(chk: Path, sink: str, columns: str = WINDOW_COLUMNS, query: str = WINDOW_QUERY, *,
                backend: str = "hashmap", parallelism: int = 1, rate: int = 20_000,
-               retained: int | None = None) -> str:
+               retained: int | None = None, partitioned_by: str = "") -> str:
     """The job writing ``query`` into table ``out`` (``columns``) WITH (``sink``).  Sinks that
     commit from notifications keep two checkpoints (``retained``): with one, a checkpoint that
     completes while the next one (often the final one) is published fails the job, because
     publishing prunes the older checkpoint's directory while CheckpointCoordinator._complete
-    still walks it to measure its size."""
+    still walks it to measure its size.  ``partitioned_by`` names the sink's partition columns."""
     keep = f"SET 'state.checkpoints.num-retained' = '{retained}';\n" if retained is not None else ""
     return f"""
 SET 'execution.checkpointing.interval' = '250 ms';
@@ -61,7 +61,7 @@ CREATE TABLE gen (
     'connector' = 'datagen', 'rows-per-second' = '{rate}',
     'fields.seq.kind' = 'sequence', 'fields.seq.start' = '0', 'fields.seq.end' = '{ROWS - 1}'
 );
-CREATE TABLE out ({columns}) WITH ({sink});
+CREATE TABLE out ({columns}){f" PARTITIONED BY ({partitioned_by})" if partitioned_by else ""} WITH ({sink});
 INSERT INTO out {query};
 """
 

@@ -294,6 +294,28 @@ def test_regexp_extract() -> None:
     ]
 
 
+def test_regexp_extract_numbers_groups_as_java() -> None:
+    # a Java named group is numbered too; escaped and quoted parentheses and classes are not groups
+    assert one("REGEXP_EXTRACT('xyz', '(?<first>x)(y)', 2)") == "y"
+    assert one(r"REGEXP_EXTRACT('(a)b', '\Q(a)\E(b)', 1)") == "b"
+    assert one(r"REGEXP_EXTRACT('(a)b[c', '\(a\)(b)[(\[](c)', 2)") == "c"
+    assert one("REGEXP_EXTRACT('abc', '(?:a)(b)', 1)") == "b"
+    assert one("REGEXP_EXTRACT('abc', '(?:a)(b)', 2)") is None  # (?:...) is no group
+    # a class opening with ']' takes the fallback path, with the same answers
+    assert run("REGEXP_EXTRACT(s, '[]a](b)', 1)", s=strings("a\n]b", "x", None)) == ["b", None, None]
+
+
+def test_regexp_extract_dot_does_not_match_a_line_break() -> None:
+    # java.util.regex without DOTALL: '.' stops at line terminators, on both paths
+    assert run("REGEXP_EXTRACT(s, 'a.b', 0)", s=strings("a\nb", "axb")) == [None, "axb"]
+    assert run("REGEXP_EXTRACT(s, '[]x]|a.b', 0)", s=strings("a\nb", "axb")) == [None, "axb"]
+
+
+def test_regexp_extract_unsupported_construct_is_null() -> None:
+    # lookahead and backreferences do not exist in RE2: NULL, as Flink gives for a regex it rejects
+    assert one("REGEXP_EXTRACT('abc', '(?=a)(b)', 1)") is None
+
+
 def test_regexp_replace() -> None:
     assert one("REGEXP_REPLACE('foobar', 'oo|ar', '')") == "fb"
     assert one("REGEXP_REPLACE('abc', '(b)', '$1\\1')") == "a$1\\1c"  # literal replacement
@@ -984,3 +1006,74 @@ def test_string_cast_to_ltz_is_wall_clock_in_the_session_zone_unless_it_names_an
         dt.datetime(2024, 3, 1, 1, 0, tzinfo=UTC)]
     assert run("CAST('2024-03-01 10:00:00Z' AS TIMESTAMP_LTZ(3))", "Asia/Tokyo") == [
         dt.datetime(2024, 3, 1, 10, 0, tzinfo=UTC)]
+
+
+def test_case_first_true_arm_wins_and_null_conditions_are_false() -> None:
+    i = pa.array([1, 2, 3, None, 5], pa.int32())
+    s = strings("a", "b", None, "d", "e")
+    # string arms of the result type take the one-pass path; the first true arm wins
+    assert run("CASE WHEN i > 1 THEN 'big' WHEN i > 2 THEN 'bigger' ELSE s END", i=i, s=s) == [
+        "a", "big", "big", "d", "big"]
+    # a NULL condition (i IS NULL) is not true; no ELSE gives NULL
+    assert run("CASE WHEN i = 1 THEN s WHEN i < 3 THEN 'x' END", i=i, s=s) == ["a", "x", None, None, None]
+    # arms of other types than the result (INT and BIGINT) are widened as before
+    assert run("CASE WHEN i = 1 THEN CAST(7 AS BIGINT) ELSE i END", i=i, s=s) == [7, 2, 3, None, 5]
+
+
+def _flink_substring(value: str | None, pos: int | None, n: int | None, with_length: bool) -> str | None:
+    """BinaryStringDataUtil.substringSQL, row by row: the reference for the vectorized kernel."""
+    if value is None or pos is None or (with_length and (n is None or n < 0)):
+        return None
+    begin = pos - 1 if pos > 0 else len(value) + pos if pos < 0 else 0
+    if begin < 0 or begin >= len(value):
+        return ""
+    return value[begin:] if not with_length else value[begin : begin + n]
+
+
+def test_substring_with_positions_per_row_matches_flink_row_by_row() -> None:
+    rng = random.Random(7)
+    alphabet = "ab€😀ß "  # 1- to 4-byte UTF-8 characters
+    values = [None if rng.random() < 0.1 else "".join(rng.choice(alphabet) for _ in range(rng.randrange(6)))
+              for _ in range(400)]
+    starts = [None if rng.random() < 0.05 else rng.randrange(-8, 9) for _ in values]
+    lengths = [None if rng.random() < 0.05 else rng.randrange(-2, 8) for _ in values]
+    s, p, n = strings(*values), pa.array(starts, pa.int32()), pa.array(lengths, pa.int32())
+    assert run("SUBSTRING(s, p, n)", s=s, p=p, n=n) == [
+        _flink_substring(v, a, b, True) for v, a, b in zip(values, starts, lengths, strict=True)]
+    assert run("SUBSTRING(s, p)", s=s, p=p) == [
+        _flink_substring(v, a, None, False) for v, a in zip(values, starts, strict=True)]
+    # a constant string or start with per-row others, and a sliced input
+    assert run("SUBSTRING('h€llo', p, 2)", p=p) == [_flink_substring("h€llo", a, 2, True) for a in starts]
+    assert run("SUBSTRING(s, 2, n)", s=s.slice(5), n=n.slice(5)) == [
+        _flink_substring(v, 2, b, True) for v, b in zip(values[5:], lengths[5:], strict=True)]
+
+
+@pytest.mark.parametrize("sep", ["/", "€", "\n", ".", "]", "::"])
+def test_split_index_matches_flink_field_by_field(sep: str) -> None:
+    # Flink: StringUtils.splitByWholeSeparatorPreserveAllTokens (Python's split for a non-empty
+    # separator), NULL past the last field and for '' (no fields); one-character separators take
+    # the one-regex path, longer ones the list path
+    rng = random.Random(11)
+    values = [None if rng.random() < 0.05 else "".join(rng.choice(["a", "b", "€", "/", "\n", ".", "]", ":"])
+                                                       for _ in range(rng.randrange(8)))
+              for _ in range(300)]
+    quoted = sep.replace("'", "''")
+    for index in (0, 1, 3):
+        expected = [None if v is None or v == "" or len(v.split(sep)) <= index else v.split(sep)[index]
+                    for v in values]
+        assert run(f"SPLIT_INDEX(s, '{quoted}', {index})", s=strings(*values)) == expected
+
+
+@pytest.mark.parametrize(("source", "target"), [("abc", "xy"), ("aba", "xyz"), ("a€", "b"), ("", "x"), ("/ ", "_")])
+def test_translate_matches_flink_character_by_character(source: str, target: str) -> None:
+    # Flink: each character of source becomes the one at its place in target, or goes where target
+    # is shorter; the first mapping of a repeated character wins. ASCII mappings take the byte table
+    rng = random.Random(5)
+    values = [None if rng.random() < 0.1 else "".join(rng.choice("abcé€/ ") for _ in range(rng.randrange(7)))
+              for _ in range(300)]
+    table: dict[int, str | None] = {}
+    for i, ch in enumerate(source):
+        table.setdefault(ord(ch), target[i] if i < len(target) else None)
+    expected = [None if v is None else v.translate(table) for v in values]
+    assert run(f"TRANSLATE(s, '{source}', '{target}')", s=strings(*values)) == expected
+    assert run(f"TRANSLATE(s, '{source}', '{target}')", s=strings(*values).slice(7)) == expected[7:]

@@ -68,3 +68,37 @@ def test_optional_imports_belong_to_an_extra() -> None:
         available |= _requirement_names(extra)
     for name, files in _third_party_imports(module_level=False).items():
         assert DISTRIBUTIONS.get(name, name).lower() in available, f"{name} imported by {sorted(files)}"
+
+
+# Libraries only some jobs use: importing them costs start-up time (pandas alone ~0.15-0.25 s),
+# so the command line and a plain job must not import them until a job needs one.
+OPTIONAL_HEAVY = ("pandas", "ray", "duckdb", "confluent_kafka", "psycopg")
+JOB_OPTIONAL = ("ray", "duckdb", "confluent_kafka", "psycopg", "pyiceberg", "deltalake", "fastavro",
+                "prometheus_client", "rocksdict")
+
+
+def _modules_after(code: str) -> set[str]:
+    """Top-level names of the modules a fresh interpreter holds after running ``code``."""
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint(' '.join(sorted(sys.modules)))"],
+        capture_output=True, text=True, check=True, cwd=ROOT, timeout=120,
+    ).stdout.splitlines()[-1]
+    return {m.split(".")[0] for m in out.split()}
+
+
+def test_importing_the_command_line_imports_no_optional_library() -> None:
+    loaded = _modules_after("import sqlstream.frontend.cli")
+    assert "sqlstream" in loaded
+    assert loaded.isdisjoint(OPTIONAL_HEAVY), sorted(loaded & set(OPTIONAL_HEAVY))
+
+
+def test_a_values_to_print_job_imports_no_connector_library_it_does_not_use(tmp_path: Path) -> None:
+    script = tmp_path / "job.sql"
+    script.write_text("CREATE TABLE out_t (a INT) WITH ('connector' = 'print');\n"
+                      "INSERT INTO out_t SELECT a FROM (VALUES (1), (2)) AS t(a);\n")
+    # pandas is left out: pyarrow imports it itself when it first converts a Python list
+    loaded = _modules_after(f"from sqlstream.frontend.cli import main\nmain(['run', {str(script)!r}])")
+    assert "pyarrow" in loaded  # the job did run
+    assert loaded.isdisjoint(JOB_OPTIONAL), sorted(loaded & set(JOB_OPTIONAL))

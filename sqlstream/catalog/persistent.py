@@ -86,6 +86,7 @@ def object_to_json(obj: CatalogObject) -> str:
         "watermark": None if obj.watermark is None else
         {"column": obj.watermark.column, "expression": obj.watermark.expression},
         "primary_key": list(obj.primary_key),
+        "partition_keys": list(obj.partition_keys),
     })
 
 
@@ -100,7 +101,8 @@ def object_from_json(text: str) -> CatalogObject:
     )
     wm = d["watermark"]
     watermark = None if wm is None else WatermarkDef(wm["column"], wm["expression"])
-    return TableDef(d["name"], columns, dict(d["options"]), watermark, tuple(d["primary_key"]))
+    return TableDef(d["name"], columns, dict(d["options"]), watermark, tuple(d["primary_key"]),
+                    partition_keys=tuple(d.get("partition_keys", ())))
 
 
 # ---------------------------------------------------------------- catalogs

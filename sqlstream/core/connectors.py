@@ -176,6 +176,8 @@ class ConnectorSpec:
     prefixes: tuple[str, ...] = ()
     validate_extra: Callable[[TableDef, dict[str, str]], None] | None = None
     description: str = ""
+    # the connector reads and writes PARTITIONED BY tables (Flink's SupportsPartitioning)
+    partitioned: bool = False
     # the typed options the connector's sources and sinks read; its fields join ``options``
     options_type: type[ConnectorOptions] | None = None
     # the changelog a table's source emits and its sink takes, when it depends on the table (its
@@ -219,6 +221,11 @@ class ConnectorSpec:
     def validate(self, table: TableDef) -> dict[str, Any]:
         """Check a table's WITH options against the declared schema; return them typed."""
         given = table.options
+        if table.partition_keys and not self.partitioned:
+            raise ConnectorError(
+                f"table '{table.name}' is PARTITIONED BY ({', '.join(table.partition_keys)}), but connector "
+                f"'{self.name}' has no partitions (the filesystem connector has); leave PARTITIONED BY out"
+            )
         typed: dict[str, Any] = {}
         for key, raw in given.items():
             opt = self._by_key.get(key)

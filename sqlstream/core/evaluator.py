@@ -239,10 +239,19 @@ def compile_expr(expr: Expr) -> Compiled:
 
         def eager(batch: pa.RecordBatch) -> Value:
             result: Value = default(batch) if default is not None else pa.scalar(None, out_type)
-            # fold from the last arm so the first matching arm wins
-            for cond, val in reversed(whens):
-                c = pc.fill_null(cond(batch), False)
-                result = pc.if_else(c, val(batch), result)
+            conds = [cond(batch) for cond, _ in whens]
+            values = [val(batch) for _, val in whens]
+            if all(isinstance(c, pa.Array) for c in conds) and all(
+                isinstance(v, pa.Array | pa.Scalar) and v.type == out_type for v in (*values, result)
+            ):
+                # one kernel pass over all arms (the first true arm wins, else the default)
+                mask = pc.make_struct(*[pc.fill_null(c, False) for c in conds],
+                                      field_names=[str(i) for i in range(len(conds))])
+                return pc.case_when(mask, *values, result)
+            # arms of other types or constant conditions: fold from the last arm, so the first
+            # matching arm wins
+            for c, v in zip(reversed(conds), reversed(values), strict=True):
+                result = pc.if_else(pc.fill_null(c, False), v, result)
             return result
 
         def lazy(batch: pa.RecordBatch) -> Value:

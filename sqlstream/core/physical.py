@@ -40,6 +40,7 @@ class SourceSpec:
     columns: list[str]
     options: dict[str, Any] = field(default_factory=dict)
     values: pa.Table | None = None
+    partition_filter: Expr | None = None  # conditions on partition columns, PARTITIONED BY order
 
 
 @dataclass

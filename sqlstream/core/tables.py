@@ -56,6 +56,8 @@ class TableDef:
     watermark: WatermarkDef | None = None
     primary_key: tuple[str, ...] = ()
     temporary: bool = False
+    # PARTITIONED BY (...): columns whose values name the table's Hive-style directories (filesystem)
+    partition_keys: tuple[str, ...] = ()
 
     @property
     def connector(self) -> str:

@@ -311,4 +311,7 @@ def show_create(obj: TableDef | ViewDef) -> str:
     if obj.primary_key:
         lines.append(f"  PRIMARY KEY ({', '.join(f'`{k}`' for k in obj.primary_key)}) NOT ENFORCED")
     options = ",\n".join(f"  '{k}' = '{v}'" for k, v in mask_options(obj.options).items())
-    return f"CREATE TABLE `{obj.name}` (\n" + ",\n".join(lines) + f"\n) WITH (\n{options}\n)"
+    partitioned = ""
+    if obj.partition_keys:  # Flink's SHOW CREATE TABLE puts it between the columns and WITH
+        partitioned = f"\nPARTITIONED BY ({', '.join(f'`{k}`' for k in obj.partition_keys)})"
+    return f"CREATE TABLE `{obj.name}` (\n" + ",\n".join(lines) + f"\n){partitioned} WITH (\n{options}\n)"

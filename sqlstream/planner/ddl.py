@@ -93,8 +93,36 @@ def table_def(create: exp.Create, catalog: Catalog | None = None) -> TableDef:
             node = next((w.this for w in wms if w.this.name == wm.column), create)
             raise plan_error(f"WATERMARK column '{wm.column}' is not a column of table '{name}'", node, wm.column)
     temporary = bool(create.args.get("temporary")) or _has_property(create, exp.TemporaryProperty)
-    table = TableDef(name, tuple(columns), options, watermarks[0] if watermarks else None, primary_key, temporary)
+    partition_keys = _partition_keys(create, columns, name)
+    table = TableDef(name, tuple(columns), options, watermarks[0] if watermarks else None, primary_key, temporary,
+                     partition_keys)
     return _type_computed_columns(table, create)
+
+
+def _partition_keys(create: exp.Create, columns: list[ColumnDef], name: str) -> tuple[str, ...]:
+    """PARTITIONED BY (...): physical columns, each once, not all of them (Flink's checks)."""
+    props = (create.args.get("properties") or exp.Properties()).expressions
+    prop = next((p for p in props if isinstance(p, exp.PartitionedByProperty)), None)
+    if prop is None:
+        return ()
+    by_name = {c.name.lower(): c for c in columns}
+    keys: list[str] = []
+    for e in prop.this.expressions if isinstance(prop.this, exp.Schema) else [prop.this]:
+        if not isinstance(e, exp.Identifier | exp.Column):
+            raise plan_error(f"PARTITIONED BY takes column names, not '{e.sql(dialect=dialect.Flink)}'", e)
+        col = by_name.get(e.name.lower())
+        if col is None:
+            raise plan_error(f"partition column '{e.name}' is not a column of table '{name}'", e, e.name)
+        if col.computed is not None:
+            raise plan_error(f"partition column '{e.name}' of table '{name}' is a computed column; "
+                             "partition columns must be physical", e, e.name)
+        if col.name in keys:
+            raise plan_error(f"partition column '{e.name}' is listed twice in PARTITIONED BY", e, e.name)
+        keys.append(col.name)
+    if len(keys) == len([c for c in columns if c.computed is None]):
+        raise plan_error(f"table '{name}': every physical column is a partition column; the files would hold "
+                         "no column", prop)
+    return tuple(keys)
 
 
 def _require_not_enforced(key: exp.Expression, node: exp.Expression) -> None:
@@ -223,7 +251,8 @@ def _type_computed_columns(table: TableDef, create: exp.Create) -> TableDef:
         except PlanError as e:
             raise PlanError(f"computed column '{c.name}' of table '{table.name}': {e.message}") from None
         columns.append(ColumnDef(c.name, bound.type, True, c.computed))
-    return TableDef(table.name, tuple(columns), table.options, table.watermark, table.primary_key, table.temporary)
+    return TableDef(table.name, tuple(columns), table.options, table.watermark, table.primary_key, table.temporary,
+                    table.partition_keys)
 
 
 def validate_table(table: TableDef) -> None:

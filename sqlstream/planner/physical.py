@@ -113,9 +113,10 @@ class Lowering:
         schema = node.schema
         if isinstance(node, Scan):
             options = connector_spec(node.table.connector).validate(node.table)
-            spec = SourceSpec(node.table, list(node.columns), options)
+            spec = SourceSpec(node.table, list(node.columns), options, partition_filter=node.partition_filter)
             return self.add(
-                "Source", f"{node.table.name} [{node.table.connector}] columns=[{', '.join(node.columns)}]",
+                "Source", f"{node.table.name} [{node.table.connector}] columns=[{', '.join(node.columns)}]"
+                f"{node.partitions_text()}",
                 schema, [], source=spec,
             )
         if isinstance(node, Values):
@@ -226,7 +227,12 @@ class Lowering:
             spec = SinkSpec(node.table, options, node.input.schema, node.input.updating)
             name = node.table.name if node.table else "<client>"
             conn = f" [{node.table.connector}]" if node.table else ""
-            return self.add("Sink", f"{name}{conn}", schema, [Exchange(up)], sink=spec)
+            exchange = Exchange(up)
+            if node.table is not None and node.table.partition_keys and options.get("sink.shuffle-by-partition.enable"):
+                # each partition written by one sink subtask (Flink's sink.shuffle-by-partition.enable)
+                names = [n.lower() for n in node.input.schema.names]
+                exchange = Exchange(up, "hash", tuple(names.index(k.lower()) for k in node.table.partition_keys))
+            return self.add("Sink", f"{name}{conn}", schema, [exchange], sink=spec)
         raise TypeError(node)
 
     def _enforce_not_null(self, up: int, table: TableDef, schema: pa.Schema) -> int:

@@ -16,11 +16,12 @@ from sqlstream.core.tables import TableDef
 from sqlstream.core.types import is_numeric, sql_type_name
 from sqlstream.planner.binder import QueryBinder, with_hint_options
 from sqlstream.planner.changelog import check_sink
-from sqlstream.planner.expr_binder import coerce
+from sqlstream.planner.expr_binder import ExprBinder, coerce
 from sqlstream.planner.logical import LogicalNode, Project, Sink, explain
 from sqlstream.planner.optimizer import optimize
+from sqlstream.planner.optimizer.constant_folding import fold
 from sqlstream.planner.physical import Lowering
-from sqlstream.planner.scope import plan_error
+from sqlstream.planner.scope import Scope, plan_error
 from sqlstream.planner.surface import check_insert
 
 
@@ -58,16 +59,22 @@ def insert_plan(catalog: Catalog, insert: exp.Insert, settings: Mapping[str, str
     obj = with_hint_options(obj, target, settings or {})
     if obj.metadata_columns:
         connector_spec(obj.connector).check_writable_metadata(obj)
+    static = _static_partition(obj, target, settings or {})
     query = insert.expression
     rel = QueryBinder(catalog, settings).bind_query(query)
     node = rel.node
-    sink_cols = list(obj.persisted_columns)
+    # the query produces the persisted columns the static partition does not fix (Flink's rule)
+    sink_cols = [c for c in obj.persisted_columns if c.name.lower() not in static]
     produced = list(node.schema)
     if columns_node:
         named = [c.name.lower() for c in columns_node]
         unknown = [c.name for c in columns_node if obj.column(c.name) is None]
         if unknown:
             raise plan_error(f"sink table '{obj.name}' has no column '{unknown[0]}'", insert, unknown[0])
+        fixed = [c.name for c in columns_node if c.name.lower() in static]
+        if fixed:
+            raise plan_error(f"INSERT INTO {obj.name}: column '{fixed[0]}' has a static value in PARTITION (...) and "
+                             "cannot also be in the column list", insert, fixed[0])
         if len(named) != len(produced):
             raise plan_error(
                 f"INSERT INTO {obj.name} lists {len(named)} columns but the query produces {len(produced)}", insert
@@ -82,7 +89,10 @@ def insert_plan(catalog: Catalog, insert: exp.Insert, settings: Mapping[str, str
             )
         source_for = {c.name.lower(): i for i, c in enumerate(sink_cols)}
     exprs: list[Expr] = []
-    for c in sink_cols:
+    for c in obj.persisted_columns:
+        if c.name.lower() in static:
+            exprs.append(static[c.name.lower()])
+            continue
         i = source_for.get(c.name.lower())
         if i is None:
             exprs.append(Literal(None, c.type if c.metadata is None else connector_spec(obj.connector).metadata_type(c)))
@@ -99,11 +109,44 @@ def insert_plan(catalog: Catalog, insert: exp.Insert, settings: Mapping[str, str
         if c.metadata is not None:  # the connector writes it in its metadata type (Flink casts it so)
             expr = coerce(expr, connector_spec(obj.connector).metadata_type(c), zone=zone)
         exprs.append(expr)
-    names = [c.name for c in sink_cols]
+    names = [c.name for c in obj.persisted_columns]
     identity = all(isinstance(e, ColumnRef) and e.index == k for k, e in enumerate(exprs)) and len(exprs) == len(produced)
     if not identity or node.schema.names != names:
         node = Project(node, exprs, names)
     return Sink(node, obj)
+
+
+def _static_partition(table: TableDef, target: exp.Expression, settings: Mapping[str, str]) -> dict[str, Expr]:
+    """``INSERT INTO t PARTITION (k = literal, ...)``: partition column (lower case) -> its value,
+    a literal of the column's type."""
+    spec = target.args.get("partition") if isinstance(target, exp.Table) else None
+    if spec is None:
+        return {}
+    if not table.partition_keys:
+        raise plan_error(f"INSERT INTO {table.name} PARTITION (...): table '{table.name}' is not partitioned "
+                         "(no PARTITIONED BY)", spec)
+    keys = {k.lower(): k for k in table.partition_keys}
+    out: dict[str, Expr] = {}
+    for item in spec.expressions:
+        if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
+            raise plan_error("PARTITION (...) takes column = literal pairs", item)
+        name = item.this.name
+        if name.lower() not in keys:
+            raise plan_error(f"INSERT INTO {table.name} PARTITION (...): '{name}' is not a partition column of "
+                             f"'{table.name}' ({', '.join(table.partition_keys)})", item, name)
+        if name.lower() in out:
+            raise plan_error(f"partition column '{name}' is given twice in PARTITION (...)", item, name)
+        if not isinstance(item.expression, exp.Literal | exp.Null):
+            raise plan_error(f"the value of partition column '{name}' must be a literal", item.expression)
+        col = table.column(name)
+        assert col is not None
+        bound = ExprBinder(Scope.of(pa.schema([])), zone="UTC").bind(item.expression)
+        value = fold(coerce(bound, col.type, zone=setting(settings, "table.local-time-zone")))
+        if not isinstance(value, Literal):
+            raise plan_error(f"the value of partition column '{name}' cannot be a {sql_type_name(col.type)}",
+                             item.expression)
+        out[name.lower()] = value
+    return out
 
 
 def select_plan(catalog: Catalog, query: exp.Expression, settings: Mapping[str, str] | None = None) -> Sink:

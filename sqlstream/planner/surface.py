@@ -100,7 +100,8 @@ _INSERT_REFUSED: dict[str, str] = {
 }
 
 # CREATE TABLE properties the DDL reads.
-_TABLE_PROPERTIES_READ = (exp.TemporaryProperty, exp.SchemaCommentProperty, exp.LikeProperty)
+_TABLE_PROPERTIES_READ = (exp.TemporaryProperty, exp.SchemaCommentProperty, exp.LikeProperty,
+                          exp.PartitionedByProperty)
 
 # Flink's query hints (SELECT /*+ ... */) that sqlstream does not carry out (STATE_TTL it does:
 # planner.hints).
@@ -148,9 +149,6 @@ def check_insert(insert: exp.Insert) -> None:
         raise plan_error(f"INSERT clause '{unread[0]}' is not supported", insert)
     if insert.args.get("hint") is not None:
         raise plan_error(f"query hints are not supported: {_hint_names(insert.args['hint'])}", insert)
-    target = insert.this.this if isinstance(insert.this, exp.Schema) else insert.this
-    if isinstance(target, exp.Table) and target.args.get("partition") is not None:
-        raise plan_error(_INSERT_REFUSED["partition"], target)
 
 
 def check_create_table(create: exp.Create) -> None:
@@ -160,10 +158,6 @@ def check_create_table(create: exp.Create) -> None:
     for prop in (create.args.get("properties") or exp.Properties()).expressions:
         if type(prop) is exp.Property or isinstance(prop, _TABLE_PROPERTIES_READ):
             continue
-        if isinstance(prop, exp.PartitionedByProperty):
-            raise plan_error(
-                "PARTITIONED BY is not supported yet: the filesystem connector writes one flat directory, "
-                "without partition directories; leave the PARTITIONED BY clause out", prop)
         if isinstance(prop, exp.DistributedByProperty):
             raise plan_error("DISTRIBUTED BY is not supported yet; leave it out", prop)
         raise plan_error(f"'{prop.sql(dialect=dialect.Flink)}' is not supported in CREATE TABLE", prop)

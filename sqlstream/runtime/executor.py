@@ -91,12 +91,13 @@ def create_reader(spec: SourceSpec, subtask: int = 0, parallelism: int = 1, batc
     connector = get_connector(spec.table.connector)
     assert connector.create_source is not None
     ctx = SourceContext(spec.table, spec.options, spec.columns, subtask, parallelism, batch_size, clock,
-                        dict(settings or {}))
+                        dict(settings or {}), spec.partition_filter)
     return connector.create_source(ctx)
 
 
 def create_writer(spec: SinkSpec, collect: Callable[[Chunk], None] | None, subtask: int = 0,
-                  parallelism: int = 1, settings: Mapping[str, str] | None = None) -> SinkWriter:
+                  parallelism: int = 1, settings: Mapping[str, str] | None = None,
+                  clock: Clock = SYSTEM_CLOCK) -> SinkWriter:
     if spec.table is None:
         if collect is None:
             raise JobError("a SELECT needs a client to collect its rows")
@@ -107,7 +108,7 @@ def create_writer(spec: SinkSpec, collect: Callable[[Chunk], None] | None, subta
     if connector.create_sink is None:
         raise JobError(f"table '{spec.table.name}' (connector '{spec.table.connector}') cannot be written to")
     return connector.create_sink(SinkContext(spec.table, spec.options, spec.schema, subtask, parallelism, spec.updating,
-                                             dict(settings or {})))
+                                             dict(settings or {}), clock))
 
 
 @dataclass
@@ -627,7 +628,8 @@ class JobExecutor:
         if node.sink is not None:
             root = self.config.checkpoint_dir
             journal = CommitJournal(root, uid, index, self.remote_root) if root is not None else None
-            return SinkOperator(create_writer(node.sink, self.collect, index, parallelism, self.config.raw), journal,
+            return SinkOperator(create_writer(node.sink, self.collect, index, parallelism, self.config.raw,
+                                              self.config.clock), journal,
                                 metadata["checkpoint_id"] if metadata else None)
         return build_operator(node)
 

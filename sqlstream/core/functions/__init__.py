@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -317,27 +318,60 @@ _NO_END = 2**62  # Arrow's slice needs a stop; past every string's end
 
 
 def _substring_rows(s: Value, start: Value, length: Value | None) -> Value:
-    """SUBSTRING whose start or length varies per row: Arrow's slice takes constants only, so
-    each row is sliced in Python (the constant case above stays vectorized)."""
+    """SUBSTRING whose start or length varies per row (Arrow's slice takes constants only): the
+    characters' byte positions from the UTF-8 bytes with numpy, then one gather of the bytes."""
     rows = len(start) if not isinstance(start, pa.Scalar) else len(length)  # type: ignore[arg-type]
-    texts = [s.as_py()] * rows if isinstance(s, pa.Scalar) else s.to_pylist()
-    starts = [start.as_py()] * rows if isinstance(start, pa.Scalar) else start.to_pylist()
-    if length is None:
-        lengths: list[int | None] = [-1] * rows
-    else:
-        lengths = [length.as_py()] * rows if isinstance(length, pa.Scalar) else length.to_pylist()
-    out: list[str | None] = []
-    for value, pos, n in zip(texts, starts, lengths, strict=True):
-        if value is None or pos is None or n is None or (length is not None and n < 0):
-            out.append(None)
-            continue
-        chars = len(value)
-        begin = pos - 1 if pos > 0 else chars + pos if pos < 0 else 0
-        if begin < 0 or begin >= chars:
-            out.append("")
-            continue
-        out.append(value[begin:] if length is None else value[begin : begin + n])
-    return pa.array(out, pa.string())
+    if rows == 0:
+        return pa.array([], pa.string())
+    strs = _rows(s, rows, pa.string())
+    if not pa.types.is_string(strs.type):
+        strs = strs.cast(pa.string())
+    pos, pos_valid = _int_rows(start, rows)
+    valid = np.logical_and(strs.is_valid().to_numpy(zero_copy_only=False), pos_valid)
+    offsets = np.frombuffer(strs.buffers()[1], np.int32)[strs.offset : strs.offset + rows + 1].astype(np.int64)
+    data_buf = strs.buffers()[2]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    char_at: np.ndarray | None = None  # None: one byte a character (ASCII)
+    first_char = offsets
+    if pc.all(pc.string_is_ascii(strs)).as_py() is False:
+        # byte position of every character of the rows, then the end as a last "character"
+        char_at = np.flatnonzero(np.append((data[lo:hi] & 0xC0) != 0x80, True)) + lo
+        first_char = np.searchsorted(char_at, offsets)  # per row boundary: index of its first character
+    chars = first_char[1:] - first_char[:-1]
+    begin = np.where(pos > 0, pos - 1, np.where(pos < 0, chars + pos, 0))
+    empty = (begin < 0) | (begin >= chars)
+    begin = np.where(empty, 0, begin)
+    end = chars
+    if length is not None:
+        n, n_valid = _int_rows(length, rows)
+        valid &= n_valid & (n >= 0)
+        end = np.minimum(begin + np.maximum(n, 0), chars)
+    end = np.where(empty, 0, end)
+    byte_begin, byte_end = first_char[:-1] + begin, first_char[:-1] + end
+    if char_at is not None:
+        byte_begin, byte_end = char_at[byte_begin], char_at[byte_end]
+    sizes = np.where(valid, byte_end - byte_begin, 0)
+    new_offsets = np.zeros(rows + 1, np.int64)
+    np.cumsum(sizes, out=new_offsets[1:])
+    gather = np.repeat(byte_begin - new_offsets[:-1], sizes) + np.arange(new_offsets[-1])
+    out = pa.Array.from_buffers(
+        pa.large_string(), rows, [None, pa.py_buffer(new_offsets), pa.py_buffer(data[gather])]
+    ).cast(pa.string())
+    return pc.if_else(pa.array(valid), out, pa.scalar(None, pa.string()))
+
+
+def _rows(value: Value, rows: int, type_: pa.DataType) -> pa.Array:
+    """An argument as one array of ``rows`` values (a constant repeated)."""
+    if isinstance(value, pa.Scalar):
+        return pa.repeat(value if value.is_valid else pa.scalar(None, type_), rows)
+    return value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value
+
+
+def _int_rows(value: Value, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """An integer argument as int64 values (0 where NULL) and its validity, both numpy."""
+    arr = _rows(value, rows, pa.int64()).cast(pa.int64())
+    return pc.fill_null(arr, 0).to_numpy(), arr.is_valid().to_numpy(zero_copy_only=False)
 
 
 def _coalesce(*args: Value) -> Value:

@@ -8,6 +8,7 @@ them as kernel options); the string argument is a column.
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -47,7 +48,9 @@ def _affix(name: str, kernel: str) -> Kernel:
 def _translate(s: Value, source: Value, target: Value) -> Value:
     """Each character of ``source`` becomes the one at its place in ``target``, or is removed
     where ``target`` is shorter; the first mapping of a repeated character wins (Flink's TRANSLATE).
-    Arrow has no kernel that maps characters at once, so this one runs per value, like the hashes."""
+    Arrow has no kernel that maps characters at once: with an ASCII mapping it is a byte lookup
+    table with numpy (UTF-8 bytes of other characters are never ASCII, so they pass untouched),
+    otherwise Python's str.translate per value."""
     old = constant(source, "TRANSLATE", "the characters to replace")
     new = constant(target, "TRANSLATE", "their replacements") or ""
     table: dict[int, str | None] = {}
@@ -55,7 +58,34 @@ def _translate(s: Value, source: Value, target: Value) -> Value:
         table.setdefault(ord(ch), new[i] if i < len(new) else None)
     if isinstance(s, pa.Scalar):
         return pa.scalar(s.as_py().translate(table), pa.string())
+    if isinstance(s, pa.ChunkedArray):
+        s = s.combine_chunks()
+    if len(s) == 0:
+        return pa.array([], pa.string())
+    if all(k < 128 and (v is None or ord(v) < 128) for k, v in table.items()):
+        return _translate_bytes(s.cast(pa.string()), table)
     return pa.array([None if v is None else v.translate(table) for v in s.to_pylist()], pa.string())
+
+
+def _translate_bytes(s: pa.Array, table: dict[int, str | None]) -> pa.Array:
+    """TRANSLATE with an ASCII mapping over the UTF-8 bytes: a lookup table, then the removed
+    bytes dropped and each row's offsets moved back by the removals before it."""
+    lut = np.arange(256, dtype=np.uint8)
+    drop = np.zeros(256, dtype=bool)
+    for k, v in table.items():
+        if v is None:
+            drop[k] = True
+        else:
+            lut[k] = ord(v)
+    offsets = np.frombuffer(s.buffers()[1], np.int32)[s.offset : s.offset + len(s) + 1].astype(np.int64)
+    data_buf = s.buffers()[2]
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(data_buf, np.uint8)[lo:hi] if data_buf is not None and hi > lo else np.zeros(0, np.uint8)
+    keep = ~drop[data]
+    kept_before = np.concatenate(([0], np.cumsum(keep)))  # kept bytes before each byte position
+    new_offsets = kept_before[offsets - lo]
+    out = pa.Array.from_buffers(pa.large_string(), len(s), [None, pa.py_buffer(new_offsets), pa.py_buffer(lut[data][keep])])
+    return pc.if_else(s.is_valid(), out.cast(pa.string()), pa.scalar(None, pa.string()))
 
 
 @strict(pa.int32())

@@ -36,6 +36,9 @@ class Scan(LogicalNode):
     table: TableDef
     columns: list[str]
     changelog: str = "insert-only"
+    # WHERE conditions on partition columns (reading them in PARTITIONED BY order): the source
+    # lists only the partitions they keep; the Filter above still applies them to the rows
+    partition_filter: Expr | None = None
 
     @property
     def updating(self) -> bool:
@@ -45,6 +48,18 @@ class Scan(LogicalNode):
     def schema(self) -> pa.Schema:
         full = self.table.source_schema
         return pa.schema([full.field(c) for c in self.columns])
+
+    def partitions_text(self) -> str:
+        """The pruning as EXPLAIN shows it (the filter itself reads the partition columns in
+        PARTITIONED BY order, which is what the source evaluates it on)."""
+        if self.partition_filter is None:
+            return ""
+        shown = self.partition_filter
+        position = {c.lower(): i for i, c in enumerate(self.columns)}
+        mapping = {i: position[k.lower()] for i, k in enumerate(self.table.partition_keys) if k.lower() in position}
+        if referenced_columns(shown) <= mapping.keys():  # numbered as the scan's columns, like the rest of the plan
+            shown = remap_columns(shown, mapping)
+        return f", partitions=[{shown}]"
 
     @property
     def inputs(self) -> list[LogicalNode]:
@@ -56,11 +71,11 @@ class Scan(LogicalNode):
     def describe(self) -> str:
         mode = "" if self.changelog == "insert-only" else f", changelog={self.changelog}"
         return (f"Scan(table={self.table.name}, connector={self.table.connector}, "
-                f"columns=[{', '.join(self.columns)}]{mode})")
+                f"columns=[{', '.join(self.columns)}]{mode}{self.partitions_text()})")
 
     def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
         keep = sorted(required) or [0]
-        scan = Scan(self.table, [self.columns[i] for i in keep], self.changelog)
+        scan = Scan(self.table, [self.columns[i] for i in keep], self.changelog, self.partition_filter)
         return scan, {old: new for new, old in enumerate(keep)}
 
 

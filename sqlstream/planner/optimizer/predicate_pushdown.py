@@ -3,6 +3,8 @@ joins (or below them, on the sides whose rows are not NULL-padded)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow as pa
 
 from sqlstream.core.expressions import (
@@ -14,7 +16,16 @@ from sqlstream.core.expressions import (
     substitute,
 )
 from sqlstream.planner.joins import conjoin, conjuncts, side_of
-from sqlstream.planner.logical import Filter, Join, LogicalNode, Project, Union, WindowTVF
+from sqlstream.planner.logical import (
+    Filter,
+    Join,
+    LogicalNode,
+    Project,
+    Scan,
+    Union,
+    WatermarkAssign,
+    WindowTVF,
+)
 from sqlstream.planner.optimizer.constant_folding import deterministic, fold
 
 
@@ -45,7 +56,37 @@ def _push_filter(pred: Expr, node: LogicalNode) -> LogicalNode:
         return _push_into_join(node, conjuncts(pred))
     if isinstance(node, WindowTVF) and all(i < len(node.input.schema) for i in referenced_columns(pred)):
         return WindowTVF(_push_filter(pred, node.input), node.window)
-    return Filter(node, pred)
+    return Filter(_prune_below(pred, node), pred)
+
+
+def _prune_below(pred: Expr, node: LogicalNode) -> LogicalNode:
+    """``node`` with the partitioned scan it reads (through watermark assigners and projections,
+    which the filter itself does not cross) listing only the partitions ``pred`` can keep: as in
+    Flink, partition pruning also applies below a WATERMARK, whose source never reads those rows."""
+    if isinstance(node, Scan) and node.table.partition_keys:
+        return _prune_partitions(node, pred)
+    if isinstance(node, WatermarkAssign):
+        return replace(node, input=_prune_below(pred, node.input))
+    if isinstance(node, Project) and all(deterministic(e) for e in node.exprs):
+        return replace(node, input=_prune_below(fold(substitute(pred, node.exprs)), node.input))
+    return node
+
+
+def _prune_partitions(scan: Scan, pred: Expr) -> Scan:
+    """The scan with the conjuncts of ``pred`` that read only partition columns as its partition
+    filter (re-indexed to PARTITIONED BY order); the Filter above keeps all of ``pred``."""
+    keys = [k.lower() for k in scan.table.partition_keys]
+    position = {i: keys.index(c.lower()) for i, c in enumerate(scan.columns) if c.lower() in keys}
+    usable = [
+        remap_columns(c, position)
+        for c in conjuncts(pred)
+        if referenced_columns(c) and referenced_columns(c) <= position.keys() and deterministic(c)
+    ]
+    if not usable:
+        return scan
+    if scan.partition_filter is not None:
+        usable.insert(0, scan.partition_filter)
+    return replace(scan, partition_filter=conjoin(usable))
 
 
 def _push_into_join(join: Join, where: list[Expr]) -> LogicalNode:

@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from sqlstream.core.connectors import ConnectorSpec
+from sqlstream.core.expressions import Expr
 from sqlstream.core.tables import TableDef
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 
@@ -43,6 +44,9 @@ class SourceContext:
     clock: Clock = SYSTEM_CLOCK
     # the job's SET keys, for what a connector reaches beyond its table (e.g. s3.* of file systems)
     settings: Mapping[str, str] = field(default_factory=dict)
+    # WHERE conditions on the table's partition columns only, reading them in PARTITIONED BY order:
+    # a partitioned source skips (does not list) the partitions it rejects
+    partition_filter: Expr | None = None
 
     @property
     def schema(self) -> pa.Schema:
@@ -76,6 +80,8 @@ class SinkContext:
     updating: bool = False  # the input carries -U/+U/-D rows
     # the job's SET keys, for what a connector reaches beyond its table (e.g. s3.* of file systems)
     settings: Mapping[str, str] = field(default_factory=dict)
+    # processing time (rolling intervals, partition commit triggers); tests pass a ManualClock
+    clock: Clock = SYSTEM_CLOCK
 
 
 class SourceReader(ABC):
@@ -167,6 +173,16 @@ class SinkWriter(ABC):
 
     def commit(self, committables: list[Any]) -> None:  # noqa: B027 - optional hook
         """Make the staged writes visible (idempotent: may be called again after a restore)."""
+
+    def restore_committed(self, committables: list[Any]) -> None:  # noqa: B027 - optional hook
+        """A restore: ``committables`` are the restored checkpoint's, in checkpoint order (committed
+        right after), for writers that carry more than files in them (pending partitions)."""
+
+    def on_watermark(self, timestamp: int) -> None:  # noqa: B027 - optional hook
+        """Event time reached ``timestamp`` (partition-time commit triggers)."""
+
+    def end_input(self) -> None:  # noqa: B027 - optional hook
+        """The input ended: the next pre-commit is the last (everything pending is due)."""
 
     def rollback(self, committables: list[Any]) -> bool:
         """Undo the commit of ``committables``: recovery fell back to a checkpoint taken before they

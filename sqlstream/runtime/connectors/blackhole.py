@@ -22,5 +22,6 @@ CONNECTOR = Connector(
     options=(),
     create_sink=BlackholeSink,
     accepts_updates=True,
+    partitioned=True,  # Flink's BlackHoleTableSink supports partitioning (and discards the rows)
     description="discards all rows",
 )

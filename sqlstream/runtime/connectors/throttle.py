@@ -27,9 +27,14 @@ class Throttle:
         self.base_count = count
 
     def allowed(self, count: int) -> int:
-        """Rows that may go out now, given ``count`` produced so far."""
+        """Rows that may go out now, given ``count`` produced so far.
+
+        Row r (from the start) goes out at r / rate seconds, the first one at once, as Flink's rate
+        limiter lets its first permit go: a generated row's nominal time (datagen's timestamps,
+        start + r / rate) is then when it leaves, not one interval before.
+        """
         now = self.clock.monotonic()
-        allowed = int((now - self.base_time) * self.rate) - (count - self.base_count)
+        allowed = int((now - self.base_time) * self.rate) + 1 - (count - self.base_count)
         cap = max(int(self.rate), self.batch)
         if allowed > cap:
             self.base_time = now - cap / self.rate
@@ -41,7 +46,7 @@ class Throttle:
         """Rows allowed now, waiting at most MAX_BLOCK_S for the first one."""
         allowed = self.allowed(count)
         if allowed <= 0:
-            due = (count - self.base_count + 1) / self.rate - (self.clock.monotonic() - self.base_time)
+            due = (count - self.base_count) / self.rate - (self.clock.monotonic() - self.base_time)
             self.clock.sleep(min(max(due, 0.0), MAX_BLOCK_S))
             allowed = self.allowed(count)
         return allowed

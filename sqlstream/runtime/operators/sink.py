@@ -54,7 +54,12 @@ class SinkOperator(Operator):
         self.ctx.metrics.records_out += chunk.num_rows
         return []
 
+    def on_watermark(self, timestamp: int) -> Output:
+        self.writer.on_watermark(timestamp)
+        return []
+
     def end_input(self) -> Output:
+        self.writer.end_input()
         self._prepare(FINAL_CHECKPOINT)
         return []
 
@@ -104,6 +109,7 @@ class SinkOperator(Operator):
     def restore_state(self, state: Any) -> None:
         if state and state.get("pending"):
             restored = state["pending"]
+            self.writer.restore_committed([restored[n] for n in sorted(restored)])
             # committed as of the restored checkpoint; rows after it will be written again
             self._commit(self.restored_from or max(restored), restored)
 

@@ -19,6 +19,16 @@ elsewhere or under a hidden name, then rename), as this sink does.
 Sink: two-phase commit.  Rows go to hidden in-progress part files; a
 checkpoint's ``prepare_commit`` closes them and ``commit`` renames them to
 their visible names, so readers never see a partial or uncommitted file.
+
+Partitioned tables (``PARTITIONED BY (dt, hr)``) are Hive-style directories
+``dt=2024-03-01/hr=10/`` whose files leave the partition columns out, as Flink's
+(partitions.py).  The sink splits each batch by partition with one Arrow group-by
+and commits a partition (a ``_SUCCESS`` file) once its commit trigger fires; the
+source derives the partition columns from the directory names and lists only the
+partitions the WHERE clause's conditions on them keep.  Each sink subtask commits the
+partitions it wrote (Flink has one committer for all): with parallel sinks, a success
+file can appear a moment before another subtask's files of the same checkpoint, unless
+``sink.shuffle-by-partition.enable`` routes each partition to one subtask.
 """
 
 from sqlstream.runtime.connectors.base import Connector
@@ -40,6 +50,7 @@ CONNECTOR = Connector(
     validate_extra=validate_table,
     metadata=METADATA,
     changelog=changelog_mode,
+    partitioned=True,
     description="csv, json lines, parquet, avro, raw, orc or change-event (debezium/canal/maxwell json) files in a "
     "file or directory",
 )

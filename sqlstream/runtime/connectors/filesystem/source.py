@@ -16,6 +16,7 @@ from sqlstream.core.connectors import MetadataKey
 from sqlstream.core.errors import ConnectorError, DataError
 from sqlstream.runtime.connectors.base import SourceContext, SourceReader
 from sqlstream.runtime.connectors.filesystem.options import FileSystemOptions
+from sqlstream.runtime.connectors.filesystem.partitions import parse_partition, prune, typed_values
 from sqlstream.runtime.formats import FileFormat, create_format, split_row_kinds
 from sqlstream.runtime.fs import StorageError, resolve
 
@@ -55,15 +56,23 @@ class FileSystemSource(SourceReader):
             self._location = resolve(options.path, ctx.settings)
         except StorageError as e:
             raise ConnectorError(f"table '{self._table}': {e}") from None
-        # metadata columns ('file.path', ...) are not the format's: it decodes the physical ones
+        # partition columns come from the directory names, metadata columns ('file.path', ...) from the
+        # file itself, the others from the files' contents
+        self._keys = list(ctx.table.partition_keys)
         self._metadata = {c.name: c.metadata_key for c in ctx.table.metadata_columns if c.name in ctx.columns}
+        self._file_info: dict[str, pa.Scalar] = {}  # the current file's METADATA values
+        self._default_name = options.default_partition_name
+        self._partition_filter = ctx.partition_filter
+        data_schema = pa.schema([f for f in ctx.table.physical_schema if f.name not in self._keys])
+        data_columns = [c for c in ctx.columns if c not in self._keys and c not in self._metadata]
+        if self._keys and not data_columns:  # only partition columns read: one column counts the rows
+            data_columns = [data_schema.names[0]]
         self._format: FileFormat = create_format(
-            options.format,
-            ctx.table.physical_schema,
-            options.format_options,
-            [c for c in ctx.columns if c not in self._metadata],
-            self._table,
+            options.format, data_schema, options.format_options, data_columns, self._table
         )
+        self._out_schema = ctx.schema
+        self._partition_values: dict[str, dict[str, pa.Scalar]] = {}  # directory -> typed values
+        self.listed_partitions: list[str] = []  # the partition directories the last scan listed files in
         interval = options.monitor_interval_ms
         self._interval_s: float | None = None if interval is None else interval / 1000.0
         self.bounded = self._interval_s is None
@@ -96,6 +105,9 @@ class FileSystemSource(SourceReader):
             return
         if not os.path.exists(self._path):
             raise ConnectorError(f"table '{self._table}': path '{self._path}' does not exist")
+        if self._keys and not os.path.isdir(self._path):
+            raise ConnectorError(f"table '{self._table}' is partitioned, so 'path' must be a directory; "
+                                 f"'{self._path}' is a file")
         self._root = self._path if os.path.isdir(self._path) else os.path.dirname(self._path)
         if self._current is not None:
             self._known.add(self._current)
@@ -110,6 +122,9 @@ class FileSystemSource(SourceReader):
         if kind == pafs.FileType.NotFound:
             raise ConnectorError(f"table '{self._table}': path {self._location.where()} does not exist")
         self._remote_dir = kind == pafs.FileType.Directory
+        if self._keys and not self._remote_dir:
+            raise ConnectorError(f"table '{self._table}' is partitioned, so 'path' must be a directory; "
+                                 f"{self._location.where()} is an object")
         if self._current is not None:
             self._known.add(self._current)
         self._scan()
@@ -130,8 +145,63 @@ class FileSystemSource(SourceReader):
                 out.append(rel)
         return sorted(out)
 
+    def _list_partitioned(self) -> list[str]:
+        """Relative names of the visible files in the partitions the filter keeps, sorted.  Only
+        directory names are listed level by level; files are listed only in kept partitions."""
+        dirs = [""]
+        for _ in self._keys:
+            deeper = []
+            for d in dirs:
+                where = self._location.child(*d.split("/")) if d else self._location
+                try:
+                    entries = where.list(recursive=False)
+                except StorageError as e:
+                    raise ConnectorError(f"table '{self._table}': {e}") from None
+                for entry in entries:
+                    if entry.type == pafs.FileType.Directory and not _hidden(entry.base_name):
+                        deeper.append(f"{d}/{entry.base_name}" if d else entry.base_name)
+            dirs = deeper
+        raw = [(d, parse_partition(d, self._keys)) for d in dirs]
+        parts = [(d, r) for d, r in raw if r is not None]
+        try:
+            values = typed_values([r for _, r in parts], self._keys, self._ctx.table.physical_schema,
+                                  self._default_name)
+        except ValueError as e:
+            raise DataError(f"table '{self._table}': {e} (a directory under {self._location.where()})") from None
+        keep = prune(values, self._partition_filter)
+        self.listed_partitions = [d for (d, _), k in zip(parts, keep, strict=True) if k]
+        out: list[str] = []
+        for i, ((d, _), k) in enumerate(zip(parts, keep, strict=True)):
+            if not k:
+                continue
+            self._partition_values[d] = {key: values.column(key)[i] for key in self._keys}
+            try:
+                entries = self._location.child(*d.split("/")).list(recursive=False)
+            except StorageError as e:
+                raise ConnectorError(f"table '{self._table}': {e}") from None
+            out.extend(f"{d}/{e.base_name}" for e in entries
+                       if e.type == pafs.FileType.File and not _hidden(e.base_name))
+        return sorted(out)
+
+    def _with_partition(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The batch with the current file's partition values as columns, in the order asked for."""
+        assert self._current is not None
+        directory = self._current.rsplit("/", 1)[0]
+        values = self._partition_values.get(directory)
+        if values is None:  # a restored file: its directory's values from its name
+            raw = parse_partition(directory, self._keys)
+            assert raw is not None
+            table = typed_values([raw], self._keys, self._ctx.table.physical_schema, self._default_name)
+            values = {key: table.column(key)[0] for key in self._keys}
+            self._partition_values[directory] = values
+        n = batch.num_rows
+        cols = [pa.repeat(values[c], n) if c in values else batch.column(c) for c in self._out_schema.names]
+        return pa.RecordBatch.from_arrays(cols, schema=self._out_schema)
+
     def _list(self) -> list[str]:
         """Relative names of the visible files, sorted."""
+        if self._keys:
+            return self._list_partitioned()
         if self._location.remote:
             return self._list_remote()
         if not os.path.isdir(self._path):
@@ -174,7 +244,11 @@ class FileSystemSource(SourceReader):
                 continue
             self._offset += batch.num_rows
             batch, self._kinds = split_row_kinds(batch)
-            return batch
+            if self._metadata:
+                batch = self._with_metadata(batch)
+            if self._keys:
+                return self._with_partition(batch)
+            return batch.select(self._out_schema.names) if self._metadata else batch
 
     def _start_next(self) -> bool:
         """Begin the next file (resuming the restored one first); False if there is none now."""
@@ -197,25 +271,23 @@ class FileSystemSource(SourceReader):
     ) -> Iterator[pa.RecordBatch]:
         """``metadata``: the file's METADATA values (default: those of the local file ``path``)."""
         size = self._ctx.batch_size
-        info = metadata or {}
-        if self._metadata and metadata is None:
-            local = pafs.LocalFileSystem().get_file_info(path)
-            info = file_metadata(os.path.abspath(path), local, os.path.basename(path))
+        if self._metadata:
+            if metadata is None:
+                local = pafs.LocalFileSystem().get_file_info(path)
+                metadata = file_metadata(os.path.abspath(path), local, os.path.basename(path))
+            self._file_info = metadata
         for batch in self._format.read_file(path, skip):
             for start in range(0, batch.num_rows, size):
-                yield self._with_metadata(batch.slice(start, size), info)
+                yield batch.slice(start, size)
 
-    def _with_metadata(self, batch: pa.RecordBatch, info: dict[str, pa.Scalar]) -> pa.RecordBatch:
-        """The batch in the source's column order, metadata columns filled with the file's values."""
-        if not self._metadata:
-            return batch
-        schema = self._ctx.schema
-        arrays = [
-            pa.nulls(batch.num_rows, info[self._metadata[f.name]].type).fill_null(info[self._metadata[f.name]])
-            .cast(f.type) if f.name in self._metadata else batch.column(f.name)
-            for f in schema
-        ]
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    def _with_metadata(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The batch with the current file's METADATA columns appended (cast to their declared types)."""
+        n = batch.num_rows
+        for name, key in self._metadata.items():
+            value = self._file_info[key]
+            column = pa.repeat(value, n).cast(self._out_schema.field(name).type)
+            batch = batch.append_column(pa.field(name, column.type), column)
+        return batch
 
     def _remote_batches(self, name: str, skip: int) -> Iterator[pa.RecordBatch]:
         """The batches of an object, decoded from a local copy (the formats read local files,

@@ -51,6 +51,13 @@ def _order(checkpoint_id: int) -> float:
     return math.inf if checkpoint_id < 0 else float(checkpoint_id)
 
 
+# librdkafka settings this sink uses unless the table sets them ('properties.*'): a 1 ms linger
+# (librdkafka's default waits 5 ms for more messages). Measured with a plain producer against
+# tansu: 1 ms sends as many messages per second as 5 ms, 0 ms 15-40 % fewer (a request per few
+# messages); so a record waits at most 1 ms here.
+LATENCY_DEFAULTS = {"linger.ms": 1}
+
+
 class KafkaSink(SinkWriter):
     """Writes rows as messages of one topic; see the package docstring for the guarantees."""
 
@@ -104,6 +111,7 @@ class KafkaSink(SinkWriter):
             return
         config: dict[str, Any] = {
             **base_config(self._bootstrap, self._errors),
+            **LATENCY_DEFAULTS,
             **client_properties(self._ctx.table),
         }
         if self.exactly_once:

@@ -41,6 +41,14 @@ def _watermarks(consumer: Consumer, topic: str, partition: int, table: str) -> t
     return low, high
 
 
+# librdkafka settings this source uses unless the table sets them ('properties.*'). A short fetch
+# wait: a broker that answers a fetch only when the wait is over (tansu does, whatever
+# fetch.min.bytes says) holds each record half of it on average (100 ms: p50 about 29 ms, 5 ms:
+# 2.8 ms, benchmarks/latency.py); with a backlog fetches come back full at once, so throughput
+# does not change. It also bounds how long open() waits for the first fetch of an idle partition.
+LATENCY_DEFAULTS = {"fetch.wait.max.ms": 5}
+
+
 class KafkaSource(SourceReader):
     """Reads this subtask's partitions of one topic; see the package docstring."""
 
@@ -81,9 +89,8 @@ class KafkaSource(SourceReader):
         return KafkaOptions.from_options(ctx.options, ctx.table.name)
 
     def open(self) -> None:
-        # A short fetch wait bounds how long open() waits for the first fetch of an idle partition.
         consumer = read_committed_consumer(
-            self._bootstrap, {"fetch.wait.max.ms": 100, "on_commit": self._on_commit, **self._properties}, self._errors
+            self._bootstrap, {**LATENCY_DEFAULTS, "on_commit": self._on_commit, **self._properties}, self._errors
         )
         self._consumer = consumer
         md = cluster_metadata(consumer, self._errors, self._bootstrap, self._table)
@@ -198,9 +205,22 @@ class KafkaSource(SourceReader):
         return None
 
     def _fill(self) -> None:
-        """One consume() call, grouped by partition in arrival order."""
-        assert self._consumer is not None, "open() first"
-        for m in self._consumer.consume(num_messages=self._ctx.batch_size, timeout=POLL_TIMEOUT_S):
+        """What the consumer holds now (up to a batch), grouped by partition in arrival order.
+
+        consume() with a timeout waits for a whole batch or the timeout, so a record arriving
+        at a low rate would wait POLL_TIMEOUT_S: take what is there without waiting, and when
+        there is nothing, wait for the first message only (poll returns as it arrives).
+        """
+        consumer = self._consumer
+        assert consumer is not None, "open() first"
+        batch = self._ctx.batch_size
+        messages = consumer.consume(num_messages=batch, timeout=0)
+        if not messages:
+            first = consumer.poll(POLL_TIMEOUT_S)
+            if first is None:
+                return
+            messages = [first, *consumer.consume(num_messages=batch - 1, timeout=0)] if batch > 1 else [first]
+        for m in messages:
             partition = m.partition()
             messages, eof = self._pending.get(partition, ([], None))
             err = m.error()
