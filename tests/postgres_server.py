@@ -9,7 +9,8 @@ service is installed or started), creates a database and yields its URL; the
 server is stopped and its files removed when the module's tests are done.
 
 ``max_prepared_transactions`` is raised from PostgreSQL's default of 0, which
-disables ``PREPARE TRANSACTION``, because the exactly-once sink needs it.
+disables ``PREPARE TRANSACTION``, because the exactly-once sink needs it;
+``wal_level = logical`` (and replication slots) for the postgres-cdc source.
 Durability settings are off (``fsync``, ``full_page_writes``): the tests kill
 job processes, never the server.
 
@@ -100,7 +101,8 @@ def postgres_server() -> Iterator[str]:
             proc = subprocess.Popen(
                 [f"{bindir}/postgres", "-D", data, "-p", str(port), "-k", root,
                  "-c", "listen_addresses=127.0.0.1", "-c", f"max_prepared_transactions={MAX_PREPARED_TRANSACTIONS}",
-                 "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off"],
+                 "-c", "wal_level=logical",
+                 "-c", "max_replication_slots=10", "-c", "max_wal_senders=10", "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=root, **as_user,
             )
         admin_url = f"postgresql://{SUPERUSER}@127.0.0.1:{port}/postgres"

@@ -1,0 +1,237 @@
+"""The postgres-cdc source against a real PostgreSQL (wal_level = logical): snapshot, changes, slot, restore.
+
+A GROUP BY over the cdc table is written by key into a PostgreSQL result table (the
+postgres upsert sink); once the job has caught up, that table must equal the source
+table aggregated by PostgreSQL itself: a change lost or read twice shows as a wrong COUNT
+or SUM.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+from sqlstream.core.errors import ConnectorError, SqlStreamError
+from sqlstream.frontend.session import Session
+
+pytest_plugins = ("tests.postgres_server",)
+
+CATCH_UP_S = 60.0
+AGGREGATE = "SELECT k, COUNT(*), SUM(v) FROM {src} GROUP BY k"
+
+
+def execute(url: str, statement: str) -> list[tuple]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(statement)
+        return cur.fetchall() if cur.description else []
+
+
+def cdc_ddl(url: str, src: str, slot: str, mode: str = "all", startup: str = "initial",
+            **changed: str | None) -> str:
+    """CREATE TABLE cdc over PostgreSQL table ``src``; ``changed`` options replace (None: drop) the usual ones."""
+    params = conninfo_to_dict(url)
+    options: dict[str, str | None] = {
+        "connector": "postgres-cdc", "hostname": params["host"], "port": str(params["port"]),
+        "username": params["user"], "database-name": params["dbname"], "schema-name": "public",
+        "table-name": src, "slot.name": slot, "changelog-mode": mode, "scan.startup.mode": startup, **changed,
+    }
+    with_ = ", ".join(f"'{k}' = '{v}'" for k, v in options.items() if v is not None)
+    return f"CREATE TABLE cdc (id INT, k INT, v BIGINT, PRIMARY KEY (id) NOT ENFORCED) WITH ({with_});"
+
+
+def tables(url: str, full_identity: bool = True) -> tuple[str, str, str]:
+    """A fresh source table, result table and slot name."""
+    tag = uuid.uuid4().hex[:8]
+    src, out = f"src_{tag}", f"agg_{tag}"
+    execute(url, f"CREATE TABLE {src} (id int PRIMARY KEY, k int, v bigint)")
+    if full_identity:
+        execute(url, f"ALTER TABLE {src} REPLICA IDENTITY FULL")
+    execute(url, f"CREATE TABLE {out} (k int PRIMARY KEY, n bigint, s bigint)")
+    return src, out, f"slot_{tag}"
+
+
+def job_sql(url: str, src: str, out: str, slot: str, mode: str, checkpoints: Path | None = None) -> str:
+    config = ""
+    if checkpoints is not None:
+        config = (f"SET 'execution.checkpointing.interval' = '200ms';"
+                  f"SET 'execution.checkpointing.dir' = '{checkpoints}';")
+    return (
+        config + cdc_ddl(url, src, slot, mode)
+        + f"CREATE TABLE res (k INT, n BIGINT, s BIGINT, PRIMARY KEY (k) NOT ENFORCED) "
+        f"WITH ('connector' = 'postgres', 'url' = '{url}', 'table-name' = '{out}');"
+        + "INSERT INTO res SELECT k, COUNT(*), SUM(v) FROM cdc GROUP BY k;"
+    )
+
+
+@contextmanager
+def running(sql: str, restore: Path | None = None) -> Iterator[Session]:
+    """The job running in a thread until the block ends (then cancelled); its failure is raised."""
+    session = Session()
+    if restore is not None:
+        session.restore_from = str(restore)
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            session.execute_script(sql)
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            failure.append(e)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield session
+    finally:
+        while thread.is_alive():
+            executor = session.current_executor
+            if executor is not None:
+                executor.cancel()
+            thread.join(0.05)
+    if failure:
+        raise failure[0]
+
+
+def caught_up(url: str, src: str, out: str) -> None:
+    """Wait until the result table holds PostgreSQL's own aggregate of the source table."""
+    expected = sorted(execute(url, AGGREGATE.format(src=src)))
+    deadline = time.monotonic() + CATCH_UP_S
+    while True:
+        got = sorted(execute(url, f"SELECT k, n, s FROM {out}"))
+        if got == expected:
+            return
+        if time.monotonic() > deadline:
+            assert got == expected
+        time.sleep(0.1)
+
+
+def changes(url: str, src: str, round_: int) -> None:
+    """Inserts, updates (of the group key too) and deletes, in three transactions."""
+    base = 1000 * round_
+    with psycopg.connect(url) as conn, conn.transaction():
+        for i in range(40):
+            conn.execute(f"INSERT INTO {src} VALUES ({base + i}, {i % 5}, {i})")
+    with psycopg.connect(url) as conn, conn.transaction():
+        conn.execute(f"UPDATE {src} SET v = v + 7, k = (k + 1) % 6 WHERE id % 3 = 0")
+    with psycopg.connect(url) as conn, conn.transaction():
+        conn.execute(f"DELETE FROM {src} WHERE id % 4 = 1")
+
+
+def confirmed_flush(url: str, slot: str) -> str | None:
+    found = execute(url, f"SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = '{slot}'")
+    return found[0][0] if found else None
+
+
+def lsn(text: str) -> int:
+    high, low = text.split("/")
+    return (int(high, 16) << 32) | int(low, 16)
+
+
+@pytest.mark.parametrize("mode", ["all", "upsert"])
+def test_snapshot_then_changes_aggregate_as_postgres_does(postgres_server: str, mode: str) -> None:
+    url = postgres_server
+    src, out, slot = tables(url, full_identity=mode == "all")
+    execute(url, f"INSERT INTO {src} SELECT i, i % 4, i * 10 FROM generate_series(1, 50) i")
+    try:
+        with running(job_sql(url, src, out, slot, mode)):
+            caught_up(url, src, out)  # the snapshot
+            changes(url, src, 1)
+            caught_up(url, src, out)
+            changes(url, src, 2)
+            execute(url, f"DELETE FROM {src} WHERE k = 2")  # a group disappears: its row is deleted
+            caught_up(url, src, out)
+    finally:
+        execute(url, f"SELECT pg_drop_replication_slot('{slot}')")
+
+
+def test_restore_mid_stream_gives_the_same_result_and_the_slot_moves_only_on_checkpoints(
+    postgres_server: str, tmp_path: Path
+) -> None:
+    url = postgres_server
+    src, out, slot = tables(url)
+    execute(url, f"INSERT INTO {src} SELECT i, i % 4, i FROM generate_series(1, 30) i")
+    sql = job_sql(url, src, out, slot, "all", tmp_path / "chk")
+    try:
+        with running(sql) as session:
+            caught_up(url, src, out)
+            start = lsn(confirmed_flush(url, slot))
+            changes(url, src, 1)
+            caught_up(url, src, out)
+            # only a completed checkpoint moves the slot on: wait for one after the changes
+            deadline = time.monotonic() + CATCH_UP_S
+            while lsn(confirmed_flush(url, slot)) <= start:
+                assert time.monotonic() < deadline, "the slot never advanced"
+                time.sleep(0.05)
+            assert session.current_executor is not None
+            changes(url, src, 2)  # cancelled while or before these are read
+        changes(url, src, 3)  # while the job is down
+        with running(sql, restore=tmp_path / "chk"):
+            caught_up(url, src, out)
+    finally:
+        execute(url, f"SELECT pg_drop_replication_slot('{slot}')")
+
+
+def test_the_slot_is_not_advanced_without_a_completed_checkpoint(postgres_server: str) -> None:
+    url = postgres_server
+    src, out, slot = tables(url)
+    execute(url, f"INSERT INTO {src} VALUES (1, 1, 1)")
+    try:
+        with running(job_sql(url, src, out, slot, "all")):  # no checkpointing
+            caught_up(url, src, out)
+            created = confirmed_flush(url, slot)
+            changes(url, src, 1)
+            caught_up(url, src, out)
+            assert confirmed_flush(url, slot) == created  # the changes stay in the slot
+    finally:
+        execute(url, f"SELECT pg_drop_replication_slot('{slot}')")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"decoding.plugin.name": "wal2json"}, "only 'pgoutput'"),
+        ({"scan.startup.mode": "earliest-offset"}, "must be one of initial, latest-offset"),
+        ({"changelog-mode": "retract"}, "must be one of all, upsert"),
+        ({"slot.name": "Bad-Slot"}, "lower-case letters"),
+        ({"hostname": None}, "requires option 'hostname'"),
+    ],
+)
+def test_bad_options_are_refused_at_create_table(options: dict[str, str | None], message: str) -> None:
+    ddl = cdc_ddl("postgresql://u@127.0.0.1:5432/db", "t", "s", **options)
+    with pytest.raises(ConnectorError, match=message):
+        Session().execute_script(ddl)
+
+
+def test_a_primary_key_is_required() -> None:
+    ddl = cdc_ddl("postgresql://u@127.0.0.1:5432/db", "t", "s").replace(", PRIMARY KEY (id) NOT ENFORCED", "")
+    with pytest.raises(ConnectorError, match="require a PRIMARY KEY"):
+        Session().execute_script(ddl)
+
+
+def _select(url: str, src: str, slot: str, mode: str = "all") -> None:
+    Session().execute_script(cdc_ddl(url, src, slot, mode) + "SELECT * FROM cdc;")
+
+
+def test_an_unreachable_server_is_named(postgres_server: str) -> None:
+    port = conninfo_to_dict(postgres_server)["port"]
+    url = postgres_server.replace(f":{port}/", ":1/")
+    with pytest.raises(SqlStreamError, match=r"cannot connect to PostgreSQL at '127.0.0.1:1/"):
+        _select(url, "t", "s")
+
+
+def test_a_missing_table_is_named(postgres_server: str) -> None:
+    with pytest.raises(SqlStreamError, match="PostgreSQL table 'public.no_such' does not exist"):
+        _select(postgres_server, "no_such", "s")
+
+
+def test_changelog_mode_all_needs_replica_identity_full(postgres_server: str) -> None:
+    src, _, slot = tables(postgres_server, full_identity=False)
+    with pytest.raises(SqlStreamError, match="REPLICA IDENTITY FULL"):
+        _select(postgres_server, src, slot)
