@@ -21,15 +21,24 @@ from psycopg.conninfo import conninfo_to_dict
 
 from sqlstream.core.errors import ConnectorError, SqlStreamError
 from sqlstream.frontend.session import Session
+from sqlstream.runtime.connectors.base import SourceContext, SourceReader
+from sqlstream.runtime.connectors.registry import get_connector
+from sqlstream.runtime.elements import RowKind
 
 pytest_plugins = ("tests.postgres_server",)
 
+CDC = get_connector("postgres-cdc")
 CATCH_UP_S = 60.0
 AGGREGATE = "SELECT k, COUNT(*), SUM(v) FROM {src} GROUP BY k"
 
 
+# The test server commits asynchronously; a slot decodes only flushed WAL, so the tests' own
+# changes commit synchronously: a reader polled after a statement sees its change.
+SYNC = "-c synchronous_commit=on"
+
+
 def execute(url: str, statement: str) -> list[tuple]:
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True, options=SYNC) as conn:
         cur = conn.execute(statement)
         return cur.fetchall() if cur.description else []
 
@@ -115,12 +124,12 @@ def caught_up(url: str, src: str, out: str) -> None:
 def changes(url: str, src: str, round_: int) -> None:
     """Inserts, updates (of the group key too) and deletes, in three transactions."""
     base = 1000 * round_
-    with psycopg.connect(url) as conn, conn.transaction():
+    with psycopg.connect(url, options=SYNC) as conn, conn.transaction():
         for i in range(40):
             conn.execute(f"INSERT INTO {src} VALUES ({base + i}, {i % 5}, {i})")
-    with psycopg.connect(url) as conn, conn.transaction():
+    with psycopg.connect(url, options=SYNC) as conn, conn.transaction():
         conn.execute(f"UPDATE {src} SET v = v + 7, k = (k + 1) % 6 WHERE id % 3 = 0")
-    with psycopg.connect(url) as conn, conn.transaction():
+    with psycopg.connect(url, options=SYNC) as conn, conn.transaction():
         conn.execute(f"DELETE FROM {src} WHERE id % 4 = 1")
 
 
@@ -235,3 +244,111 @@ def test_changelog_mode_all_needs_replica_identity_full(postgres_server: str) ->
     src, _, slot = tables(postgres_server, full_identity=False)
     with pytest.raises(SqlStreamError, match="REPLICA IDENTITY FULL"):
         _select(postgres_server, src, slot)
+
+
+def reader(url: str, src: str, slot: str, position: int | None = None, mode: str = "all") -> SourceReader:
+    session = Session()
+    session.execute_script(cdc_ddl(url, src, slot, mode))
+    table = session.catalog.get("cdc")
+    ctx = SourceContext(table, CDC.validate(table), ["id", "k", "v"])
+    source = CDC.create_source(ctx)
+    if position is not None:
+        source.restore_position(position)
+    source.open()
+    return source
+
+
+def read_all(source: SourceReader) -> list[tuple[str, tuple]]:
+    """(kind, row) of everything the reader has now (it polls the slot once per call)."""
+    out: list[tuple[str, tuple]] = []
+    for _ in range(3):
+        batch = source.read_batch()
+        if batch is None:
+            continue
+        kinds = source.current_kinds
+        shorts = ["+I"] * batch.num_rows if kinds is None else [RowKind(k).short for k in kinds.to_pylist()]
+        out += list(zip(shorts, [tuple(r.values()) for r in batch.to_pylist()], strict=True))
+    return out
+
+
+def test_reader_emits_before_images_resumes_after_its_position_and_advances_the_slot_on_completion(
+    postgres_server: str,
+) -> None:
+    url = postgres_server
+    src, _, slot = tables(url)
+    execute(url, f"INSERT INTO {src} VALUES (1, 1, 10), (2, 2, 20)")
+    first = reader(url, src, slot)
+    try:
+        assert read_all(first) == [("+I", (1, 1, 10)), ("+I", (2, 2, 20))]  # the snapshot
+        execute(url, f"UPDATE {src} SET v = 11 WHERE id = 1")
+        assert read_all(first) == [("-U", (1, 1, 10)), ("+U", (1, 1, 11))]
+        position = first.snapshot_position()
+        first.checkpoint_taken(1)
+        execute(url, f"DELETE FROM {src} WHERE id = 2")
+        assert read_all(first) == [("-D", (2, 2, 20))]
+        created = confirmed_flush(url, slot)
+        first.checkpoint_taken(2)
+        assert confirmed_flush(url, slot) == created  # taken is not completed
+        first.notify_checkpoint_complete(1)
+        assert lsn(confirmed_flush(url, slot)) == position  # checkpoint 1's position, not the newest
+    finally:
+        first.close()
+    # restored at checkpoint 1: the delete after it again, nothing before it
+    second = reader(url, src, slot, position)
+    try:
+        assert read_all(second) == [("-D", (2, 2, 20))]
+    finally:
+        second.close()
+        execute(url, f"SELECT pg_drop_replication_slot('{slot}')")
+
+
+def test_upsert_mode_emits_new_images_and_keyed_deletes(postgres_server: str) -> None:
+    url = postgres_server
+    src, _, slot = tables(url, full_identity=False)
+    source = reader(url, src, slot, mode="upsert")
+    try:
+        assert read_all(source) == []  # an empty snapshot
+        execute(url, f"INSERT INTO {src} VALUES (1, 1, 10)")
+        execute(url, f"UPDATE {src} SET v = 11 WHERE id = 1")
+        execute(url, f"DELETE FROM {src} WHERE id = 1")
+        assert read_all(source) == [("+I", (1, 1, 10)), ("+U", (1, 1, 11)), ("-D", (1, None, None))]
+    finally:
+        source.close()
+        execute(url, f"SELECT pg_drop_replication_slot('{slot}')")
+
+
+def test_a_restore_behind_the_slot_is_refused_as_a_loss(postgres_server: str) -> None:
+    url = postgres_server
+    src, _, slot = tables(url)
+    first = reader(url, src, slot)
+    try:
+        read_all(first)
+        position = first.snapshot_position()
+        first.checkpoint_taken(1)
+        execute(url, f"INSERT INTO {src} VALUES (1, 1, 1)")
+        read_all(first)
+        first.checkpoint_taken(2)
+        first.notify_checkpoint_complete(2)
+    finally:
+        first.close()
+    second = reader(url, src, slot, position)
+    try:
+        with pytest.raises(ConnectorError, match="past the restored position"):
+            second.read_batch()
+    finally:
+        second.close()
+        execute(url, f"SELECT pg_drop_replication_slot('{slot}')")
+
+
+def test_truncate_fails_clearly(postgres_server: str) -> None:
+    url = postgres_server
+    src, _, slot = tables(url)
+    source = reader(url, src, slot)
+    try:
+        read_all(source)
+        execute(url, f"TRUNCATE {src}")
+        with pytest.raises(ConnectorError, match="was truncated"):
+            read_all(source)
+    finally:
+        source.close()
+        execute(url, f"SELECT pg_drop_replication_slot('{slot}')")

@@ -210,6 +210,7 @@ class PostgresCdcSource(SourceReader):
         self._kinds: pa.Array | None = None
         self._pending: dict[int, int] = {}  # checkpoint id -> its position, until it completes
         self._pg_columns: list[str] = []
+        self._restored = False  # a restored position not yet checked against the slot
 
     # -- lifecycle
     def open(self) -> None:
@@ -290,7 +291,31 @@ class PostgresCdcSource(SourceReader):
     def read_batch(self) -> pa.RecordBatch | None:
         if self._lsn is None:
             return self._start()
+        if self._restored:
+            self._check_restored()
         return self._changes()
+
+    def _check_restored(self) -> None:
+        """The slot must still hold every change after the restored position: none may be lost."""
+        conn = self._conn
+        assert conn is not None and self._lsn is not None
+        opts = self._options
+        existing = conn.execute(
+            "SELECT plugin, database, active FROM pg_replication_slots WHERE slot_name = %s", (opts.slot_name,)
+        ).fetchone()
+        if existing is None:
+            raise ConnectorError(
+                f"table '{self._table}': replication slot '{opts.slot_name}' of the restored checkpoint does not exist "
+                "(dropped?); its changes are gone: start the job afresh"
+            )
+        confirmed = self._confirmed(existing)
+        if confirmed > self._lsn:
+            raise ConnectorError(
+                f"table '{self._table}': replication slot '{opts.slot_name}' was advanced to {_lsn_text(confirmed)}, "
+                f"past the restored position {_lsn_text(self._lsn)} (a newer checkpoint completed); the changes in "
+                "between are gone: restore from the newest checkpoint"
+            )
+        self._restored = False
 
     def _start(self) -> pa.RecordBatch | None:
         """Create the slot; with 'initial', read the table under the slot's exported snapshot."""
@@ -508,6 +533,7 @@ class PostgresCdcSource(SourceReader):
 
     def restore_position(self, position: Any) -> None:
         self._lsn = None if position is None else int(position)
+        self._restored = self._lsn is not None
 
     def checkpoint_taken(self, checkpoint_id: int) -> None:
         if checkpoint_id >= 0 and self._lsn is not None:
