@@ -21,6 +21,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from sqlstream.core.errors import ConnectorError, SqlStreamError
 from sqlstream.frontend.session import Session
+from sqlstream.runtime.clock import ManualClock
 from sqlstream.runtime.connectors.base import SourceContext, SourceReader
 from sqlstream.runtime.connectors.registry import get_connector
 from sqlstream.runtime.elements import RowKind
@@ -209,6 +210,7 @@ def test_the_slot_is_not_advanced_without_a_completed_checkpoint(postgres_server
         ({"scan.startup.mode": "earliest-offset"}, "must be one of initial, latest-offset"),
         ({"changelog-mode": "retract"}, "must be one of all, upsert"),
         ({"slot.name": "Bad-Slot"}, "lower-case letters"),
+        ({"debezium.poll.interval.ms": "-1"}, "must not be negative"),
         ({"hostname": None}, "requires option 'hostname'"),
     ],
 )
@@ -246,9 +248,11 @@ def test_changelog_mode_all_needs_replica_identity_full(postgres_server: str) ->
         _select(postgres_server, src, slot)
 
 
-def reader(url: str, src: str, slot: str, position: int | None = None, mode: str = "all") -> SourceReader:
+def reader(url: str, src: str, slot: str, position: int | None = None, mode: str = "all",
+           startup: str = "initial") -> SourceReader:
+    """A source reading ``src`` that polls the slot on every read_batch."""
     session = Session()
-    session.execute_script(cdc_ddl(url, src, slot, mode))
+    session.execute_script(cdc_ddl(url, src, slot, mode, startup, **{"debezium.poll.interval.ms": "0"}))
     table = session.catalog.get("cdc")
     ctx = SourceContext(table, CDC.validate(table), ["id", "k", "v"])
     source = CDC.create_source(ctx)
@@ -349,6 +353,42 @@ def test_truncate_fails_clearly(postgres_server: str) -> None:
         execute(url, f"TRUNCATE {src}")
         with pytest.raises(ConnectorError, match="was truncated"):
             read_all(source)
+    finally:
+        source.close()
+        execute(url, f"SELECT pg_drop_replication_slot('{slot}')")
+
+
+def test_latest_offset_skips_the_existing_rows(postgres_server: str) -> None:
+    url = postgres_server
+    src, _, slot = tables(url)
+    execute(url, f"INSERT INTO {src} VALUES (1, 1, 10)")
+    source = reader(url, src, slot, startup="latest-offset")
+    try:
+        assert read_all(source) == []
+        execute(url, f"INSERT INTO {src} VALUES (2, 2, 20)")
+        assert read_all(source) == [("+I", (2, 2, 20))]
+    finally:
+        source.close()
+        execute(url, f"SELECT pg_drop_replication_slot('{slot}')")
+
+
+def test_an_empty_poll_waits_the_poll_interval_on_the_clock(postgres_server: str) -> None:
+    url = postgres_server
+    src, _, slot = tables(url)
+    session = Session()
+    session.execute_script(cdc_ddl(url, src, slot, **{"debezium.poll.interval.ms": "1000"}))
+    table = session.catalog.get("cdc")
+    clock = ManualClock()
+    source = CDC.create_source(SourceContext(table, CDC.validate(table), ["id", "k", "v"], clock=clock))
+    source.open()
+    try:
+        source.read_batch()  # the (empty) snapshot
+        assert source.read_batch() is None  # nothing new: the next poll waits 1 s
+        execute(url, f"INSERT INTO {src} VALUES (1, 1, 1)")
+        assert source.read_batch() is None
+        clock.advance(1000)
+        batch = source.read_batch()
+        assert batch is not None and batch.to_pylist() == [{"id": 1, "k": 1, "v": 1}]
     finally:
         source.close()
         execute(url, f"SELECT pg_drop_replication_slot('{slot}')")

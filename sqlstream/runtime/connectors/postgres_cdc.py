@@ -35,6 +35,11 @@ starts over, dropping and re-creating the slot, which nothing has acknowledged y
 
 Values arrive as PostgreSQL's text output (the session's TimeZone is UTC) and are cast to
 the declared column types by Arrow.
+
+``peek`` decodes the slot from its confirmed position each time, so the work of a poll grows
+with the changes since the last completed checkpoint (enable checkpointing: without it the
+slot never moves on), and after a poll that found nothing new the slot is polled again only
+after 'debezium.poll.interval.ms' (Debezium's option, 500 ms by default).
 """
 
 from __future__ import annotations
@@ -91,6 +96,12 @@ class PostgresCdcOptions(ConnectorOptions):
         choices=get_args(StartupMode),
         description="initial: the table's snapshot, then its changes; latest-offset: only changes from now on",
     )
+    poll_interval_ms: int = option(
+        "debezium.poll.interval.ms",
+        "int",
+        default=500,
+        description="after a poll of the slot found no new change, wait this long before the next (Debezium's)",
+    )
     changelog_mode: ChangelogMode = option(
         "changelog-mode",
         default="all",
@@ -103,6 +114,10 @@ class PostgresCdcOptions(ConnectorOptions):
             raise ConnectorError(
                 f"table '{table}': option 'decoding.plugin.name' = '{self.decoding_plugin_name}' is not supported; "
                 "only 'pgoutput' (built into PostgreSQL 10 and later) is"
+            )
+        if self.poll_interval_ms < 0:
+            raise ConnectorError(
+                f"table '{table}': option 'debezium.poll.interval.ms' = '{self.poll_interval_ms}' must not be negative"
             )
         if not 0 < self.port < 65536:
             raise ConnectorError(f"table '{table}': option 'port' = '{self.port}' is not a TCP port")
@@ -211,6 +226,8 @@ class PostgresCdcSource(SourceReader):
         self._pending: dict[int, int] = {}  # checkpoint id -> its position, until it completes
         self._pg_columns: list[str] = []
         self._restored = False  # a restored position not yet checked against the slot
+        self._next_poll = 0.0  # clock.monotonic() before which the slot is not polled again
+        self._positions: dict[int, list[int]] = {}  # relation oid -> positions of the read columns
 
     # -- lifecycle
     def open(self) -> None:
@@ -405,6 +422,9 @@ class PostgresCdcSource(SourceReader):
         conn = self._conn
         assert conn is not None and self._lsn is not None
         opts = self._options
+        now = self._ctx.clock.monotonic()
+        if now < self._next_poll:
+            return None
         try:
             messages = conn.execute(
                 "SELECT lsn, data FROM pg_logical_slot_peek_binary_changes(%s, NULL, NULL, "
@@ -425,6 +445,7 @@ class PostgresCdcSource(SourceReader):
                 rows.append(values)
             self._lsn = lsn_end
         if not rows:
+            self._next_poll = now + opts.poll_interval_ms / 1000
             return None
         batch = self._to_arrow(rows, "a change")
         self._kinds = pa.array(kinds, pa.int8())
@@ -454,11 +475,19 @@ class PostgresCdcSource(SourceReader):
                     msg.take(">I")
                     msg.take(">i")
                 self._relations[oid] = _Relation(namespace, name, columns)
+                self._positions.pop(oid, None)
             elif tag in (b"I", b"U", b"D"):
-                relation = self._relations[msg.take(">I")]
+                oid = msg.take(">I")
+                relation = self._relations[oid]
                 if (relation.namespace, relation.name) != (self._options.schema_name, self._options.table_name):
                     continue
-                changes.extend(self._change(tag, msg, relation))
+                positions = self._positions.get(oid)
+                if positions is None:
+                    positions = self._positions[oid] = [
+                        relation.columns.index(_match(c, relation.columns, self._table, self._options.qualified))
+                        for c in self._pg_columns
+                    ]
+                changes.extend(self._change(tag, msg, relation, positions))
             elif tag == b"T":
                 count = msg.take(">i")
                 msg.take(">b")
@@ -472,8 +501,9 @@ class PostgresCdcSource(SourceReader):
                     )
             # 'Y' (type), 'O' (origin) and 'M' (message) carry nothing this source reads
 
-    def _change(self, tag: bytes, msg: _Reader, relation: _Relation) -> list[tuple[int, list[Any]]]:
-        positions = [relation.columns.index(c) for c in self._pg_columns]
+    def _change(
+        self, tag: bytes, msg: _Reader, relation: _Relation, positions: list[int]
+    ) -> list[tuple[int, list[Any]]]:
 
         def pick(values: list[Any], old: list[Any] | None) -> list[Any]:
             out = []
