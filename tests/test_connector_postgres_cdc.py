@@ -392,3 +392,10 @@ def test_an_empty_poll_waits_the_poll_interval_on_the_clock(postgres_server: str
     finally:
         source.close()
         execute(url, f"SELECT pg_drop_replication_slot('{slot}')")
+
+
+def test_a_server_without_logical_wal_is_named(postgres_server_without_logical_wal: str) -> None:
+    url = postgres_server_without_logical_wal
+    src, _, slot = tables(url)
+    with pytest.raises(SqlStreamError, match="wal_level = 'replica'.*needs wal_level = logical"):
+        _select(url, src, slot)
