@@ -8,11 +8,13 @@ or SUM.
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 
 import psycopg
@@ -399,3 +401,38 @@ def test_a_server_without_logical_wal_is_named(postgres_server_without_logical_w
     src, _, slot = tables(url)
     with pytest.raises(SqlStreamError, match="wal_level = 'replica'.*needs wal_level = logical"):
         _select(url, src, slot)
+
+
+def test_text_values_convert_to_the_declared_types_in_snapshot_and_changes(postgres_server: str) -> None:
+    url = postgres_server
+    tag = uuid.uuid4().hex[:8]
+    src, slot = f"types_{tag}", f"slot_{tag}"
+    execute(url, f"CREATE TABLE {src} (id int PRIMARY KEY, s text, b boolean, d numeric(10, 2), f double precision, "
+                 "day date, ts timestamp(3), tz timestamptz)")
+    execute(url, f"ALTER TABLE {src} REPLICA IDENTITY FULL")
+    row = "'x y', true, 12.34, 0.5, '2024-02-29', '2024-02-29 10:11:12.345', '2024-02-29 10:11:12+02'"
+    execute(url, f"INSERT INTO {src} VALUES (1, {row}), (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL)")
+    params = conninfo_to_dict(url)
+    session = Session()
+    session.execute_script(
+        "CREATE TABLE cdc (id INT, s STRING, b BOOLEAN, d DECIMAL(10, 2), f DOUBLE, day DATE, ts TIMESTAMP(3), "
+        "tz TIMESTAMP_LTZ(3), PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'postgres-cdc', "
+        f"'hostname' = '{params['host']}', 'port' = '{params['port']}', 'username' = '{params['user']}', "
+        f"'database-name' = '{params['dbname']}', 'schema-name' = 'public', 'table-name' = '{src}', "
+        f"'slot.name' = '{slot}', 'debezium.poll.interval.ms' = '0')"
+    )
+    table = session.catalog.get("cdc")
+    columns = [c.name for c in table.physical_columns]
+    source = CDC.create_source(SourceContext(table, CDC.validate(table), columns))
+    source.open()
+    try:
+        expected = (1, "x y", True, Decimal("12.34"), 0.5, dt.date(2024, 2, 29), dt.datetime(2024, 2, 29, 10, 11, 12, 345000),
+                    dt.datetime(2024, 2, 29, 8, 11, 12, tzinfo=dt.UTC))
+        nulls = (2, None, None, None, None, None, None, None)
+        assert read_all(source) == [("+I", expected), ("+I", nulls)]
+        execute(url, f"DELETE FROM {src} WHERE id = 1")
+        execute(url, f"INSERT INTO {src} VALUES (3, {row})")
+        assert read_all(source) == [("-D", expected), ("+I", (3, *expected[1:]))]
+    finally:
+        source.close()
+        execute(url, f"SELECT pg_drop_replication_slot('{slot}')")

@@ -588,11 +588,12 @@ class PostgresCdcSource(SourceReader):
 
 
 def _cast(text: pa.Array, target: pa.DataType) -> pa.Array:
-    """PostgreSQL text output -> ``target``: booleans are 't'/'f', timestamptz ends in '+00' (UTC session)."""
+    """PostgreSQL text output -> ``target``: booleans are 't'/'f' (pgoutput) or 'true'/'false' (``::text``),
+    timestamptz ends in '+00' (a UTC session)."""
     if pa.types.is_string(target) or pa.types.is_large_string(target):
         return text.cast(target)
     if pa.types.is_boolean(target):
-        return pc.equal(text, "t")
+        return pc.or_(pc.equal(text, "t"), pc.equal(text, "true"))
     if pa.types.is_timestamp(target):
         if target.tz is not None:
             text = pc.replace_substring_regex(text, r"\+00$", "")
