@@ -436,3 +436,11 @@ def test_text_values_convert_to_the_declared_types_in_snapshot_and_changes(postg
     finally:
         source.close()
         execute(url, f"SELECT pg_drop_replication_slot('{slot}')")
+
+
+def test_upsert_mode_needs_the_primary_key_to_be_the_replica_identity(postgres_server: str) -> None:
+    url = postgres_server
+    src, _, slot = tables(url, full_identity=False)
+    ddl = cdc_ddl(url, src, slot, "upsert").replace("PRIMARY KEY (id)", "PRIMARY KEY (k)")
+    with pytest.raises(SqlStreamError, match=r"PRIMARY KEY \(k\) must be the replica identity .* \(id\)"):
+        Session().execute_script(ddl + "SELECT * FROM cdc;")
