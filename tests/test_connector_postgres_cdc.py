@@ -125,13 +125,14 @@ def caught_up(url: str, src: str, out: str) -> None:
 
 
 def changes(url: str, src: str, round_: int) -> None:
-    """Inserts, updates (of the group key too) and deletes, in three transactions."""
+    """Inserts, updates (of the group key and the primary key too) and deletes, in three transactions."""
     base = 1000 * round_
     with psycopg.connect(url, options=SYNC) as conn, conn.transaction():
         for i in range(40):
             conn.execute(f"INSERT INTO {src} VALUES ({base + i}, {i % 5}, {i})")
     with psycopg.connect(url, options=SYNC) as conn, conn.transaction():
         conn.execute(f"UPDATE {src} SET v = v + 7, k = (k + 1) % 6 WHERE id % 3 = 0")
+        conn.execute(f"UPDATE {src} SET id = id + 500 WHERE id % 7 = 2")  # primary keys change
     with psycopg.connect(url, options=SYNC) as conn, conn.transaction():
         conn.execute(f"DELETE FROM {src} WHERE id % 4 = 1")
 
@@ -308,7 +309,7 @@ def test_reader_emits_before_images_resumes_after_its_position_and_advances_the_
         execute(url, f"SELECT pg_drop_replication_slot('{slot}')")
 
 
-def test_upsert_mode_emits_new_images_and_keyed_deletes(postgres_server: str) -> None:
+def test_upsert_mode_emits_new_images_keyed_deletes_and_deletes_a_changed_key(postgres_server: str) -> None:
     url = postgres_server
     src, _, slot = tables(url, full_identity=False)
     source = reader(url, src, slot, mode="upsert")
@@ -316,8 +317,10 @@ def test_upsert_mode_emits_new_images_and_keyed_deletes(postgres_server: str) ->
         assert read_all(source) == []  # an empty snapshot
         execute(url, f"INSERT INTO {src} VALUES (1, 1, 10)")
         execute(url, f"UPDATE {src} SET v = 11 WHERE id = 1")
-        execute(url, f"DELETE FROM {src} WHERE id = 1")
-        assert read_all(source) == [("+I", (1, 1, 10)), ("+U", (1, 1, 11)), ("-D", (1, None, None))]
+        execute(url, f"UPDATE {src} SET id = 2 WHERE id = 1")  # the key changes: the old key is deleted
+        execute(url, f"DELETE FROM {src} WHERE id = 2")
+        assert read_all(source) == [("+I", (1, 1, 10)), ("+U", (1, 1, 11)), ("-D", (1, None, None)),
+                                    ("+U", (2, 1, 11)), ("-D", (2, None, None))]
     finally:
         source.close()
         execute(url, f"SELECT pg_drop_replication_slot('{slot}')")

@@ -228,6 +228,8 @@ class PostgresCdcSource(SourceReader):
         self._restored = False  # a restored position not yet checked against the slot
         self._next_poll = 0.0  # clock.monotonic() before which the slot is not polled again
         self._positions: dict[int, list[int]] = {}  # relation oid -> positions of the read columns
+        self._key_positions: dict[int, list[int]] = {}  # relation oid -> positions of the primary key
+        self._pg_key: list[str] = []
 
     # -- lifecycle
     def open(self) -> None:
@@ -256,6 +258,7 @@ class PostgresCdcSource(SourceReader):
             (oid,),
         ).fetchall()]
         self._pg_columns = [_match(c, columns, table, opts.qualified) for c in self._ctx.columns]
+        self._pg_key = [_match(k, columns, table, opts.qualified) for k in self._ctx.table.primary_key]
         self._check_identity(conn, oid, identity)
         self._ident = ident
         if conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (PUBLICATION,)).fetchone() is None:
@@ -476,6 +479,7 @@ class PostgresCdcSource(SourceReader):
                     msg.take(">i")
                 self._relations[oid] = _Relation(namespace, name, columns)
                 self._positions.pop(oid, None)
+                self._key_positions.pop(oid, None)
             elif tag in (b"I", b"U", b"D"):
                 oid = msg.take(">I")
                 relation = self._relations[oid]
@@ -483,11 +487,9 @@ class PostgresCdcSource(SourceReader):
                     continue
                 positions = self._positions.get(oid)
                 if positions is None:
-                    positions = self._positions[oid] = [
-                        relation.columns.index(_match(c, relation.columns, self._table, self._options.qualified))
-                        for c in self._pg_columns
-                    ]
-                changes.extend(self._change(tag, msg, relation, positions))
+                    positions = self._positions[oid] = self._locate(relation, self._pg_columns)
+                    self._key_positions[oid] = self._locate(relation, self._pg_key)
+                changes.extend(self._change(tag, msg, relation, positions, self._key_positions[oid]))
             elif tag == b"T":
                 count = msg.take(">i")
                 msg.take(">b")
@@ -501,9 +503,14 @@ class PostgresCdcSource(SourceReader):
                     )
             # 'Y' (type), 'O' (origin) and 'M' (message) carry nothing this source reads
 
+    def _locate(self, relation: _Relation, names: list[str]) -> list[int]:
+        return [relation.columns.index(_match(c, relation.columns, self._table, self._options.qualified))
+                for c in names]
+
     def _change(
-        self, tag: bytes, msg: _Reader, relation: _Relation, positions: list[int]
+        self, tag: bytes, msg: _Reader, relation: _Relation, positions: list[int], key: list[int]
     ) -> list[tuple[int, list[Any]]]:
+        """The rows of one Insert, Update or Delete; an upsert whose key changed also deletes the old key."""
 
         def pick(values: list[Any], old: list[Any] | None) -> list[Any]:
             out = []
@@ -530,8 +537,12 @@ class PostgresCdcSource(SourceReader):
         if part in (b"K", b"O"):
             old = msg.tuple_data()
             msg.take(">c")
-        new = pick(msg.tuple_data(), old)
+        values = msg.tuple_data()
+        new = pick(values, old)
         if self._options.changelog_mode == "upsert":
+            # 'K' comes only when the key changed; 'O' (REPLICA IDENTITY FULL) always
+            if old is not None and any(old[p] != values[p] for p in key):
+                return [(_DELETE, pick(old, None)), (_UPDATE_AFTER, new)]
             return [(_UPDATE_AFTER, new)]
         if old is None or part != b"O":
             raise ConnectorError(
