@@ -15,14 +15,16 @@ Commit) of a transaction are collected and emitted when its Commit arrives; the 
 the end LSN of the last commit handed on, and a restore skips every transaction that ends
 at or before it, so nothing is lost or emitted twice.  A TRUNCATE of the table fails the
 job (its rows cannot be retracted one by one).  Changes are read under the publication
-``dbz_publication`` (Debezium's default name), created FOR ALL TABLES when it is missing.
+``dbz_publication`` (Debezium's default name), created FOR ALL TABLES when it is missing
+(which takes a superuser; otherwise create it beforehand).
 
 'changelog-mode' = 'all' emits +I/-U/+U/-D from the before- and after-images, so the
 table needs ``REPLICA IDENTITY FULL`` (checked when the job starts).  'upsert' emits +I,
 +U (the new image) and -D (the key) and the planner puts a ChangelogNormalize keyed by the
 primary key after the source, which derives the before-images, as Flink plans it; there
 the PRIMARY KEY must be the PostgreSQL table's replica identity (its primary key), which
-is all a delete carries.
+is all a delete carries, and an update that changes the key is a -D of the old key
+before the +U of the new one.
 
 'scan.startup.mode' = 'initial' creates the slot through the replication protocol with
 ``EXPORT_SNAPSHOT`` and reads the table under that very snapshot (``SET TRANSACTION
@@ -30,7 +32,8 @@ SNAPSHOT`` in a REPEATABLE READ transaction): the snapshot holds exactly the cha
 the slot's consistent point and the slot exactly those after, so no change is seen twice or
 missed, in either changelog mode.  The snapshot is emitted as one batch, so no checkpoint
 falls inside it (a checkpoint taken before it records no position and a restore from it
-starts over, dropping and re-creating the slot, which nothing has acknowledged yet).
+starts over, dropping and re-creating the slot, which nothing has acknowledged yet; so
+does a job started afresh with an existing slot of that name: the slot belongs to the table).
 'latest-offset' creates the slot (or takes the existing one) and emits only later changes.
 
 Values arrive as PostgreSQL's text output (the session's TimeZone is UTC) and are cast to
