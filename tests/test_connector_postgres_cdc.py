@@ -8,7 +8,11 @@ or SUM.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import random
+import signal
+import subprocess
 import threading
 import time
 import uuid
@@ -23,10 +27,12 @@ from psycopg.conninfo import conninfo_to_dict
 
 from sqlstream.core.errors import ConnectorError, SqlStreamError
 from sqlstream.frontend.session import Session
+from sqlstream.runtime.checkpoint.storage import completed_ids
 from sqlstream.runtime.clock import ManualClock
 from sqlstream.runtime.connectors.base import SourceContext, SourceReader
 from sqlstream.runtime.connectors.registry import get_connector
 from sqlstream.runtime.elements import RowKind
+from tests.fault_harness import Job
 
 pytest_plugins = ("tests.postgres_server",)
 
@@ -447,3 +453,36 @@ def test_upsert_mode_needs_the_primary_key_to_be_the_replica_identity(postgres_s
     ddl = cdc_ddl(url, src, slot, "upsert").replace("PRIMARY KEY (id)", "PRIMARY KEY (k)")
     with pytest.raises(SqlStreamError, match=r"PRIMARY KEY \(k\) must be the replica identity .* \(id\)"):
         Session().execute_script(ddl + "SELECT * FROM cdc;")
+
+
+@pytest.mark.slow
+def test_sigkilled_jobs_restored_from_their_checkpoints_lose_and_repeat_nothing(
+    postgres_server: str, tmp_path: Path
+) -> None:
+    """Real `sqlstream run` processes SIGKILLed while changes arrive, each restored from the newest
+    completed checkpoint: the aggregate ends equal to PostgreSQL's own."""
+    url = postgres_server
+    src, out, slot = tables(url)
+    execute(url, f"INSERT INTO {src} SELECT i, i % 4, i FROM generate_series(1, 30) i")
+    job = Job(tmp_path, job_sql(url, src, out, slot, "all", tmp_path / "chk"))
+    rng = random.Random(17)
+    try:
+        for round_ in range(1, 5):
+            proc = job.start(job.chk if completed_ids(job.chk) else None)
+            try:
+                changes(url, src, round_)
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=rng.uniform(1.0, 3.0))
+                assert proc.returncode is None, proc.stderr.read() if proc.stderr else ""
+            finally:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+        proc = job.start(job.chk)
+        try:
+            caught_up(url, src, out)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+    finally:
+        execute(url, f"SELECT pg_drop_replication_slot('{slot}')")
