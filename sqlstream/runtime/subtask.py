@@ -339,6 +339,8 @@ class Subtask(threading.Thread):
                 self._checkpoint(Barrier(n, savepoint))
             elif kind == "complete":
                 _, n, final = message
+                if self.reader is not None:
+                    self.reader.notify_checkpoint_complete(n)
                 for task in self.tasks:
                     task.operator.notify_checkpoint_complete(n, final)
                 self.notified = max(self.notified, n)
@@ -379,7 +381,10 @@ class Subtask(threading.Thread):
             operators[uid] = task.operator.snapshot_state(checkpoint_id)
             if task.ctx.state is not None:
                 keyed[uid] = task.ctx.state.snapshot_all(checkpoint_id, canonical)
-        position = self.reader.snapshot_position() if self.reader is not None else None
+        position = None
+        if self.reader is not None:
+            position = self.reader.snapshot_position()
+            self.reader.checkpoint_taken(checkpoint_id)
 
         def write(directory: Any) -> dict[str, Any]:
             handles = {}
