@@ -9,7 +9,8 @@ service is installed or started), creates a database and yields its URL; the
 server is stopped and its files removed when the module's tests are done.
 
 ``max_prepared_transactions`` is raised from PostgreSQL's default of 0, which
-disables ``PREPARE TRANSACTION``, because the exactly-once sink needs it.
+disables ``PREPARE TRANSACTION``, because the exactly-once sink needs it;
+``wal_level = logical`` (and replication slots) for the postgres-cdc source.
 Durability settings are off (``fsync``, ``full_page_writes``): the tests kill
 job processes, never the server.
 
@@ -31,6 +32,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -75,6 +77,20 @@ def _fail(log_path: str, why: str) -> None:
 @pytest.fixture(scope="module")
 def postgres_server() -> Iterator[str]:
     """Start a throwaway PostgreSQL on 127.0.0.1; yield 'postgresql://postgres@127.0.0.1:<port>/<db>'."""
+    with running_server() as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_server_without_logical_wal() -> Iterator[str]:
+    """A server with PostgreSQL's default wal_level = replica, for the postgres-cdc source's error."""
+    with running_server(wal_level="replica") as url:
+        yield url
+
+
+@contextmanager
+def running_server(wal_level: str = "logical") -> Iterator[str]:
+    """A throwaway PostgreSQL for the block (see the module docstring); its database's URL."""
     psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed: pip install -e '.[test]'")
     bindir = _binaries()
     if bindir is None:
@@ -100,7 +116,8 @@ def postgres_server() -> Iterator[str]:
             proc = subprocess.Popen(
                 [f"{bindir}/postgres", "-D", data, "-p", str(port), "-k", root,
                  "-c", "listen_addresses=127.0.0.1", "-c", f"max_prepared_transactions={MAX_PREPARED_TRANSACTIONS}",
-                 "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off"],
+                 "-c", f"wal_level={wal_level}",
+                 "-c", "max_replication_slots=10", "-c", "max_wal_senders=10", "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=root, **as_user,
             )
         admin_url = f"postgresql://{SUPERUSER}@127.0.0.1:{port}/postgres"

@@ -236,9 +236,10 @@ def test_group_offsets_committed_when_a_checkpoint_completes_and_used_at_startup
     produce_raw(kafka_broker, topic, [(p, json.dumps({"id": p * 10 + i}).encode()) for p in (0, 1) for i in range(3)])
     reader = group_source(kafka_broker, topic, "g1", **{"scan.bounded.mode": "latest-offset"})
     assert len(drain(reader)) == 6
-    position = reader.snapshot_position()
+    reader.snapshot_position()
+    reader.checkpoint_taken(1)
     assert committed(kafka_broker, topic, "g1", 2) == [-1001, -1001]  # nothing before the checkpoint completes
-    reader.notify_checkpoint_complete(1, position)
+    reader.notify_checkpoint_complete(1)
     deadline = time.monotonic() + 10
     while committed(kafka_broker, topic, "g1", 2) != [3, 3]:
         assert time.monotonic() < deadline, "the group's offsets were not committed"
@@ -262,7 +263,9 @@ def test_group_offsets_committed_when_a_checkpoint_completes_and_used_at_startup
     off = group_source(kafka_broker, topic, "g3", **{"properties.commit.offsets.on.checkpoint": "false",
                                                      "scan.bounded.mode": "latest-offset"})
     assert len(drain(off)) == 7
-    off.notify_checkpoint_complete(1, off.snapshot_position())
+    off.snapshot_position()
+    off.checkpoint_taken(1)
+    off.notify_checkpoint_complete(1)
     off.close()  # a commit made would be flushed by closing
     assert committed(kafka_broker, topic, "g3", 2) == [-1001, -1001]
 

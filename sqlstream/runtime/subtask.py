@@ -172,8 +172,6 @@ class Subtask(threading.Thread):
         self.ended: set[int] = set()
         self.final_commit = threading.Event()
         self.notified = 0  # the newest checkpoint whose completion this subtask's operators have seen
-        # the reader's position in each checkpoint not yet known complete, for its completion notice
-        self.reader_positions: dict[int, Any] = {}
         self.clock = clock  # processing time handed to the operators while idle
         self.last_tick = clock.monotonic()
         self.source_busy_s = 0.0  # time the reader spent producing batches (idle polls not counted)
@@ -341,11 +339,10 @@ class Subtask(threading.Thread):
                 self._checkpoint(Barrier(n, savepoint))
             elif kind == "complete":
                 _, n, final = message
+                if self.reader is not None:
+                    self.reader.notify_checkpoint_complete(n)
                 for task in self.tasks:
                     task.operator.notify_checkpoint_complete(n, final)
-                if self.reader is not None and n in self.reader_positions:
-                    self.reader.notify_checkpoint_complete(n, self.reader_positions[n])
-                self.reader_positions = {k: v for k, v in self.reader_positions.items() if k > n}
                 self.notified = max(self.notified, n)
                 if final:
                     self.final_commit.set()
@@ -384,9 +381,10 @@ class Subtask(threading.Thread):
             operators[uid] = task.operator.snapshot_state(checkpoint_id)
             if task.ctx.state is not None:
                 keyed[uid] = task.ctx.state.snapshot_all(checkpoint_id, canonical)
-        position = self.reader.snapshot_position() if self.reader is not None else None
+        position = None
         if self.reader is not None:
-            self.reader_positions[checkpoint_id] = position
+            position = self.reader.snapshot_position()
+            self.reader.checkpoint_taken(checkpoint_id)
 
         def write(directory: Any) -> dict[str, Any]:
             handles = {}

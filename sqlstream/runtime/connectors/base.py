@@ -134,9 +134,16 @@ class SourceReader(ABC):
     def restore_position(self, position: Any) -> None:
         """Resume from a position returned by snapshot_position (called before open)."""
 
-    def notify_checkpoint_complete(self, checkpoint_id: int, position: Any) -> None:  # noqa: B027 - optional hook
-        """Checkpoint ``checkpoint_id``, which holds ``position`` (what snapshot_position returned for it),
-        is complete: e.g. tell the external system how far reading got (Kafka commits group offsets)."""
+    def checkpoint_taken(self, checkpoint_id: int) -> None:  # noqa: B027 - optional hook
+        """:meth:`snapshot_position` was just called for checkpoint ``checkpoint_id``.
+
+        A source that acknowledges what it read to its server (a replication slot) remembers
+        here which position belongs to which checkpoint, and acknowledges it only in
+        :meth:`notify_checkpoint_complete`, so nothing a restore may still need is released.
+        """
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:  # noqa: B027 - optional hook
+        """Checkpoint ``checkpoint_id`` (and every earlier one) is complete; called on the reader's thread."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources."""

@@ -69,6 +69,7 @@ class KafkaSource(SourceReader):
         # offsets are committed to the group when checkpoints complete, unless turned off (as in Flink)
         self._group = self._properties.get("group.id")
         self._commit = self._group is not None and commits_on_checkpoint(ctx.table)
+        self._taken: dict[int, dict[int, int]] = {}  # checkpoint id -> positions, until it completes
         self.bounded = options.bounded_mode == "latest-offset"
         self._errors = ClientErrors()
         self._consumer: Consumer | None = None
@@ -332,12 +333,19 @@ class KafkaSource(SourceReader):
         """Resume at ``{partition: next offset}``; partitions it does not list start per scan.startup.mode."""
         self._restored = {int(p): int(o) for p, o in (position or {}).items()}
 
-    def notify_checkpoint_complete(self, checkpoint_id: int, position: Any) -> None:
+    def checkpoint_taken(self, checkpoint_id: int) -> None:
+        """Remember the positions the checkpoint holds, to commit them to the group once it completes."""
+        if self._commit:
+            self._taken[checkpoint_id] = dict(self._positions)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Commit the checkpoint's positions to 'properties.group.id' (asynchronously, as Flink's KafkaSource
         does) so that lag tools see progress; the checkpoints stay the source of truth for restores."""
+        position = self._taken.get(checkpoint_id)
+        self._taken = {k: v for k, v in self._taken.items() if k > checkpoint_id}
         if not self._commit or self._consumer is None or not position:
             return
-        offsets = [TopicPartition(self._topic, int(p), int(o)) for p, o in position.items()]
+        offsets = [TopicPartition(self._topic, p, o) for p, o in position.items()]
         try:
             self._consumer.commit(offsets=offsets, asynchronous=True)
         except KafkaException as e:  # a failed commit only delays what lag tools see, as in Flink
