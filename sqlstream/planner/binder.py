@@ -55,6 +55,7 @@ from sqlstream.planner.logical import (
     Scan,
     TemporalJoin,
     Union,
+    Unnest,
     Values,
     WatermarkAssign,
     WindowAggregate,
@@ -343,6 +344,8 @@ class QueryBinder:
             raise plan_error(f"{join.sql(dialect=dialect.Flink).split(' ')[0]} joins are not supported", join)
         if isinstance(join.this, exp.Table) and join.this.args.get("version") is not None:
             return self._bind_temporal_join(left, join, side)
+        if isinstance(join.this, exp.Unnest):
+            return self._bind_unnest(left, join, join.this, side)
         right = self._bind_from(join.this)
         scope = Scope(left.scope.columns + right.scope.columns)
         width = len(left.node.schema)
@@ -369,6 +372,48 @@ class QueryBinder:
         elif side:
             raise plan_error(f"{side} JOIN needs an ON condition", join)
         node = Join(left.node, right.node, side or "INNER", condition, ttls)
+        return Relation(node, scope)
+
+    def _bind_unnest(self, left: Relation, join: exp.Join, unnest: exp.Unnest, side: str) -> Relation:
+        """``[CROSS] JOIN UNNEST(c) [WITH ORDINALITY] AS t(...)`` or ``LEFT JOIN ... ON TRUE`` (Flink's
+        correlate): the collection ``c`` is an expression over the left side's columns."""
+        if len(unnest.expressions) != 1:
+            raise plan_error("UNNEST takes one ARRAY or MAP", unnest)
+        arg = unnest.expressions[0]
+        collection = ExprBinder(left.scope, zone=self.zone).bind(arg)
+        t = collection.type
+        if not (pa.types.is_list(t) or pa.types.is_map(t)):
+            raise plan_error(f"UNNEST needs an ARRAY or a MAP, got {sql_type_name(t)} for '{arg.sql(dialect=dialect.Flink)}'",
+                             arg)
+        on, using = join.args.get("on"), join.args.get("using")
+        if using or side not in ("", "INNER", "LEFT"):
+            raise plan_error(f"{side or 'this'} JOIN UNNEST is not supported; use CROSS JOIN UNNEST or LEFT JOIN "
+                             "UNNEST(...) ON TRUE", join)
+        if side == "LEFT" and not (isinstance(on, exp.Boolean) and on.this is True):
+            raise plan_error("LEFT JOIN UNNEST(...) takes the condition ON TRUE only", on or join)
+        width = 2 if pa.types.is_map(t) else (t.value_type.num_fields if pa.types.is_struct(t.value_type) else 1)
+        offset = unnest.args.get("offset")
+        ordinality = bool(offset)
+        alias = unnest.args.get("alias")
+        names = [c.name for c in alias.columns] if alias is not None else []
+        if isinstance(offset, exp.Expression):
+            names.append(offset.name)
+        if not names:
+            # Flink's default names: the ROW's fields, f0 for a scalar, KEY and VALUE for a MAP
+            names = (["KEY", "VALUE"] if pa.types.is_map(t)
+                     else [f.name for f in t.value_type] if pa.types.is_struct(t.value_type) else ["f0"])
+            names += ["ORDINALITY"] if ordinality else []
+        if len(names) != width + ordinality:
+            raise plan_error(f"UNNEST of {sql_type_name(t)} gives {width + ordinality} column(s), but the alias "
+                             f"names {len(names)}", alias or unnest)
+        node: LogicalNode = Unnest(left.node, collection, names, ordinality, side == "LEFT")
+        qualifier = alias.name if alias is not None and alias.name else None
+        extra = [ScopeColumn(qualifier, f.name, f.type) for f in node.element_fields]  # type: ignore[attr-defined]
+        scope = Scope(left.scope.columns + extra)
+        if on is not None and side != "LEFT" and not (isinstance(on, exp.Boolean) and on.this is True):
+            condition = ExprBinder(scope, zone=self.zone).bind(on)
+            require_boolean(condition, on, "JOIN ON")
+            node = Filter(node, condition)
         return Relation(node, scope)
 
     def _bind_temporal_join(self, left: Relation, join: exp.Join, side: str) -> Relation:

@@ -88,10 +88,13 @@ _SIMPLE: dict[type[exp.Func], tuple[str, tuple[str, ...]]] = {
     exp.Hex: ("HEX", ("this",)),
     exp.Unhex: ("UNHEX", ("this",)),
     exp.ParseUrl: ("PARSE_URL", ("this", "part_to_extract", "key")),
+    exp.ArrayContains: ("ARRAY_CONTAINS", ("this", "expression")),
+    exp.ArrayDistinct: ("ARRAY_DISTINCT", ("this",)),
+    exp.MapKeys: ("MAP_KEYS", ("this",)),
 }
 
 # sqlglot fills these slots itself; they carry nothing the user wrote
-_IMPLICIT_ARGS = {"safe", "coalesce", "ignore_nulls", "charset"}
+_IMPLICIT_ARGS = {"safe", "coalesce", "ignore_nulls", "charset", "check_null", "ensure_variant"}
 
 _JAVA_LETTERS = {code: letters for letters, code in FLINK_TIME_MAPPING.items()}
 _STRFTIME_CODES = sorted(_JAVA_LETTERS, key=len, reverse=True)  # '%-m' before '%m'

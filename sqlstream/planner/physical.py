@@ -39,6 +39,7 @@ from sqlstream.core.physical import (
     TemporalJoinConfig,
     TopNConfig,
     UnionConfig,
+    UnnestConfig,
     WatermarkConfig,
     WindowAggConfig,
     WindowJoinConfig,
@@ -47,6 +48,7 @@ from sqlstream.core.physical import (
 )
 from sqlstream.core.state_backends import capabilities
 from sqlstream.core.tables import TableDef
+from sqlstream.core.types import is_nested, sql_type_name
 from sqlstream.core.windows import partition_columns
 from sqlstream.planner.horizons import join_horizons
 from sqlstream.planner.joins import analyze
@@ -67,6 +69,7 @@ from sqlstream.planner.logical import (
     StreamSort,
     TemporalJoin,
     Union,
+    Unnest,
     Values,
     WatermarkAssign,
     WindowAggregate,
@@ -105,6 +108,14 @@ class Lowering:
 
     def add(self, name: str, detail: str, schema: pa.Schema, inputs: list[Exchange],
             config: OperatorConfig | None = None, **kw: Any) -> int:
+        for exchange in inputs:
+            upstream = self.nodes[exchange.upstream].schema
+            for k in exchange.keys:
+                if is_nested(upstream.field(k).type):
+                    # rows are routed and keyed state is found by the key's hash; nested values have none
+                    raise PlanError(f"{name}: keying rows by the {sql_type_name(upstream.field(k).type)} column "
+                                    f"'{upstream.field(k).name}' (GROUP BY, DISTINCT, PARTITION BY or a join key) "
+                                    "is not supported; key by its elements or fields instead")
         node = PhysicalNode(len(self.nodes), name, detail, schema, inputs, config, **kw)
         self.nodes.append(node)
         return node.id
@@ -214,6 +225,10 @@ class Lowering:
             up = self.lower(node.input)
             return self.add("ReplicateRows", node.describe(), schema, [Exchange(up)],
                             config=ReplicateRowsConfig(node.times))
+        if isinstance(node, Unnest):
+            up = self.lower(node.input)
+            return self.add("Unnest", node.describe(), schema, [Exchange(up)],
+                            config=UnnestConfig(node.collection, node.ordinality, node.left))
         if isinstance(node, Union):
             ups = [self.lower(c) for c in node.children]
             return self.add("Union", f"inputs={len(ups)}", schema, [Exchange(u) for u in ups], config=UnionConfig())

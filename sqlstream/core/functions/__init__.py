@@ -159,6 +159,9 @@ def _boolean(types: list[pa.DataType]) -> pa.DataType:
 
 
 def _comparison(types: list[pa.DataType]) -> pa.DataType:
+    if any(pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_struct(t) for t in types):
+        # Arrow has no comparison kernels for them; refused rather than failing per batch
+        raise ArgumentTypeError(f"comparing ARRAY, MAP or ROW values is not supported: {_names(types)}")
     if any(is_month_interval(t) for t in types):
         # Arrow has no ordering of month_day_nano values; refused rather than failing per batch
         raise ArgumentTypeError(f"comparing INTERVAL MONTH values is not supported: {_names(types)}")
@@ -431,6 +434,7 @@ register("COALESCE", _common, _coalesce, 1, None, coerce_args=True)
 # last because those modules import the helpers above.
 from sqlstream.core.functions import (  # noqa: E402, F401
     arithmetic,
+    collections,
     encodings,
     json,
     numeric,

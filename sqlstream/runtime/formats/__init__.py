@@ -284,8 +284,12 @@ def concat_values(strings: pa.Array) -> bytes:
 
 def check_text_type(t: pa.DataType, fmt: str, column: str, table: str) -> None:
     """Fail early (ConnectorError) for a column type the text formats cannot represent."""
-    if pa.types.is_list(t) and fmt == "json":
-        check_text_type(t.value_type, fmt, column, table)
+    if fmt == "json" and (pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_struct(t)):
+        # JSON arrays, and objects for MAP and ROW columns (as Flink's json format)
+        children = (t.value_type,) if pa.types.is_list(t) else (
+            (t.key_type, t.item_type) if pa.types.is_map(t) else tuple(f.type for f in t))
+        for child in children:
+            check_text_type(child, fmt, column, table)
         return
     ok = (
         pa.types.is_boolean(t)

@@ -72,11 +72,24 @@ def _reader_type(t: pa.DataType) -> pa.DataType:
         return pa.string()
     if pa.types.is_list(t):
         return pa.list_(_reader_type(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _reader_type(f.type)) for f in t])
     return t
 
 
 def _has_text_typed(t: pa.DataType) -> bool:
-    return _is_text_typed(t) or (pa.types.is_list(t) and _has_text_typed(t.value_type))
+    return _is_text_typed(t) or (pa.types.is_list(t) and _has_text_typed(t.value_type)) or (
+        pa.types.is_struct(t) and any(_has_text_typed(f.type) for f in t))
+
+
+def _has_map(t: pa.DataType) -> bool:
+    """Whether a MAP is in the type: Arrow's JSON reader reads objects as structs of known fields
+    only, so a MAP's arbitrary keys are decoded by the Python path."""
+    if pa.types.is_map(t):
+        return True
+    if pa.types.is_list(t):
+        return _has_map(t.value_type)
+    return pa.types.is_struct(t) and any(_has_map(f.type) for f in t)
 
 
 class JsonFormat(TextFormat):
@@ -105,6 +118,7 @@ class JsonFormat(TextFormat):
         # Columns Arrow must infer (their JSON type differs from the column's), learned while reading.
         self._relaxed: set[str] = set()
         self._parse_options_by_relaxed: dict[frozenset[str], pajson.ParseOptions] = {}
+        self._python_only = any(_has_map(f.type) for f in self.output_schema)
         self._key_patterns = [
             '"' + re.escape(pyjson.dumps(c)[1:-1]) + r'"\s*:' for c in self.columns
         ]
@@ -154,6 +168,12 @@ class JsonFormat(TextFormat):
     def _decode_block(self, block: bytes, locate: Locate) -> Iterator[pa.RecordBatch]:
         """Batches of a block of whole lines; ``locate(k)`` names its k-th line (0-based)."""
         if not block.strip():
+            return
+        if self._python_only:
+            lines, numbers = _split_lines(block)
+            batch = self._line_by_line(lines, numbers, locate)
+            if batch.num_rows:
+                yield batch
             return
         batch = self._fast(block)
         if batch is not None and self.fail_on_missing:
@@ -258,7 +278,7 @@ class JsonFormat(TextFormat):
                 texts[k].append(v)
         arrays: list[pa.Array] = []
         fields = list(self.output_schema)
-        scalar_cols = [k for k, f in enumerate(fields) if not pa.types.is_list(f.type)]
+        scalar_cols = [k for k, f in enumerate(fields) if not _is_nested(f.type)]
         converted, value_bad = convert_columns(
             [pa.array(texts[k], pa.string()) for k in scalar_cols],
             [fields[k] for k in scalar_cols],
@@ -296,8 +316,8 @@ class JsonFormat(TextFormat):
                 out.append(None)
                 continue
             value = doc[f.name]
-            if pa.types.is_list(f.type):
-                out.append(_python_list(value, f))
+            if _is_nested(f.type):
+                out.append(_python_nested(value, f))
             else:
                 out.append(_scalar_text(value, f))
         return out
@@ -322,6 +342,23 @@ class JsonFormat(TextFormat):
             offsets = pc.subtract(arr.offsets, arr.offsets[0])
             lists = pa.ListArray.from_arrays(offsets, inner, mask=arr.is_null())
             return pc.binary_join_element_wise("[", pc.binary_join(lists, ","), "]", "")
+        if pa.types.is_struct(t):
+            # a ROW is an object of its fields, in order; a NULL row is null
+            members = [
+                pc.binary_join_element_wise(pyjson.dumps(f.name, ensure_ascii=False) + ":",
+                                            pc.fill_null(self._json_value(pc.struct_field(arr, [i])), "null"), "")
+                for i, f in enumerate(t)
+            ]
+            body = members[0] if len(members) == 1 else pc.binary_join_element_wise(*members, ",")
+            whole = pc.binary_join_element_wise("{", body, "}", "")
+            return pc.if_else(arr.is_null(), pa.scalar(None, pa.string()), whole)
+        if pa.types.is_map(t):
+            # a MAP is an object whose member names are its keys' text
+            keys = _json_string(value_text(arr.keys, self.iso_timestamps))
+            entries = pc.binary_join_element_wise(keys, pc.fill_null(self._json_value(arr.items), "null"), ":")
+            offsets = pa.array(arr.offsets.to_numpy())
+            lists = pa.ListArray.from_arrays(offsets, entries, mask=arr.is_null() if arr.null_count else None)
+            return pc.binary_join_element_wise("{", pc.binary_join(lists, ","), "}", "")
         if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_decimal(t):
             return pc.cast(arr, pa.string())
         if pa.types.is_floating(t):
@@ -346,10 +383,13 @@ def _convert_relaxed(arr: pa.Array, t: pa.DataType) -> pa.Array:
 
 
 def _convert_nested(arr: pa.Array, t: pa.DataType) -> pa.Array:
-    """Convert text-typed values (temporal types read as strings), also inside lists."""
+    """Convert text-typed values (temporal types read as strings), also inside lists and rows."""
     if pa.types.is_list(t):
         values = _convert_nested(arr.values, t.value_type)
         return pa.ListArray.from_arrays(arr.offsets, values, type=t, mask=arr.is_null())
+    if pa.types.is_struct(t):
+        children = [_convert_nested(pc.struct_field(arr, [i]), f.type) for i, f in enumerate(t)]
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=arr.is_null())
     return convert_text(arr, t)
 
 
@@ -402,17 +442,33 @@ def _scalar_text(value: Any, f: pa.Field) -> str | None:
     raise ValueError(f"field '{f.name}': {cannot_parse(pyjson.dumps(value), f.type)}")
 
 
-def _python_list(value: Any, f: pa.Field) -> list[Any] | None:
-    """A JSON array converted element-wise for an ARRAY column (slow path)."""
+def _is_nested(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_struct(t)
+
+
+def _python_nested(value: Any, f: pa.Field) -> Any:
+    """A JSON array (ARRAY) or object (MAP, ROW) converted for its column (slow path): scalars
+    inside are converted as top-level ones are, a MAP's keys from their text."""
     if value is None:
         return None
-    if not isinstance(value, list):
-        raise ValueError(f"field '{f.name}': expected an array, got {_json_kind(value)}")
-    element = pa.field(f.name, f.type.value_type)
+    t = f.type
+    expected = "an array" if pa.types.is_list(t) else "an object"
+    if not isinstance(value, list if pa.types.is_list(t) else dict):
+        raise ValueError(f"field '{f.name}': expected {expected}, got {_json_kind(value)}")
     try:
-        if pa.types.is_list(element.type):
-            return [_python_list(v, element) for v in value]
-        texts = pa.array([_scalar_text(v, element) for v in value], pa.string())
-        return convert_text(texts, element.type).to_pylist()
+        if pa.types.is_list(t):
+            return _python_children(list(value), pa.field(f.name, t.value_type))
+        if pa.types.is_map(t):
+            keys = convert_text(pa.array(list(value), pa.string()), t.key_type).to_pylist()
+            values = _python_children(list(value.values()), pa.field(f.name, t.item_type))
+            return list(zip(keys, values, strict=True))
+        return {g.name: _python_children([value.get(g.name)], pa.field(f"{f.name}.{g.name}", g.type))[0] for g in t}
     except CONVERSION_ERRORS:
-        raise ValueError(f"field '{f.name}': {cannot_parse(pyjson.dumps(value), f.type)}") from None
+        raise ValueError(f"field '{f.name}': {cannot_parse(pyjson.dumps(value), t)}") from None
+
+
+def _python_children(values: list[Any], element: pa.Field) -> list[Any]:
+    if _is_nested(element.type):
+        return [_python_nested(v, element) for v in values]
+    texts = pa.array([_scalar_text(v, element) for v in values], pa.string())
+    return convert_text(texts, element.type).to_pylist()

@@ -1,0 +1,338 @@
+"""Flink's collection functions and operators over ARRAY, MAP and ROW values.
+
+Constructors (``ARRAY[...]``, ``MAP[...]``, ``ROW(...)``), element access (``a[i]``: 1-based,
+NULL past the end; ``m[k]``; ``r.f``) and CARDINALITY, ELEMENT, ARRAY_CONTAINS, ARRAY_DISTINCT,
+MAP_KEYS, MAP_VALUES, with Flink 2.3's results (pinned by the reference group ``nested``).
+
+Every kernel works on the flattened child arrays of Arrow list, map and struct arrays (offsets,
+``list_parent_indices``, ``take``), never row by row.  A kernel whose arguments are all scalars
+(constants) answers a scalar, as the evaluator expects of constant expressions.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sqlstream.core.errors import DataError
+from sqlstream.core.functions import ArgumentTypeError, Value, common_type, register
+from sqlstream.core.types import sql_type_name
+
+# Internal names of the operators (Calcite's): a[i] / m[k] and r.f
+ITEM = "ITEM"
+FIELD = "FIELD"
+
+
+def _rowwise(kernel: Callable[..., pa.Array]) -> Callable[..., Value]:
+    """``kernel`` over arrays of one length: scalars are broadcast to the arrays' length, and a
+    call with scalars only answers a scalar."""
+
+    @functools.wraps(kernel)
+    def run(*args: Value) -> Value:
+        arrays = [a for a in args if not isinstance(a, pa.Scalar)]
+        if not arrays:
+            return kernel(*[pa.array([a.as_py()], a.type) for a in args])[0]
+        n = len(arrays[0])
+        return kernel(*[_broadcast(a, n) for a in args])
+
+    return run
+
+
+def _broadcast(value: Value, n: int) -> pa.Array:
+    if isinstance(value, pa.ChunkedArray):
+        return value.combine_chunks()
+    if isinstance(value, pa.Scalar):
+        return pa.array([value.as_py()] * n, value.type) if value.is_valid else pa.nulls(n, value.type)
+    return value
+
+
+def _lengths(arr: pa.Array) -> np.ndarray:
+    """Entries per list or map value (0 where NULL)."""
+    offsets = arr.offsets.to_numpy()
+    out = np.diff(offsets)
+    if arr.null_count:
+        out = np.where(arr.is_null().to_numpy(zero_copy_only=False), 0, out)
+    return out
+
+
+def _values(arr: pa.Array) -> pa.Array:
+    """The elements of a list array (of its slice), in order."""
+    return arr.flatten()
+
+
+def _parents(arr: pa.Array) -> np.ndarray:
+    """Per flattened element, the row it belongs to."""
+    return np.repeat(np.arange(len(arr)), _lengths(arr))
+
+
+def _lists(lengths: np.ndarray, values: pa.Array, type_: pa.DataType, nulls: pa.Array | None) -> pa.Array:
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    mask = None if nulls is None or not nulls.null_count else nulls.is_null()
+    return pa.ListArray.from_arrays(offsets, values, type=type_, mask=mask)
+
+
+# ---------------------------------------------------------------- typing
+
+
+def _element_type(types: list[pa.DataType], what: str) -> pa.DataType:
+    out = types[0]
+    for t in types[1:]:
+        c = common_type(out, t)
+        if c is None:
+            raise ArgumentTypeError(f"{what} cannot combine " + ", ".join(sql_type_name(x) for x in types))
+        out = c
+    return pa.string() if pa.types.is_null(out) else out
+
+
+def _array_type(types: list[pa.DataType]) -> pa.DataType:
+    return pa.list_(_element_type(types, "ARRAY[...]"))
+
+
+def _map_type(types: list[pa.DataType]) -> pa.DataType:
+    if len(types) % 2:
+        raise ArgumentTypeError("MAP[...] needs key and value pairs: an even number of arguments")
+    return pa.map_(_element_type(types[0::2], "MAP[...] keys"), _element_type(types[1::2], "MAP[...] values"))
+
+
+def _row_type(types: list[pa.DataType]) -> pa.DataType:
+    # Flink names the fields of a ROW(...) value EXPR$0, EXPR$1, ...
+    return pa.struct([pa.field(f"EXPR${i}", pa.string() if pa.types.is_null(t) else t) for i, t in enumerate(types)])
+
+
+def _item_type(types: list[pa.DataType]) -> pa.DataType:
+    container, index = types
+    if pa.types.is_list(container):
+        if not (pa.types.is_integer(index) or pa.types.is_null(index)):
+            raise ArgumentTypeError(f"an ARRAY index must be an integer, got {sql_type_name(index)}")
+        return container.value_type
+    if pa.types.is_map(container):
+        if common_type(container.key_type, index) is None:
+            raise ArgumentTypeError(
+                f"a key of {sql_type_name(container)} cannot be {sql_type_name(index)}")
+        return container.item_type
+    raise ArgumentTypeError(f"[] applies to an ARRAY or a MAP, not to {sql_type_name(container)}")
+
+
+def _field_type(types: list[pa.DataType], constants: list[object]) -> pa.DataType:
+    row, _ = types
+    name = constants[1]
+    if not pa.types.is_struct(row):
+        raise ArgumentTypeError(f"field access '.{name}' applies to a ROW, not to {sql_type_name(row)}")
+    index = row.get_field_index(name)
+    if index < 0:
+        raise ArgumentTypeError(f"{sql_type_name(row)} has no field '{name}'")
+    return row.field(index).type
+
+
+def _needs(kind: str, check: Callable[[pa.DataType], bool]) -> Callable[[pa.DataType], None]:
+    def require(t: pa.DataType) -> None:
+        if not check(t):
+            raise ArgumentTypeError(f"expected {kind}, got {sql_type_name(t)}")
+
+    return require
+
+
+_array_arg = _needs("an ARRAY", pa.types.is_list)
+_map_arg = _needs("a MAP", pa.types.is_map)
+
+
+def _cardinality_type(types: list[pa.DataType]) -> pa.DataType:
+    _needs("an ARRAY or a MAP", lambda t: pa.types.is_list(t) or pa.types.is_map(t))(types[0])
+    return pa.int32()
+
+
+def _element_of(types: list[pa.DataType]) -> pa.DataType:
+    _array_arg(types[0])
+    return types[0].value_type
+
+
+def _contains_type(types: list[pa.DataType]) -> pa.DataType:
+    _array_arg(types[0])
+    if common_type(types[0].value_type, types[1]) is None:
+        raise ArgumentTypeError(
+            f"ARRAY_CONTAINS cannot look for {sql_type_name(types[1])} in {sql_type_name(types[0])}")
+    return pa.bool_()
+
+
+def _same_array(types: list[pa.DataType]) -> pa.DataType:
+    _array_arg(types[0])
+    return types[0]
+
+
+def _keys_type(types: list[pa.DataType]) -> pa.DataType:
+    _map_arg(types[0])
+    return pa.list_(types[0].key_type)
+
+
+def _values_type(types: list[pa.DataType]) -> pa.DataType:
+    _map_arg(types[0])
+    return pa.list_(types[0].item_type)
+
+
+# ---------------------------------------------------------------- kernels
+
+
+def _interleaved(columns: list[pa.Array]) -> pa.Array:
+    """Row i's values of every column, then row i+1's: the children of ARRAY[...] or MAP[...]."""
+    n, k = len(columns[0]), len(columns)
+    order = (np.arange(k)[None, :] * n + np.arange(n)[:, None]).ravel()
+    return pa.concat_arrays(columns).take(pa.array(order))
+
+
+def _array(*args: Value) -> Value:
+    def build(*columns: pa.Array) -> pa.Array:
+        t = _array_type([c.type for c in columns])
+        columns = [c.cast(t.value_type) if c.type != t.value_type else c for c in columns]
+        return _lists(np.full(len(columns[0]), len(columns)), _interleaved(columns), t, None)
+
+    return _rowwise(build)(*args)
+
+
+def _map(*args: Value) -> Value:
+    def build(*columns: pa.Array) -> pa.Array:
+        t = _map_type([c.type for c in columns])
+        keys = [c.cast(t.key_type) for c in columns[0::2]]
+        values = [c.cast(t.item_type) for c in columns[1::2]]
+        flat_keys = _interleaved(keys)
+        if flat_keys.null_count:
+            raise DataError("a MAP key is NULL")
+        n = len(columns[0])
+        offsets = pa.array(np.arange(n + 1, dtype=np.int32) * len(keys))
+        return pa.MapArray.from_arrays(offsets, flat_keys, _interleaved(values), type=t)
+
+    return _rowwise(build)(*args)
+
+
+def _row(*args: Value) -> Value:
+    def build(*columns: pa.Array) -> pa.Array:
+        t = _row_type([c.type for c in columns])
+        return pa.StructArray.from_arrays([c.cast(f.type) for c, f in zip(columns, t, strict=True)], fields=list(t))
+
+    return _rowwise(build)(*args)
+
+
+@_rowwise
+def _item(container: pa.Array, index: pa.Array) -> pa.Array:
+    if pa.types.is_map(container.type):
+        return _map_get(container, index)
+    return _array_get(container, index)
+
+
+def _array_get(arr: pa.Array, index: pa.Array) -> pa.Array:
+    """a[i]: 1-based; NULL where a or i is NULL or i is past the end.  An index below 1 is an
+    error, as in Flink ('Array element access needs an index starting at 1')."""
+    idx = pc.cast(index, pa.int64()).to_numpy(zero_copy_only=False)
+    valid_idx = index.is_valid().to_numpy(zero_copy_only=False)
+    idx = np.where(valid_idx, idx, 1)
+    if (idx < 1).any():
+        bad = int(idx[idx < 1][0])
+        raise DataError(f"Array element access needs an index starting at 1 but was {bad}")
+    lengths = _lengths(arr)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])  # in the flattened elements
+    hit = valid_idx & arr.is_valid().to_numpy(zero_copy_only=False) & (idx <= lengths)
+    positions = pa.array(np.where(hit, starts + idx - 1, 0), mask=~hit)
+    return _values(arr).take(positions) if len(_values(arr)) else pa.nulls(len(arr), arr.type.value_type)
+
+
+def _map_get(m: pa.Array, key: pa.Array) -> pa.Array:
+    """m[k]: the value of key k (the last entry with it), NULL if there is none."""
+    entries = _entries(m)
+    parents = _parents(entries)
+    flat = _values(entries)
+    keys, items = flat.field(0), flat.field(1)
+    wanted = key.cast(m.type.key_type).take(pa.array(parents, pa.int64()))
+    match = pc.fill_null(pc.equal(keys, wanted), False).to_numpy(zero_copy_only=False)
+    found = np.full(len(m), -1, np.int64)
+    hits = np.flatnonzero(match)
+    found[parents[hits]] = hits  # a later entry of the same row overwrites: the last wins
+    if not len(items):
+        return pa.nulls(len(m), m.type.item_type)
+    return items.take(pa.array(np.where(found >= 0, found, 0), mask=found < 0))
+
+
+def _entries(m: pa.Array) -> pa.Array:
+    """A map array as the list of its entries (struct<key, value>), for the list kernels."""
+    entries = pa.StructArray.from_arrays([m.keys, m.items], ["key", "value"])
+    offsets = pa.array(m.offsets.to_numpy())  # a fresh array: Arrow takes no mask with sliced offsets
+    return pa.ListArray.from_arrays(offsets, entries, mask=m.is_null() if m.null_count else None)
+
+
+def _field(row: Value, name: Value) -> Value:
+    """r.f: NULL where the row is NULL."""
+    if isinstance(row, pa.Scalar):
+        return row[name.as_py()] if row.is_valid else pa.scalar(None, row.type.field(name.as_py()).type)
+    if isinstance(row, pa.ChunkedArray):
+        row = row.combine_chunks()
+    return pc.struct_field(row, name.as_py())
+
+
+@_rowwise
+def _cardinality(arr: pa.Array) -> pa.Array:
+    if pa.types.is_map(arr.type):
+        arr = _entries(arr)
+    return pa.array(_lengths(arr).astype(np.int32), mask=arr.is_null().to_numpy(zero_copy_only=False))
+
+
+@_rowwise
+def _element(arr: pa.Array) -> pa.Array:
+    """The only element of an array; NULL for an empty or NULL array, an error for more."""
+    lengths = _lengths(arr)
+    if (lengths > 1).any():
+        raise DataError("Array has more than one element")
+    return _array_get(arr, pa.array(np.ones(len(arr), np.int64)))
+
+
+@_rowwise
+def _array_contains(arr: pa.Array, needle: pa.Array) -> pa.Array:
+    """Whether the array holds the value; looking for NULL finds a NULL element (Flink)."""
+    parents = _parents(arr)
+    values = _values(arr)
+    wanted = needle.cast(values.type).take(pa.array(parents, pa.int64()))
+    equal = pc.fill_null(pc.equal(values, wanted), False)
+    both_null = pc.and_(pc.is_null(values), pc.is_null(wanted))
+    hits = pc.or_(equal, both_null).to_numpy(zero_copy_only=False)
+    found = np.bincount(parents[hits], minlength=len(arr)) > 0
+    return pa.array(found, mask=arr.is_null().to_numpy(zero_copy_only=False))
+
+
+@_rowwise
+def _array_distinct(arr: pa.Array) -> pa.Array:
+    """Each array's distinct elements (NULL once) in the order of their first occurrence."""
+    parents = _parents(arr)
+    values = _values(arr)
+    if len(values) == 0:
+        return arr
+    table = pa.table({"p": parents, "v": values, "i": np.arange(len(values))})
+    firsts = table.group_by(["p", "v"], use_threads=False).aggregate([("i", "min")])
+    keep = np.sort(firsts.column("i_min").to_numpy())
+    lengths = np.bincount(parents[keep], minlength=len(arr))
+    return _lists(lengths, values.take(pa.array(keep)), arr.type, arr)
+
+
+@_rowwise
+def _map_keys(m: pa.Array) -> pa.Array:
+    entries = _entries(m)
+    return _lists(_lengths(entries), _values(entries).field(0), pa.list_(m.type.key_type), m)
+
+
+@_rowwise
+def _map_values(m: pa.Array) -> pa.Array:
+    entries = _entries(m)
+    return _lists(_lengths(entries), _values(entries).field(1), pa.list_(m.type.item_type), m)
+
+
+register("ARRAY", _array_type, _array, 1, None)
+register("MAP", _map_type, _map, 2, None)
+register("ROW", _row_type, _row, 1, None)
+register(ITEM, _item_type, _item, 2)
+register(FIELD, _field_type, _field, 2, sees_constants=True)
+register("CARDINALITY", _cardinality_type, _cardinality, 1)
+register("ELEMENT", _element_of, _element, 1)
+register("ARRAY_CONTAINS", _contains_type, _array_contains, 2)
+register("ARRAY_DISTINCT", _same_array, _array_distinct, 1)
+register("MAP_KEYS", _keys_type, _map_keys, 1)
+register("MAP_VALUES", _values_type, _map_values, 1)

@@ -1,0 +1,188 @@
+"""ARRAY, MAP and ROW: their DDL types, the json and parquet formats, constructors, element access,
+the collection functions and UNNEST (the Flink reference group ``nested`` pins Flink's answers;
+these pin the edge cases and the parts Flink cannot be asked about: parquet, retractions through
+UNNEST, checkpointed state)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from sqlstream.core.errors import ConnectorError, DataError, PlanError
+from sqlstream.core.expressions import ColumnRef
+from sqlstream.core.functions import lookup
+from sqlstream.core.types import parse_type, sql_type_name
+from sqlstream.runtime.elements import Chunk, RowKind
+from sqlstream.runtime.formats import create_format
+from sqlstream.runtime.operators.unnest import UnnestOperator
+from tests.conftest import run_sql
+
+DOCS = [
+    {"id": 1, "tags": ["a", "b"], "attrs": {"x": 1, "y": 2}, "info": {"name": "Ann", "addr": {"city": "Berlin"}},
+     "items": [{"sku": "p1", "qty": 2}, {"sku": "p2", "qty": 5}]},
+    {"id": 2, "tags": [], "attrs": {}, "info": {"name": None, "addr": None}, "items": []},
+    {"id": 3, "tags": None, "attrs": None, "info": None, "items": None},
+    {"id": 4, "tags": ["ü", None], "attrs": {"ü": None}, "info": {"name": "Zoë", "addr": {"city": None}},
+     "items": [None, {"sku": "p3", "qty": None}]},
+]
+COLUMNS = ("id INT, tags ARRAY<STRING>, attrs MAP<STRING, INT>, info ROW<name STRING, addr ROW<city STRING>>, "
+           "items ARRAY<ROW<sku STRING, qty INT>>")
+
+
+def _docs(tmp_path: Path, name: str = "docs") -> str:
+    path = tmp_path / f"{name}.json"
+    path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
+    return (f"CREATE TABLE {name} ({COLUMNS}) WITH ('connector' = 'filesystem', 'path' = '{path}', "
+            "'format' = 'json');\n")
+
+
+def _rows(table: pa.Table) -> list[tuple]:
+    return sorted((tuple(r.values()) for r in table.to_pylist()), key=repr)
+
+
+def test_nested_column_types_parse_and_print_as_flink() -> None:
+    t = parse_type("ROW<name STRING, tags ARRAY<INT>, m MAP<STRING, ROW(a BIGINT)>>")
+    assert t == pa.struct([("name", pa.string()), ("tags", pa.list_(pa.int32())),
+                           ("m", pa.map_(pa.string(), pa.struct([("a", pa.int64())])))])
+    assert sql_type_name(t) == "ROW<`name` STRING, `tags` ARRAY<INT>, `m` MAP<STRING, ROW<`a` BIGINT>>>"
+    with pytest.raises(PlanError, match="repeats a field name"):
+        parse_type("ROW<a INT, A STRING>")
+
+
+def test_json_reads_arrays_maps_rows_with_nulls_and_unicode(tmp_path: Path) -> None:
+    table = run_sql(_docs(tmp_path) + "SELECT * FROM docs;")
+    got = {r["id"]: r for r in table.to_pylist()}
+    assert got[1]["attrs"] == [("x", 1), ("y", 2)]
+    assert got[4]["tags"] == ["ü", None] and got[4]["attrs"] == [("ü", None)]
+    assert got[4]["items"] == [None, {"sku": "p3", "qty": None}]
+    assert got[2]["info"] == {"name": None, "addr": None} and got[3]["info"] is None
+
+
+def test_json_map_value_of_the_wrong_kind_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{"m": {"a": 1}}\n{"m": [1]}\n', encoding="utf-8")
+    ddl = f"CREATE TABLE b (m MAP<STRING, INT>) WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'json');"
+    with pytest.raises(Exception, match=r"line 2.*expected an object, got an array"):
+        run_sql(ddl + "SELECT * FROM b;")
+
+
+@pytest.mark.parametrize("fmt", ["json", "parquet"])
+def test_nested_values_round_trip_through_a_sink(tmp_path: Path, fmt: str) -> None:
+    sink = (f"CREATE TABLE out ({COLUMNS}) WITH ('connector' = 'filesystem', 'path' = '{tmp_path / 'out'}', "
+            f"'format' = '{fmt}');\n")
+    run_sql(_docs(tmp_path) + sink + "INSERT INTO out SELECT * FROM docs;\nSELECT * FROM docs;")
+    again = run_sql(_docs(tmp_path) + sink + "SELECT * FROM out;")
+    original = run_sql(_docs(tmp_path) + "SELECT * FROM docs;")
+    assert _rows(again) == _rows(original)
+
+
+def test_json_writes_rows_as_objects_and_maps_with_their_keys() -> None:
+    schema = pa.schema([("r", parse_type("ROW<a INT, b ARRAY<STRING>>")), ("m", parse_type("MAP<INT, STRING>"))])
+    batch = pa.RecordBatch.from_pylist([{"r": {"a": 1, "b": ["x", None]}, "m": [(1, "é"), (2, None)]},
+                                        {"r": None, "m": None}], schema=schema)
+    lines = create_format("json", schema, {}, None, "t").encode_lines(batch).to_pylist()
+    assert lines == ['{"r":{"a":1,"b":["x",null]},"m":{"1":"é","2":null}}', '{"r":null,"m":null}']
+
+
+def test_csv_refuses_map_and_row_columns() -> None:
+    for text in ("MAP<STRING, INT>", "ROW<a INT>"):
+        with pytest.raises(ConnectorError, match=f"format 'csv' does not support column 'c' of type {text[:3]}"):
+            create_format("csv", pa.schema([("c", parse_type(text))]), {}, None, "t")
+
+
+def test_element_access_is_one_based_and_null_past_the_end(tmp_path: Path) -> None:
+    table = run_sql(_docs(tmp_path) + "SELECT id, tags[1] AS a, tags[2] AS b, tags[3] AS c, attrs['y'] AS y, "
+                    "info.addr.city AS city, docs.info.name AS name, items[2].sku AS sku FROM docs;")
+    assert _rows(table) == sorted([(1, "a", "b", None, 2, "Berlin", "Ann", "p2"),
+                                   (2, None, None, None, None, None, None, None),
+                                   (3, None, None, None, None, None, None, None),
+                                   (4, "ü", None, None, None, None, "Zoë", "p3")], key=repr)
+
+
+def test_index_below_one_is_refused_as_flink_does(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="Array element access needs an index starting at 1 but was 0"):
+        run_sql(_docs(tmp_path) + "SELECT tags[0] FROM docs;")
+    item = lookup("ITEM").kernel
+    with pytest.raises(DataError, match="index starting at 1 but was -2"):
+        item(pa.array([[1]], pa.list_(pa.int32())), pa.array([-2]))
+
+
+def test_map_access_takes_the_last_entry_of_a_key() -> None:
+    m = lookup("MAP").kernel(pa.scalar("a"), pa.array([1, 2]), pa.scalar("a"), pa.array([3, 4]))
+    assert lookup("ITEM").kernel(m, pa.scalar("a")).to_pylist() == [3, 4]
+
+
+def test_collection_functions_on_sliced_arrays_with_null_lists() -> None:
+    arr = pa.array([[9], [1, None, 1, 2], None, [], [5, 5]], pa.list_(pa.int32())).slice(1)
+    assert lookup("CARDINALITY").kernel(arr).to_pylist() == [4, None, 0, 2]
+    assert lookup("ARRAY_DISTINCT").kernel(arr).to_pylist() == [[1, None, 2], None, [], [5]]
+    assert lookup("ARRAY_CONTAINS").kernel(arr, pa.scalar(2)).to_pylist() == [True, None, False, False]
+    assert lookup("ARRAY_CONTAINS").kernel(arr, pa.scalar(None, pa.int32())).to_pylist() == [True, None, False, False]
+    m = pa.array([[("z", 1)], [("b", 2), ("a", None)], None], pa.map_(pa.string(), pa.int32())).slice(1)
+    assert lookup("MAP_KEYS").kernel(m).to_pylist() == [["b", "a"], None]
+    assert lookup("MAP_VALUES").kernel(m).to_pylist() == [[2, None], None]
+
+
+def test_element_fails_on_more_than_one_element() -> None:
+    element = lookup("ELEMENT").kernel
+    assert element(pa.array([[7], [], None], pa.list_(pa.int32()))).to_pylist() == [7, None, None]
+    with pytest.raises(DataError, match="Array has more than one element"):
+        element(pa.array([[1, 2]], pa.list_(pa.int32())))
+
+
+def test_cast_of_nested_values_to_string_is_flinks_text(tmp_path: Path) -> None:
+    table = run_sql(_docs(tmp_path) + "SELECT id, CAST(tags AS STRING) AS t, CAST(info AS STRING) AS i, "
+                    "CAST(attrs AS STRING) AS m FROM docs WHERE id IN (1, 4);")
+    assert _rows(table) == sorted([(1, "[a, b]", "(Ann, (Berlin))", "{x=1, y=2}"), (4, "[ü, NULL]", "(Zoë, (NULL))", "{ü=NULL}")], key=repr)
+
+
+def test_unnest_expands_arrays_maps_and_rows(tmp_path: Path) -> None:
+    ddl = _docs(tmp_path)
+    arrays = run_sql(ddl + "SELECT id, t, n FROM docs CROSS JOIN UNNEST(tags) WITH ORDINALITY AS u(t, n);")
+    assert _rows(arrays) == sorted([(1, "a", 1), (1, "b", 2), (4, None, 2), (4, "ü", 1)], key=repr)
+    maps = run_sql(ddl + "SELECT id, k, v FROM docs, UNNEST(attrs) AS u(k, v);")
+    assert _rows(maps) == sorted([(1, "x", 1), (1, "y", 2), (4, "ü", None)], key=repr)
+    rows = run_sql(ddl + "SELECT id, sku, qty FROM docs CROSS JOIN UNNEST(items) AS u(sku, qty);")
+    assert _rows(rows) == sorted([(1, "p1", 2), (1, "p2", 5), (4, "p3", None)], key=repr)  # a NULL ROW element is skipped
+    left = run_sql(ddl + "SELECT id, t FROM docs LEFT JOIN UNNEST(tags) AS u(t) ON TRUE;")
+    assert sorted(left.column("id").to_pylist()) == [1, 1, 2, 3, 4, 4]
+
+
+@pytest.mark.parametrize(("sql", "message"), [
+    ("SELECT x FROM docs CROSS JOIN UNNEST(id) AS u(x)", "UNNEST needs an ARRAY or a MAP, got INT for 'id'"),
+    ("SELECT x FROM docs CROSS JOIN UNNEST(attrs) AS u(x)", "UNNEST of MAP<STRING, INT> gives 2 column(s)"),
+    ("SELECT x FROM docs LEFT JOIN UNNEST(tags) AS u(x) ON x = 'a'", "ON TRUE only"),
+    ("SELECT tags, COUNT(*) FROM docs GROUP BY tags", "keying rows by the ARRAY<STRING> column 'tags'"),
+    ("SELECT id FROM docs WHERE tags = tags", "comparing ARRAY, MAP or ROW values is not supported"),
+    ("SELECT info.nope FROM docs", "has no field 'nope'"),
+    ("SELECT tags['a'] FROM docs", "an ARRAY index must be an integer"),
+])
+def test_misuse_is_refused_at_plan_time_with_its_position(tmp_path: Path, sql: str, message: str) -> None:
+    with pytest.raises(PlanError, match=re.escape(message)) as e:
+        run_sql(_docs(tmp_path) + sql + ";")
+    assert "line 2" in str(e.value)
+
+
+def test_unnest_repeats_row_kinds_so_retractions_withdraw_the_same_rows() -> None:
+    schema = pa.schema([("k", pa.int32()), ("a", pa.list_(pa.int32()))])
+    out_schema = pa.schema([*schema, ("x", pa.int32()), ("n", pa.int32())])
+    op = UnnestOperator(ColumnRef(1, "a", schema.field(1).type), True, True, out_schema)
+    batch = pa.RecordBatch.from_pylist([{"k": 1, "a": [5, 6]}, {"k": 1, "a": [5, 6]}, {"k": 2, "a": None}],
+                                       schema=schema)
+    kinds = pa.array([RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.INSERT], pa.int8())
+    (chunk,) = op.process_batch(Chunk(batch, kinds))
+    assert chunk.kinds.to_pylist() == [RowKind.INSERT] * 2 + [RowKind.UPDATE_BEFORE] * 2 + [RowKind.INSERT]
+    assert chunk.batch.column("x").to_pylist() == [5, 6, 5, 6, None]
+    assert chunk.batch.column("n").to_pylist() == [1, 2, 1, 2, None]
+
+
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_aggregates_over_elements_and_unnested_values_keep_keyed_state(tmp_path: Path, backend: str) -> None:
+    query = ("SELECT info.name AS name, MAX(items[1].qty) AS q, SUM(CARDINALITY(tags)) AS n FROM docs "
+             "GROUP BY info.name;")
+    table = run_sql(_docs(tmp_path) + query, {"state.backend.type": backend})
+    assert _rows(table) == sorted([("Ann", 2, 2), ("Zoë", None, 2), (None, None, 0)], key=repr)
