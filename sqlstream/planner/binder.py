@@ -26,7 +26,7 @@ from sqlstream.core.functions.arithmetic import avg_type, sum_type
 from sqlstream.core.functions.udfs import USER_AGGREGATES
 from sqlstream.core.sql import dialect, script
 from sqlstream.core.tables import TableDef, ViewDef
-from sqlstream.core.types import is_ltz, sql_type_name
+from sqlstream.core.types import is_ltz, is_nested, sql_type_name
 from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
 from sqlstream.planner.expr_binder import (
     GROUP_AGGREGATES,
@@ -700,7 +700,13 @@ class QueryBinder:
 
         aggs: list[AggCall] = []
         for i, n in enumerate(agg_nodes):
-            aggs.append(self._agg_call(n, binder, column_of, f"$agg{i}"))
+            call = self._agg_call(n, binder, column_of, f"$agg{i}")
+            if call.arg is not None and (call.function != "COUNT" or call.distinct) and is_nested(pre_exprs[call.arg].type):
+                # the aggregates' kernels and state take scalars; aggregate an element or field instead
+                what = f"{call.function}(DISTINCT ...)" if call.distinct else call.function
+                raise plan_error(f"{what} over {sql_type_name(pre_exprs[call.arg].type)} values is not supported; "
+                                 "aggregate its elements or fields", n)
+            aggs.append(call)
         if not key_cols and not aggs:
             # a global aggregation with nothing to compute still has its one row (SELECT 1 ... HAVING,
             # the () set of GROUPING SETS): a COUNT(*) that nothing reads carries it

@@ -343,7 +343,8 @@ class ExprBinder:
         if (pa.types.is_list(container.type) and isinstance(index, Literal) and isinstance(index.value, int)
                 and index.value < 1):
             raise plan_error(f"Array element access needs an index starting at 1 but was {index.value}", node)
-        if pa.types.is_map(container.type) and index.type != container.type.key_type:
+        if (pa.types.is_map(container.type) and index.type != container.type.key_type
+                and is_string(index.type) == is_string(container.type.key_type)):
             index = coerce(index, container.type.key_type, zone=self.zone)
         return self._call(ITEM, [container, index], node)
 

@@ -115,8 +115,15 @@ def save_golden(group: str, golden: dict[str, dict[str, Any]]) -> None:
     golden_path(group).write_text(text, encoding="utf-8")
 
 
+class Text(str):
+    """Flink's text of a nested (ARRAY, MAP, ROW) value, CAST(v AS STRING): what PyFlink can
+    collect of it. Encoded as ``{"text": ...}``."""
+
+
 def encode(v: Any) -> Any:
     """A JSON form of a value Flink or sqlstream returned, tagged where JSON has no such type."""
+    if isinstance(v, Text):
+        return {"text": str(v)}
     if v is None or isinstance(v, bool | int | str):
         return v
     if isinstance(v, float):

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from sqlstream.core.errors import DataError
 from sqlstream.core.functions import ArgumentTypeError, Value, common_type, register
-from sqlstream.core.types import sql_type_name
+from sqlstream.core.types import is_string, sql_type_name
 
 # Internal names of the operators (Calcite's): a[i] / m[k] and r.f
 ITEM = "ITEM"
@@ -110,7 +110,8 @@ def _item_type(types: list[pa.DataType]) -> pa.DataType:
             raise ArgumentTypeError(f"an ARRAY index must be an integer, got {sql_type_name(index)}")
         return container.value_type
     if pa.types.is_map(container):
-        if common_type(container.key_type, index) is None:
+        if common_type(container.key_type, index) is None or (
+                not pa.types.is_null(index) and is_string(container.key_type) != is_string(index)):
             raise ArgumentTypeError(
                 f"a key of {sql_type_name(container)} cannot be {sql_type_name(index)}")
         return container.item_type
@@ -201,8 +202,19 @@ def _map(*args: Value) -> Value:
         if flat_keys.null_count:
             raise DataError("a MAP key is NULL")
         n = len(columns[0])
-        offsets = pa.array(np.arange(n + 1, dtype=np.int32) * len(keys))
-        return pa.MapArray.from_arrays(offsets, flat_keys, _interleaved(values), type=t)
+        flat_values = _interleaved(values)
+        lengths = np.full(n, len(keys))
+        if len(keys) > 1:
+            # a key given twice keeps its last value, once (Flink's MAP[...] is a map)
+            rows = np.repeat(np.arange(n), len(keys))
+            table = pa.table({"r": rows, "k": flat_keys, "i": np.arange(len(rows))})
+            last = np.sort(table.group_by(["r", "k"], use_threads=False).aggregate([("i", "max")])
+                           .column("i_max").to_numpy())
+            if len(last) < len(rows):
+                flat_keys, flat_values = flat_keys.take(pa.array(last)), flat_values.take(pa.array(last))
+                lengths = np.bincount(rows[last], minlength=n)
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+        return pa.MapArray.from_arrays(offsets, flat_keys, flat_values, type=t)
 
     return _rowwise(build)(*args)
 
