@@ -19,7 +19,9 @@ from sqlstream.core.physical import PhysicalNode
 from sqlstream.core.sql.script import parse_one
 from sqlstream.core.types import parse_type, sql_type_name
 from sqlstream.frontend.session import Session
+from sqlstream.frontend.tableau import NULL, format_value
 from sqlstream.planner.planner import dataflow, select_plan
+from sqlstream.runtime.connectors.print_sink import value_text as print_text
 from sqlstream.runtime.elements import Chunk, RowKind
 from sqlstream.runtime.formats import create_format
 from sqlstream.runtime.operators.unnest import UnnestOperator
@@ -227,3 +229,10 @@ def test_join_state_holding_nested_values_survives_a_savepoint_and_a_backend_cha
     expected = [(RowKind.INSERT, i % 3, d["tags"], None if d["attrs"] is None else list(d["attrs"].items()),
                  d["info"], d["items"], i % 3, 10 + i % 3) for i, d in enumerate(DOCS) if i % 3 < 2]
     assert sorted(joined, key=repr) == sorted(expected, key=repr)
+
+
+def test_print_sink_and_sql_client_show_nested_values_as_text() -> None:
+    t = parse_type("ROW<a ARRAY<INT>, m MAP<STRING, DOUBLE>>")
+    arr = pa.array([{"a": [1, None], "m": [("k", 1.0)]}, None, {"a": None, "m": []}], t)
+    assert print_text(arr).to_pylist() == ["([1, null], {k=1.0})", "null", "(null, {})"]
+    assert [format_value(v, t) for v in arr.to_pylist()] == ["([1, NULL], {k=1.0})", NULL, "(NULL, {})"]

@@ -204,6 +204,13 @@ class QueryBinder:
             return self._bind_window_tvf(node)
         if isinstance(node, exp.Values):
             return self._bind_values(node)
+        if isinstance(node, exp.Unnest):
+            # FROM UNNEST(constant collection): unnested over one row of no columns
+            # (its one column unnamed in the scope: the collection cannot read it)
+            one = Relation(Values(pa.table({"$one": pa.array([0], pa.int32())})), Scope([]))
+            rel = self._bind_unnest(one, node, False, None, node)
+            exprs: list[Expr] = [ColumnRef(i + 1, c.name, c.type) for i, c in enumerate(rel.scope.columns)]
+            return Relation(Project(rel.node, exprs, [c.name for c in rel.scope.columns]), rel.scope)
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Expression):
             return self._bind_from(node.this)
         raise plan_error(f"unsupported FROM item '{node.sql()[:60]}'", node)
@@ -345,7 +352,11 @@ class QueryBinder:
         if isinstance(join.this, exp.Table) and join.this.args.get("version") is not None:
             return self._bind_temporal_join(left, join, side)
         if isinstance(join.this, exp.Unnest):
-            return self._bind_unnest(left, join, join.this, side)
+            on, using = join.args.get("on"), join.args.get("using")
+            if using or side not in ("", "INNER", "LEFT"):
+                raise plan_error(f"{side or 'this'} JOIN UNNEST is not supported; use CROSS JOIN UNNEST or LEFT "
+                                 "JOIN UNNEST(...) ON TRUE", join)
+            return self._bind_unnest(left, join.this, side == "LEFT", on, join)
         right = self._bind_from(join.this)
         scope = Scope(left.scope.columns + right.scope.columns)
         width = len(left.node.schema)
@@ -374,9 +385,10 @@ class QueryBinder:
         node = Join(left.node, right.node, side or "INNER", condition, ttls)
         return Relation(node, scope)
 
-    def _bind_unnest(self, left: Relation, join: exp.Join, unnest: exp.Unnest, side: str) -> Relation:
-        """``[CROSS] JOIN UNNEST(c) [WITH ORDINALITY] AS t(...)`` or ``LEFT JOIN ... ON TRUE`` (Flink's
-        correlate): the collection ``c`` is an expression over the left side's columns."""
+    def _bind_unnest(self, left: Relation, unnest: exp.Unnest, outer: bool, on: exp.Expression | None,
+                     join: exp.Expression) -> Relation:
+        """``[CROSS] JOIN UNNEST(c) [WITH ORDINALITY] AS t(...)`` or ``LEFT JOIN ... ON TRUE`` (``outer``;
+        Flink's correlate): the collection ``c`` is an expression over the left side's columns."""
         if len(unnest.expressions) != 1:
             raise plan_error("UNNEST takes one ARRAY or MAP", unnest)
         arg = unnest.expressions[0]
@@ -385,11 +397,7 @@ class QueryBinder:
         if not (pa.types.is_list(t) or pa.types.is_map(t)):
             raise plan_error(f"UNNEST needs an ARRAY or a MAP, got {sql_type_name(t)} for '{arg.sql(dialect=dialect.Flink)}'",
                              arg)
-        on, using = join.args.get("on"), join.args.get("using")
-        if using or side not in ("", "INNER", "LEFT"):
-            raise plan_error(f"{side or 'this'} JOIN UNNEST is not supported; use CROSS JOIN UNNEST or LEFT JOIN "
-                             "UNNEST(...) ON TRUE", join)
-        if side == "LEFT" and not (isinstance(on, exp.Boolean) and on.this is True):
+        if outer and not (isinstance(on, exp.Boolean) and on.this is True):
             raise plan_error("LEFT JOIN UNNEST(...) takes the condition ON TRUE only", on or join)
         width = 2 if pa.types.is_map(t) else (t.value_type.num_fields if pa.types.is_struct(t.value_type) else 1)
         offset = unnest.args.get("offset")
@@ -406,11 +414,11 @@ class QueryBinder:
         if len(names) != width + ordinality:
             raise plan_error(f"UNNEST of {sql_type_name(t)} gives {width + ordinality} column(s), but the alias "
                              f"names {len(names)}", alias or unnest)
-        node: LogicalNode = Unnest(left.node, collection, names, ordinality, side == "LEFT")
+        node: LogicalNode = Unnest(left.node, collection, names, ordinality, outer)
         qualifier = alias.name if alias is not None and alias.name else None
         extra = [ScopeColumn(qualifier, f.name, f.type) for f in node.element_fields]  # type: ignore[attr-defined]
         scope = Scope(left.scope.columns + extra)
-        if on is not None and side != "LEFT" and not (isinstance(on, exp.Boolean) and on.this is True):
+        if on is not None and not outer and not (isinstance(on, exp.Boolean) and on.this is True):
             condition = ExprBinder(scope, zone=self.zone).bind(on)
             require_boolean(condition, on, "JOIN ON")
             node = Filter(node, condition)
