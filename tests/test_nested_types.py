@@ -236,3 +236,12 @@ def test_print_sink_and_sql_client_show_nested_values_as_text() -> None:
     arr = pa.array([{"a": [1, None], "m": [("k", 1.0)]}, None, {"a": None, "m": []}], t)
     assert print_text(arr).to_pylist() == ["([1, null], {k=1.0})", "null", "(null, {})"]
     assert [format_value(v, t) for v in arr.to_pylist()] == ["([1, NULL], {k=1.0})", NULL, "(NULL, {})"]
+
+
+def test_unnest_without_column_names_names_them_as_flink(tmp_path: Path) -> None:
+    ddl = _docs(tmp_path)
+    assert run_sql(ddl + "SELECT * FROM docs CROSS JOIN UNNEST(tags) WITH ORDINALITY;").column_names[-2:] == [
+        "EXPR$0", "ORDINALITY"]
+    assert run_sql(ddl + "SELECT * FROM docs CROSS JOIN UNNEST(attrs);").column_names[-2:] == ["KEY", "VALUE"]
+    assert run_sql(ddl + "SELECT * FROM docs CROSS JOIN UNNEST(items);").column_names[-2:] == ["sku", "qty"]
+    assert run_sql("SELECT * FROM UNNEST(ARRAY[1, 2]) AS t(x);").column("x").to_pylist() == [1, 2]

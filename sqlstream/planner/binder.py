@@ -407,9 +407,9 @@ class QueryBinder:
         if isinstance(offset, exp.Expression):
             names.append(offset.name)
         if not names:
-            # Flink's default names: the ROW's fields, f0 for a scalar, KEY and VALUE for a MAP
+            # Flink's default names: the ROW's fields, EXPR$0 for a scalar, KEY and VALUE for a MAP
             names = (["KEY", "VALUE"] if pa.types.is_map(t)
-                     else [f.name for f in t.value_type] if pa.types.is_struct(t.value_type) else ["f0"])
+                     else [f.name for f in t.value_type] if pa.types.is_struct(t.value_type) else ["EXPR$0"])
             names += ["ORDINALITY"] if ordinality else []
         if len(names) != width + ordinality:
             raise plan_error(f"UNNEST of {sql_type_name(t)} gives {width + ordinality} column(s), but the alias "

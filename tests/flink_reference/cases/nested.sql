@@ -109,3 +109,21 @@ SELECT attrs[1] AS x FROM nested_docs;
 SELECT tags['a'] AS x FROM nested_docs;
 -- case: field_unknown
 SELECT info.nope AS x FROM nested_docs;
+-- case: unnest_from_constant
+SELECT x FROM UNNEST(ARRAY[3, 1, 2]) AS t(x);
+-- case: unnest_default_names
+SELECT * FROM nested_docs CROSS JOIN UNNEST(nums) WHERE id = 1;
+-- case: unnest_map_default_names
+SELECT * FROM nested_docs CROSS JOIN UNNEST(attrs) WHERE id = 5;
+-- case: unnest_rows_default_names
+SELECT * FROM nested_docs CROSS JOIN UNNEST(items) WHERE id = 1;
+-- case: unnest_ordinality_default_names
+SELECT * FROM nested_docs CROSS JOIN UNNEST(tags) WITH ORDINALITY WHERE id = 1;
+-- case: unnest_inner_join_on_condition
+SELECT id, t FROM nested_docs JOIN UNNEST(tags) AS u(t) ON t <> 'a';
+-- case: unnest_left_join_ordinality
+SELECT id, t, n FROM nested_docs LEFT JOIN UNNEST(tags) WITH ORDINALITY AS u(t, n) ON TRUE;
+-- case: unnest_updating_input
+SELECT name, x FROM (SELECT info.name AS name, ARRAY[COUNT(*), MAX(id)] AS a FROM nested_docs GROUP BY info.name) CROSS JOIN UNNEST(a) AS u(x);
+-- case: unnest_row_field_of_array
+SELECT id, c FROM (SELECT id, ARRAY[info.addr.city, info.addr.zip] AS cz FROM nested_docs) CROSS JOIN UNNEST(cz) AS u(c) WHERE id IN (1, 4, 5);
