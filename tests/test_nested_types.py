@@ -15,6 +15,7 @@ import pytest
 from sqlstream.core.errors import ConnectorError, DataError, PlanError
 from sqlstream.core.expressions import ColumnRef
 from sqlstream.core.functions import lookup
+from sqlstream.core.functions.collections import ITEM
 from sqlstream.core.physical import PhysicalNode
 from sqlstream.core.sql.script import parse_one
 from sqlstream.core.types import parse_type, sql_type_name
@@ -113,14 +114,14 @@ def test_element_access_is_one_based_and_null_past_the_end(tmp_path: Path) -> No
 def test_index_below_one_is_refused_as_flink_does(tmp_path: Path) -> None:
     with pytest.raises(PlanError, match="Array element access needs an index starting at 1 but was 0"):
         run_sql(_docs(tmp_path) + "SELECT tags[0] FROM docs;")
-    item = lookup("ITEM").kernel
+    item = lookup(ITEM).kernel
     with pytest.raises(DataError, match="index starting at 1 but was -2"):
         item(pa.array([[1]], pa.list_(pa.int32())), pa.array([-2]))
 
 
 def test_map_access_takes_the_last_entry_of_a_key() -> None:
     m = lookup("MAP").kernel(pa.scalar("a"), pa.array([1, 2]), pa.scalar("a"), pa.array([3, 4]))
-    assert lookup("ITEM").kernel(m, pa.scalar("a")).to_pylist() == [3, 4]
+    assert lookup(ITEM).kernel(m, pa.scalar("a")).to_pylist() == [3, 4]
 
 
 def test_collection_functions_on_sliced_arrays_with_null_lists() -> None:

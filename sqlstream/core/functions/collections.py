@@ -22,9 +22,9 @@ from sqlstream.core.errors import DataError
 from sqlstream.core.functions import ArgumentTypeError, Value, common_type, register
 from sqlstream.core.types import is_string, sql_type_name
 
-# Internal names of the operators (Calcite's): a[i] / m[k] and r.f
-ITEM = "ITEM"
-FIELD = "FIELD"
+# The operators a[i] / m[k] and r.f, by names no SQL call can spell (SHOW FUNCTIONS leaves them out)
+ITEM = "$ITEM"
+FIELD = "$FIELD"
 
 
 def _rowwise(kernel: Callable[..., pa.Array]) -> Callable[..., Value]:
