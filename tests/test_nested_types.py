@@ -96,10 +96,33 @@ def test_json_writes_rows_as_objects_and_maps_with_their_keys() -> None:
     assert lines == ['{"r":{"a":1,"b":["x",null]},"m":{"1":"é","2":null}}', '{"r":null,"m":null}']
 
 
-def test_csv_refuses_map_and_row_columns() -> None:
-    for text in ("MAP<STRING, INT>", "ROW<a INT>"):
-        with pytest.raises(ConnectorError, match=f"format 'csv' does not support column 'c' of type {text[:3]}"):
-            create_format("csv", pa.schema([("c", parse_type(text))]), {}, None, "t")
+def test_csv_refuses_map_columns_as_flink() -> None:
+    with pytest.raises(ConnectorError, match="format 'csv' does not support column 'c' of type MAP"):
+        create_format("csv", pa.schema([("c", parse_type("MAP<STRING, INT>"))]), {}, None, "t")
+
+
+@pytest.mark.parametrize("null_literal", ["", "N"])
+def test_csv_array_and_row_fields_round_trip_through_the_element_delimiter(tmp_path: Path, null_literal: str) -> None:
+    schema = pa.schema([("a", parse_type("ARRAY<INT>")), ("r", parse_type("ROW<x STRING, y DOUBLE>"))])
+    batch = pa.RecordBatch.from_pylist([{"a": [1, None, 3], "r": {"x": "p, q", "y": 1.5}},
+                                        {"a": [], "r": {"x": None, "y": None}}], schema=schema)
+    options = {"csv.null-literal": null_literal, "csv.array-element-delimiter": "|"}
+    fmt = create_format("csv", schema, options, None, "t")
+    # an empty ARRAY is an empty field, NULL elements and fields the null literal
+    assert fmt.encode_lines(batch).to_pylist() == [f'1|{null_literal}|3,"p, q|1.5"', f",{null_literal}|{null_literal}"]
+    path = tmp_path / "a.csv"
+    path.write_text("\n".join(fmt.encode_lines(batch).to_pylist()) + "\n", encoding="utf-8")
+    table = pa.Table.from_batches(list(fmt.read_file(str(path))))
+    assert table.column("a").to_pylist() == [[1, None, 3], []]
+    assert table.column("r").to_pylist() == [{"x": "p, q", "y": 1.5}, {"x": None, "y": None}]
+
+
+def test_csv_empty_element_of_a_number_array_is_an_error_without_a_null_literal(tmp_path: Path) -> None:
+    path = tmp_path / "a.csv"
+    path.write_text("1;2\n3;\n", encoding="utf-8")
+    fmt = create_format("csv", pa.schema([("a", parse_type("ARRAY<INT>"))]), {}, None, "t")
+    with pytest.raises(DataError, match=r"line 2: column 'a': cannot parse '3;'"):
+        list(fmt.read_file(str(path)))
 
 
 def test_element_access_is_one_based_and_null_past_the_end(tmp_path: Path) -> None:

@@ -179,6 +179,15 @@ def nested_docs() -> None:
     ])
 
 
+def bags() -> None:
+    """ARRAY and ROW fields in CSV: elements and fields joined by ';' (an empty element is NULL with
+    'csv.null-literal' = '', an empty field an empty ARRAY), a ROW with a field missing or extra."""
+    write_csv("bags.csv", [
+        [1, "a;b;c", "1;x", "1;2"], [2, None, "2;", None], [3, "z", ";y", "7"], [4, ";", "3;q;extra", ";5"],
+        [5, "ü;香蕉", None, "10;20;30"],
+    ])
+
+
 def quoted() -> None:
     (DATA / "quoted.csv").write_text('1,""\n2,\n3,a\n4," "\n', encoding="utf-8")
 
@@ -248,6 +257,7 @@ def main() -> None:
     strs()
     docs()
     nested_docs()
+    bags()
     quoted()
     changes()
 

@@ -127,3 +127,16 @@ SELECT id, t, n FROM nested_docs LEFT JOIN UNNEST(tags) WITH ORDINALITY AS u(t, 
 SELECT name, x FROM (SELECT info.name AS name, ARRAY[COUNT(*), MAX(id)] AS a FROM nested_docs GROUP BY info.name) CROSS JOIN UNNEST(a) AS u(x);
 -- case: unnest_row_field_of_array
 SELECT id, c FROM (SELECT id, ARRAY[info.addr.city, info.addr.zip] AS cz FROM nested_docs) CROSS JOIN UNNEST(cz) AS u(c) WHERE id IN (1, 4, 5);
+-- case: csv_array_and_row_fields
+SELECT id, tags, r, n, CARDINALITY(tags) AS c FROM bags;
+-- case: csv_array_unnest
+SELECT id, t FROM bags CROSS JOIN UNNEST(tags) AS u(t);
+-- case: csv_row_field_access
+SELECT id, r.a AS a, r.b AS b, n[2] AS n2 FROM bags;
+-- case: csv_empty_element_without_null_literal
+CREATE TEMPORARY TABLE bags_strict (id INT, tags ARRAY<STRING>, r ROW<a INT, b STRING>, n ARRAY<INT>) WITH ('connector' = 'filesystem', 'path' = '{data}/bags.csv', 'format' = 'csv');
+SELECT id, r.a AS a FROM bags_strict;
+-- case: csv_nested_write_roundtrip
+CREATE TEMPORARY TABLE out_csv (id INT, tags ARRAY<STRING>, r ROW<a INT, b STRING>) WITH ('connector' = 'filesystem', 'path' = '{tmp}/out', 'format' = 'csv', 'csv.null-literal' = '', 'csv.array-element-delimiter' = '|');
+INSERT INTO out_csv SELECT id, tags, info FROM (SELECT id, tags, ROW(CARDINALITY(nums), info.name) AS info FROM nested_docs);
+SELECT id, tags, r FROM out_csv;
