@@ -191,6 +191,9 @@ def test_unnest_expands_arrays_maps_and_rows(tmp_path: Path) -> None:
     ("SELECT id FROM docs WHERE tags = tags", "comparing ARRAY, MAP or ROW values is not supported"),
     ("SELECT info.nope FROM docs", "has no field 'nope'"),
     ("SELECT tags['a'] FROM docs", "an ARRAY index must be an integer"),
+    ("SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY id ORDER BY tags) AS rn FROM docs) WHERE rn = 1",
+     "ORDER BY the ARRAY<STRING> column 'tags' is not supported"),
+    ("SELECT LAST_VALUE(info) FROM docs", "LAST_VALUE over ROW<"),
 ])
 def test_misuse_is_refused_at_plan_time_with_its_position(tmp_path: Path, sql: str, message: str) -> None:
     with pytest.raises(PlanError, match=re.escape(message)) as e:
@@ -269,3 +272,12 @@ def test_unnest_without_column_names_names_them_as_flink(tmp_path: Path) -> None
     assert run_sql(ddl + "SELECT * FROM docs CROSS JOIN UNNEST(attrs);").column_names[-2:] == ["KEY", "VALUE"]
     assert run_sql(ddl + "SELECT * FROM docs CROSS JOIN UNNEST(items);").column_names[-2:] == ["sku", "qty"]
     assert run_sql("SELECT * FROM UNNEST(ARRAY[1, 2]) AS t(x);").column("x").to_pylist() == [1, 2]
+
+
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_top_n_passes_nested_columns_through_its_state(tmp_path: Path, backend: str) -> None:
+    query = ("SELECT id, tags, attrs FROM (SELECT id, tags, attrs, ROW_NUMBER() OVER (PARTITION BY info.name IS NULL "
+             "ORDER BY id DESC) AS rn FROM docs) WHERE rn <= 2;")
+    table = run_sql(_docs(tmp_path) + query, {"state.backend.type": backend})
+    assert _rows(table) == sorted([(4, ["ü", None], [("ü", None)]), (1, ["a", "b"], [("x", 1), ("y", 2)]),
+                                   (3, None, None), (2, [], [])], key=repr)

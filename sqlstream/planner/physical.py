@@ -220,6 +220,7 @@ class Lowering:
                 assert node.limit is not None
                 return self.add("Limit", node.describe(), schema, inputs, config=LimitConfig(node.limit))
             sort = [(k.index, k.descending, k.nulls_first) for k in node.order]
+            _require_sortable(node.input.schema, sort)
             return self.add("Sort", node.describe(), schema, inputs, config=StreamSortConfig(sort, node.limit))
         if isinstance(node, ReplicateRows):
             up = self.lower(node.input)
@@ -265,6 +266,7 @@ class Lowering:
         keys, order, schema = node.partition_keys, node.order, node.schema
         start, end, output_rank = node.rank_start, node.rank_end, node.output_rank
         sort = [(k.index, k.descending, k.nulls_first) for k in order]
+        _require_sortable(node.input.schema, sort)
         inputs = [Exchange(up, "hash", tuple(keys))]
         strategy = node.strategy
         if strategy == "window":
@@ -323,3 +325,11 @@ class Lowering:
                                                  (self._ttl(node.state_ttl_ms[0]), self._ttl(node.state_ttl_ms[1])),
                                                  columnar))
 
+
+def _require_sortable(schema: pa.Schema, sort: list[tuple[int, bool, bool]]) -> None:
+    """ARRAY, MAP and ROW values have no order here: sorting by one is refused, naming it."""
+    for index, _, _ in sort:
+        f = schema.field(index)
+        if is_nested(f.type):
+            raise PlanError(f"ORDER BY the {sql_type_name(f.type)} column '{f.name}' is not supported; "
+                            "order by its elements or fields instead")
