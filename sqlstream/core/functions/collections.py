@@ -235,14 +235,11 @@ def _item(container: pa.Array, index: pa.Array) -> pa.Array:
 
 
 def _array_get(arr: pa.Array, index: pa.Array) -> pa.Array:
-    """a[i]: 1-based; NULL where a or i is NULL or i is past the end.  An index below 1 is an
-    error, as in Flink ('Array element access needs an index starting at 1')."""
-    idx = pc.cast(index, pa.int64()).to_numpy(zero_copy_only=False)
-    valid_idx = index.is_valid().to_numpy(zero_copy_only=False)
+    """a[i]: 1-based; NULL where a or i is NULL or i is outside 1..length (a constant index below 1
+    is refused at plan time, as Flink's validator does; a computed one gives NULL, as Flink)."""
+    idx = pc.fill_null(pc.cast(index, pa.int64()), 0).to_numpy(zero_copy_only=False)  # NULL: no element
+    valid_idx = idx >= 1
     idx = np.where(valid_idx, idx, 1)
-    if (idx < 1).any():
-        bad = int(idx[idx < 1][0])
-        raise DataError(f"Array element access needs an index starting at 1 but was {bad}")
     lengths = _lengths(arr)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])  # in the flattened elements
     hit = valid_idx & arr.is_valid().to_numpy(zero_copy_only=False) & (idx <= lengths)

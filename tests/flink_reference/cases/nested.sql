@@ -140,3 +140,9 @@ SELECT id, r.a AS a FROM bags_strict;
 CREATE TEMPORARY TABLE out_csv (id INT, tags ARRAY<STRING>, r ROW<a INT, b STRING>) WITH ('connector' = 'filesystem', 'path' = '{tmp}/out', 'format' = 'csv', 'csv.null-literal' = '', 'csv.array-element-delimiter' = '|');
 INSERT INTO out_csv SELECT id, tags, info FROM (SELECT id, tags, ROW(CARDINALITY(nums), info.name) AS info FROM nested_docs);
 SELECT id, tags, r FROM out_csv;
+-- case: array_index_computed_below_one
+SELECT id, nums[id - 2] AS n FROM nested_docs WHERE id IN (1, 2, 3, 4);
+-- case: map_int_keys_from_constructor_unnest
+SELECT k, v FROM UNNEST(MAP[2, 'b', 1, 'a']) AS t(k, v);
+-- case: array_contains_row_field
+SELECT id, ARRAY_CONTAINS(ARRAY['Ann', 'Bo'], info.name) AS known FROM nested_docs;
