@@ -280,3 +280,31 @@ def test_top_n_passes_nested_columns_through_its_state(tmp_path: Path, backend: 
     table = run_sql(_docs(tmp_path) + query, {"state.backend.type": backend})
     assert _rows(table) == sorted([(4, ["ü", None], [("ü", None)]), (1, ["a", "b"], [("x", 1), ("y", 2)]),
                                    (3, None, None), (2, [], [])], key=repr)
+
+
+def test_array_functions_keep_null_rows_apart_from_their_other_arguments() -> None:
+    """A NULL array row has no elements, while a constant argument has one for every row: the
+    results stay aligned (ARRAY_CONCAT/APPEND) and sliced inputs are read from their offset."""
+    arr = pa.array([["x"], ["a", "b", "c"], None, [], [None, "d"]], pa.list_(pa.string())).slice(1)
+    z = pa.scalar(["z"], pa.list_(pa.string()))
+    assert lookup("ARRAY_CONCAT").kernel(arr, z).to_pylist() == [["a", "b", "c", "z"], None, ["z"], [None, "d", "z"]]
+    assert lookup("ARRAY_PREPEND").kernel(arr, pa.scalar("f")).to_pylist() == [
+        ["f", "a", "b", "c"], None, ["f"], ["f", None, "d"]]
+    assert lookup("ARRAY_REVERSE").kernel(arr).to_pylist() == [["c", "b", "a"], None, [], ["d", None]]
+    assert lookup("ARRAY_POSITION").kernel(arr, pa.scalar("c")).to_pylist() == [3, None, 0, 0]
+    assert lookup("ARRAY_REMOVE").kernel(arr, pa.scalar(None, pa.string())).to_pylist() == [
+        ["a", "b", "c"], None, [], ["d"]]
+    assert lookup("ARRAY_JOIN").kernel(arr, pa.scalar("-"), pa.scalar("?")).to_pylist() == ["a-b-c", None, "", "?-d"]
+    assert lookup("ARRAY_MAX").kernel(arr).to_pylist() == ["c", None, None, "d"]
+    slice_ = lookup("ARRAY_SLICE").kernel
+    assert slice_(arr, pa.scalar(-2), pa.scalar(-1)).to_pylist() == [["b", "c"], None, [], [None, "d"]]
+    assert slice_(arr, pa.scalar(0), pa.scalar(1)).to_pylist() == [["a"], None, [], [None]]
+    assert slice_(arr, pa.scalar(3, pa.int32())).to_pylist() == [["c"], None, [], []]
+
+
+def test_map_from_arrays_needs_arrays_of_one_length() -> None:
+    keys = pa.array([["a", "b"], None, ["c"]], pa.list_(pa.string()))
+    values = pa.array([[1, 2], [3], [4]], pa.list_(pa.int32()))
+    assert lookup("MAP_FROM_ARRAYS").kernel(keys, values).to_pylist() == [[("a", 1), ("b", 2)], None, [("c", 4)]]
+    with pytest.raises(DataError, match="same length"):
+        lookup("MAP_FROM_ARRAYS").kernel(keys, pa.array([[1], [3], [4]], pa.list_(pa.int32())))

@@ -21,7 +21,7 @@ from typing import Any
 HERE = Path(__file__).parent
 CASES = HERE / "cases"
 DATA = HERE / "data"
-KEYED_GROUPS = ("aggregates", "grouping_sets", "group_windows", "joins", "json", "over", "over_lag", "retract",
+KEYED_GROUPS = ("aggregates", "grouping_sets", "group_windows", "joins", "json", "nested", "over", "over_lag", "retract",
                 "setops", "topn", "windows")
 _CASE = re.compile(r"^-- case: *([A-Za-z0-9_]+) *$", re.MULTILINE)
 _END = re.compile(r";[ \t]*(?:--[^\n]*)?(?:\n|\Z)")

@@ -334,6 +334,268 @@ def _map_values(m: pa.Array) -> pa.Array:
     return _lists(_lengths(entries), _values(entries).field(1), pa.list_(m.type.item_type), m)
 
 
+# ---------------------------------------------------------------- more of Flink's collection functions
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    """Each row's first position among the flattened elements."""
+    return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+
+
+def _null_mask(*arrays: pa.Array) -> np.ndarray:
+    out = np.zeros(len(arrays[0]), bool)
+    for a in arrays:
+        if a.null_count:
+            out |= a.is_null().to_numpy(zero_copy_only=False)
+    return out
+
+
+def _rebuilt(lengths: np.ndarray, values: pa.Array, type_: pa.DataType, nulls: np.ndarray) -> pa.Array:
+    """A list array of ``values`` cut into ``lengths``; NULL where ``nulls``."""
+    lengths = np.where(nulls, 0, lengths)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    return pa.ListArray.from_arrays(offsets, values, type=type_, mask=pa.array(nulls) if nulls.any() else None)
+
+
+def _local_positions(lengths: np.ndarray) -> np.ndarray:
+    """Per flattened element, its 0-based position in its own row."""
+    return np.arange(int(lengths.sum())) - np.repeat(_offsets(lengths), lengths)
+
+
+def _array_of_first(types: list[pa.DataType]) -> pa.DataType:
+    _array_arg(types[0])
+    return types[0]
+
+
+def _element_matches(what: str) -> Callable[[list[pa.DataType]], pa.DataType]:
+    """The typing of (array, element) functions that answer the array's type."""
+
+    def infer(types: list[pa.DataType]) -> pa.DataType:
+        _array_arg(types[0])
+        if common_type(types[0].value_type, types[1]) is None:
+            raise ArgumentTypeError(f"{what} cannot combine {sql_type_name(types[0])} and {sql_type_name(types[1])}")
+        return types[0]
+
+    return infer
+
+
+def _position_type(types: list[pa.DataType]) -> pa.DataType:
+    _element_matches("ARRAY_POSITION")(types)
+    return pa.int32()
+
+
+@_rowwise
+def _array_reverse(arr: pa.Array) -> pa.Array:
+    lengths = _lengths(arr)
+    starts = np.repeat(_offsets(lengths), lengths)
+    local = _local_positions(lengths)
+    order = starts + np.repeat(lengths, lengths) - 1 - local
+    return _rebuilt(lengths, _values(arr).take(pa.array(order)), arr.type, _null_mask(arr))
+
+
+def _hits(arr: pa.Array, needle: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(row of each flattened element, whether it equals the row's needle; NULL equals NULL)."""
+    parents = _parents(arr)
+    values = _values(arr)
+    wanted = needle.cast(values.type).take(pa.array(parents, pa.int64()))
+    equal = pc.or_(pc.fill_null(pc.equal(values, wanted), False), pc.and_(pc.is_null(values), pc.is_null(wanted)))
+    return parents, equal.to_numpy(zero_copy_only=False)
+
+
+@_rowwise
+def _array_position(arr: pa.Array, needle: pa.Array) -> pa.Array:
+    """The 1-based position of the first element equal to ``needle``; 0 if none (Flink)."""
+    parents, hit = _hits(arr, needle)
+    local = _local_positions(_lengths(arr))
+    first = np.full(len(arr), np.iinfo(np.int64).max)
+    np.minimum.at(first, parents[hit], local[hit])
+    out = np.where(first == np.iinfo(np.int64).max, 0, first + 1).astype(np.int32)
+    return pa.array(out, mask=_null_mask(arr))
+
+
+@_rowwise
+def _array_remove(arr: pa.Array, needle: pa.Array) -> pa.Array:
+    """The array without the elements equal to ``needle`` (NULL removes the NULL elements)."""
+    parents, hit = _hits(arr, needle)
+    keep = ~hit
+    lengths = np.bincount(parents[keep], minlength=len(arr))
+    return _rebuilt(lengths, _values(arr).filter(pa.array(keep)), arr.type, _null_mask(arr))
+
+
+def _concat_type(types: list[pa.DataType]) -> pa.DataType:
+    for t in types:
+        _array_arg(t)
+    return pa.list_(_element_type([t.value_type for t in types], "ARRAY_CONCAT"))
+
+
+def _concatenated(arrays: list[pa.Array], t: pa.DataType) -> pa.Array:
+    """Row by row, the arrays' elements one after the other; NULL where any array is NULL."""
+    nulls = _null_mask(*arrays)
+    lengths = [_lengths(a) for a in arrays]
+    values = pa.concat_arrays([_values(a).cast(t.value_type) for a in arrays])
+    rows = np.concatenate([_parents(a) for a in arrays])
+    source = np.concatenate([np.full(int(n.sum()), i) for i, n in enumerate(lengths)])
+    order = np.lexsort((source, rows))  # stable: each array's own order is kept
+    order = order[~nulls[rows[order]]]  # a row NULL by one array has none of the others' elements
+    return _rebuilt(sum(lengths), values.take(pa.array(order)), t, nulls)
+
+
+def _array_concat(*args: Value) -> Value:
+    def run(*arrays: pa.Array) -> pa.Array:
+        return _concatenated(list(arrays), _concat_type([a.type for a in arrays]))
+
+    return _rowwise(run)(*args)
+
+
+def _appending(prepend: bool) -> Callable[..., Value]:
+    def run(arr: pa.Array, element: pa.Array) -> pa.Array:
+        single = pa.ListArray.from_arrays(pa.array(np.arange(len(element) + 1, dtype=np.int32)),
+                                          element.cast(arr.type.value_type))
+        pair = [single, arr] if prepend else [arr, single]
+        return _concatenated(pair, arr.type)
+
+    return _rowwise(run)
+
+
+def _extreme_type(types: list[pa.DataType]) -> pa.DataType:
+    _array_arg(types[0])
+    t = types[0].value_type
+    if pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_struct(t):
+        raise ArgumentTypeError(f"the elements of {sql_type_name(types[0])} have no order")
+    return t
+
+
+def _extreme(function: str) -> Callable[..., Value]:
+    @_rowwise
+    def run(arr: pa.Array) -> pa.Array:
+        """The largest (smallest) non-NULL element; NULL for a NULL or empty array (or all NULL)."""
+        values = _values(arr)
+        out = pa.nulls(len(arr), arr.type.value_type)
+        if not len(values):
+            return out
+        table = pa.table({"p": _parents(arr), "v": values})
+        grouped = table.group_by("p", use_threads=False).aggregate([("v", function)])
+        rows = grouped.column("p").to_numpy()
+        at = np.full(len(arr), -1)
+        at[rows] = np.arange(len(rows))
+        return grouped.column(f"v_{function}").combine_chunks().take(pa.array(np.where(at >= 0, at, 0), mask=at < 0))
+
+    return run
+
+
+def _slice_type(types: list[pa.DataType]) -> pa.DataType:
+    _array_arg(types[0])
+    for t in types[1:]:
+        if not (pa.types.is_integer(t) or pa.types.is_null(t)):
+            raise ArgumentTypeError(f"ARRAY_SLICE offsets must be integers, got {sql_type_name(t)}")
+    return types[0]
+
+
+def _array_slice(arr: Value, start: Value, end: Value | None = None) -> Value:
+    def run(arr: pa.Array, start: pa.Array, end: pa.Array | None = None) -> pa.Array:
+        """Elements ``start``..``end`` inclusive, 1-based (0 is the first, a negative offset counts
+        from the end, a missing end is the last); empty when the range is empty; NULL if an argument is."""
+        lengths = _lengths(arr)
+        nulls = _null_mask(arr, start, *([end] if end is not None else []))
+        lo = pc.fill_null(pc.cast(start, pa.int64()), 0).to_numpy(zero_copy_only=False)
+        hi = lengths if end is None else pc.fill_null(pc.cast(end, pa.int64()), 0).to_numpy(zero_copy_only=False)
+        lo = np.where(lo < 0, lengths + lo + 1, np.maximum(lo, 1))
+        hi = np.where(hi < 0, lengths + hi + 1, hi)
+        lo, hi = np.maximum(lo, 1), np.minimum(hi, lengths)
+        counts = np.where(nulls | (hi < lo), 0, hi - lo + 1)
+        positions = np.repeat(_offsets(lengths) + lo - 1, counts) + _local_positions(counts)
+        return _rebuilt(counts, _values(arr).take(pa.array(positions.astype(np.int64))), arr.type, nulls)
+
+    return _rowwise(run)(arr, start, *([end] if end is not None else []))
+
+
+def _entries_type(types: list[pa.DataType]) -> pa.DataType:
+    _map_arg(types[0])
+    return pa.list_(pa.struct([pa.field("key", types[0].key_type), pa.field("value", types[0].item_type)]))
+
+
+@_rowwise
+def _map_entries(m: pa.Array) -> pa.Array:
+    """The entries as an ARRAY of ROW<key, value>, in the map's order."""
+    entries = _entries(m)
+    return _rebuilt(_lengths(entries), _values(entries), _entries_type([m.type]), _null_mask(m))
+
+
+def _from_arrays_type(types: list[pa.DataType]) -> pa.DataType:
+    _array_arg(types[0])
+    _array_arg(types[1])
+    return pa.map_(types[0].value_type, types[1].value_type)
+
+
+@_rowwise
+def _map_from_arrays(keys: pa.Array, values: pa.Array) -> pa.Array:
+    """MAP_FROM_ARRAYS(keys, values): the i-th key maps to the i-th value; the arrays must have the
+    same length; NULL if either is NULL."""
+    nulls = _null_mask(keys, values)
+    key_lengths, value_lengths = _lengths(keys), _lengths(values)
+    if (key_lengths != value_lengths)[~nulls].any():
+        raise DataError("Invalid function MAP_FROM_ARRAYS call: the key array and the value array must have the "
+                        "same length")
+    keep_keys = np.repeat(~nulls, key_lengths)
+    keep_values = np.repeat(~nulls, value_lengths)
+    flat_keys = _values(keys).filter(pa.array(keep_keys))
+    if flat_keys.null_count:
+        raise DataError("a MAP key is NULL")
+    lengths = np.where(nulls, 0, key_lengths)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    out = pa.MapArray.from_arrays(offsets, flat_keys, _values(values).filter(pa.array(keep_values)),
+                                  type=pa.map_(keys.type.value_type, values.type.value_type))
+    return pc.if_else(pa.array(nulls), pa.scalar(None, out.type), out) if nulls.any() else out
+
+
+def _split_type(types: list[pa.DataType]) -> pa.DataType:
+    for t in types:
+        if not (is_string(t) or pa.types.is_null(t)):
+            raise ArgumentTypeError(f"SPLIT takes STRING arguments, got {sql_type_name(t)}")
+    return pa.list_(pa.string())
+
+
+def _split(s: Value, delimiter: Value) -> Value:
+    """SPLIT(s, delimiter): the pieces between the delimiters ('' between two adjacent ones); an
+    empty delimiter splits into characters; NULL if either is NULL."""
+    if not isinstance(delimiter, pa.Scalar):
+        raise ArgumentTypeError("SPLIT's delimiter must be a constant")
+    if not delimiter.is_valid:
+        return pa.scalar(None, pa.list_(pa.string())) if isinstance(s, pa.Scalar) else pa.nulls(len(s), pa.list_(pa.string()))
+    text = delimiter.as_py()
+    if text:
+        return pc.split_pattern(s, text)
+    # Arrow has no split into characters: slicing each to its code points (a rare form)
+    if isinstance(s, pa.Scalar):
+        return pa.scalar(None if not s.is_valid else list(s.as_py()), pa.list_(pa.string()))
+    return pa.array([None if v is None else list(v) for v in s.to_pylist()], pa.list_(pa.string()))
+
+
+def _join_type(types: list[pa.DataType]) -> pa.DataType:
+    _array_arg(types[0])
+    if not (is_string(types[0].value_type) or pa.types.is_null(types[0].value_type)):
+        raise ArgumentTypeError(f"ARRAY_JOIN takes an ARRAY of STRING, got {sql_type_name(types[0])}")
+    return pa.string()
+
+
+def _array_join(arr: Value, delimiter: Value, replacement: Value | None = None) -> Value:
+    def run(arr: pa.Array, delimiter: pa.Array, replacement: pa.Array | None = None) -> pa.Array:
+        """The elements joined by ``delimiter``; a NULL element is left out, or replaced by
+        ``replacement`` when given; NULL if the array or the delimiter is NULL."""
+        values = _values(arr)
+        parents = _parents(arr)
+        if replacement is None:
+            keep = values.is_valid().to_numpy(zero_copy_only=False)
+            values, parents = values.filter(pa.array(keep)), parents[keep]
+        else:
+            values = pc.coalesce(values, replacement.cast(values.type).take(pa.array(parents, pa.int64())))
+        lengths = np.bincount(parents, minlength=len(arr))
+        lists = _rebuilt(lengths, values.cast(pa.string()), pa.list_(pa.string()), _null_mask(arr))
+        return pc.binary_join(lists, delimiter)
+
+    return _rowwise(run)(arr, delimiter, *([replacement] if replacement is not None else []))
+
+
 register("ARRAY", _array_type, _array, 1, None)
 register("MAP", _map_type, _map, 2, None)
 register("ROW", _row_type, _row, 1, None)
@@ -345,3 +607,16 @@ register("ARRAY_CONTAINS", _contains_type, _array_contains, 2)
 register("ARRAY_DISTINCT", _same_array, _array_distinct, 1)
 register("MAP_KEYS", _keys_type, _map_keys, 1)
 register("MAP_VALUES", _values_type, _map_values, 1)
+register("SPLIT", _split_type, _split, 2)
+register("ARRAY_JOIN", _join_type, _array_join, 2, 3)
+register("ARRAY_REVERSE", _array_of_first, _array_reverse, 1)
+register("ARRAY_POSITION", _position_type, _array_position, 2)
+register("ARRAY_REMOVE", _element_matches("ARRAY_REMOVE"), _array_remove, 2)
+register("ARRAY_CONCAT", _concat_type, _array_concat, 1, None)
+register("ARRAY_APPEND", _element_matches("ARRAY_APPEND"), _appending(False), 2)
+register("ARRAY_PREPEND", _element_matches("ARRAY_PREPEND"), _appending(True), 2)
+register("ARRAY_MAX", _extreme_type, _extreme("max"), 1)
+register("ARRAY_MIN", _extreme_type, _extreme("min"), 1)
+register("ARRAY_SLICE", _slice_type, _array_slice, 2, 3)
+register("MAP_ENTRIES", _entries_type, _map_entries, 1)
+register("MAP_FROM_ARRAYS", _from_arrays_type, _map_from_arrays, 2)

@@ -1,0 +1,30 @@
+-- Flink's further collection functions over the nested_docs table (ARRAY, MAP): NULL and empty collections,
+-- NULL elements, unicode. Nested results are compared as Flink's CAST text (see nested.sql); a map's
+-- entries are unnested, their order being Flink's hash order.
+
+-- case: split
+SELECT id, SPLIT(s, ',') AS a, SPLIT(s, '') AS chars, SPLIT(s, 'll') AS ll FROM strs WHERE id IN (1, 2, 3, 7);
+-- case: array_join
+SELECT id, ARRAY_JOIN(tags, '-') AS j, ARRAY_JOIN(tags, '-', '?') AS r FROM nested_docs;
+-- case: array_reverse
+SELECT id, ARRAY_REVERSE(tags) AS r, ARRAY_REVERSE(nums) AS n FROM nested_docs;
+-- case: array_position
+SELECT id, ARRAY_POSITION(tags, 'a') AS a, ARRAY_POSITION(nums, 5) AS f, ARRAY_POSITION(nums, 99) AS missing FROM nested_docs;
+-- case: array_remove
+SELECT id, ARRAY_REMOVE(tags, 'a') AS r, ARRAY_REMOVE(nums, CAST(NULL AS INT)) AS n FROM nested_docs;
+-- case: array_concat
+SELECT id, ARRAY_CONCAT(tags, ARRAY['z']) AS c, ARRAY_CONCAT(nums, nums, ARRAY[0]) AS n FROM nested_docs;
+-- case: array_append_prepend
+SELECT id, ARRAY_APPEND(nums, 9) AS a, ARRAY_PREPEND(tags, 'first') AS p FROM nested_docs;
+-- case: array_max_min
+SELECT id, ARRAY_MAX(nums) AS mx, ARRAY_MIN(nums) AS mn, ARRAY_MAX(tags) AS t FROM nested_docs;
+-- case: array_slice
+SELECT id, ARRAY_SLICE(nums, 2, 3) AS s, ARRAY_SLICE(nums, 2) AS tail, ARRAY_SLICE(nums, -2, -1) AS neg FROM nested_docs;
+-- case: map_entries
+SELECT id, k, v FROM nested_docs CROSS JOIN UNNEST(MAP_ENTRIES(attrs)) AS u(k, v);
+-- case: map_entries_of_constructor
+SELECT MAP_ENTRIES(MAP['k', 1]) AS e, CARDINALITY(MAP_ENTRIES(MAP['k', 1, 'j', 2])) AS n FROM nested_docs WHERE id = 1;
+-- case: map_from_arrays
+SELECT id, MAP_FROM_ARRAYS(tags, nums) AS m FROM nested_docs WHERE id IN (2, 3, 5, 6);
+-- case: map_from_arrays_length_mismatch
+SELECT id, MAP_FROM_ARRAYS(tags, nums) AS m FROM nested_docs WHERE id = 1;
