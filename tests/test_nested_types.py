@@ -187,7 +187,7 @@ def test_unnest_expands_arrays_maps_and_rows(tmp_path: Path) -> None:
     ("SELECT x FROM docs CROSS JOIN UNNEST(attrs) AS u(x)", "UNNEST of MAP<STRING, INT> gives 2 column(s)"),
     ("SELECT x FROM docs LEFT JOIN UNNEST(tags) AS u(x) ON x = 'a'", "ON TRUE only"),
     ("SELECT tags, COUNT(*) FROM docs GROUP BY tags", "keying rows by the ARRAY<STRING> column 'tags'"),
-    ("SELECT id FROM docs WHERE tags = tags", "comparing ARRAY, MAP or ROW values is not supported"),
+    ("SELECT id FROM docs WHERE tags < tags", "ARRAY, MAP and ROW values only compare with = and <>"),
     ("SELECT info.nope FROM docs", "has no field 'nope'"),
     ("SELECT tags['a'] FROM docs", "an ARRAY index must be an integer"),
     ("SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY id ORDER BY tags) AS rn FROM docs) WHERE rn = 1",
@@ -308,3 +308,11 @@ def test_map_from_arrays_needs_arrays_of_one_length() -> None:
     assert lookup("MAP_FROM_ARRAYS").kernel(keys, values).to_pylist() == [[("a", 1), ("b", 2)], None, [("c", 4)]]
     with pytest.raises(DataError, match="same length"):
         lookup("MAP_FROM_ARRAYS").kernel(keys, pa.array([[1], [3], [4]], pa.list_(pa.int32())))
+
+
+def test_nested_values_compare_by_value_with_null_elements_equal(tmp_path: Path) -> None:
+    query = ("SELECT id, tags = ARRAY['ü', CAST(NULL AS STRING)] AS t, attrs <> MAP['y', 2, 'x', 1] AS m, "
+             "info = (CAST('Ann' AS STRING), ROW('Berlin')) AS i, (1, 'a') = ROW(1, 'a') AS c FROM docs;")
+    table = run_sql(_docs(tmp_path) + query)
+    assert _rows(table) == sorted([(1, False, False, True, True), (2, False, True, False, True),
+                                   (3, None, None, None, True), (4, True, True, False, True)], key=repr)

@@ -113,6 +113,9 @@ class ExprBinder:
             return self.scope.resolve(node)
         if isinstance(node, exp.Array):
             return self._call("ARRAY", [self.bind(a) for a in node.expressions], node)
+        if isinstance(node, exp.Tuple) and len(node.expressions) > 1:
+            # (a, b): the implicit ROW constructor, as Calcite reads it
+            return self._call("ROW", [self.bind(a) for a in node.expressions], node)
         if isinstance(node, exp.Bracket):
             return self._bracket(node)
         if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):

@@ -334,6 +334,49 @@ def _map_values(m: pa.Array) -> pa.Array:
     return _lists(_lengths(entries), _values(entries).field(1), pa.list_(m.type.item_type), m)
 
 
+# ---------------------------------------------------------------- equality
+
+
+def nested_equal(a: Value, b: Value) -> Value:
+    """a = b for ARRAY, MAP and ROW values of one type, as Flink compares them: NULL if either is
+    NULL, else equal when their elements (fields, entries in any order) are, a NULL element equal
+    to a NULL element.  Compared through an unambiguous text of each value (strings quoted)."""
+    def run(left: pa.Array, right: pa.Array) -> pa.Array:
+        return pc.equal(_canonical(left), _canonical(right))
+
+    return _rowwise(run)(a, b)
+
+
+def _canonical(arr: pa.Array) -> pa.Array:
+    """A text per value that is equal exactly when the values are; NULL stays NULL."""
+    t = arr.type
+    if pa.types.is_struct(t):
+        parts = [_canonical_part(pc.struct_field(arr, [i])) for i in range(t.num_fields)]
+        body = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, ",")
+        return pc.if_else(arr.is_valid(), pc.binary_join_element_wise("(", body, ")", ""), pa.scalar(None, pa.string()))
+    if pa.types.is_map(t):
+        entries = _entries(arr)
+        flat = _values(entries)
+        texts = pc.binary_join_element_wise(_canonical_part(flat.field(0)), _canonical_part(flat.field(1)), ":")
+        lengths = _lengths(entries)
+        parents = np.repeat(np.arange(len(arr)), lengths)
+        order = pa.table({"p": parents, "t": texts}).sort_by([("p", "ascending"), ("t", "ascending")])
+        lists = _lists(lengths, order.column("t").combine_chunks(), pa.list_(pa.string()), arr)
+        return pc.binary_join_element_wise("{", pc.binary_join(lists, ","), "}", "")
+    if pa.types.is_list(t):
+        lists = _lists(_lengths(arr), _canonical_part(_values(arr)), pa.list_(pa.string()), arr)
+        return pc.binary_join_element_wise("[", pc.binary_join(lists, ","), "]", "")
+    if is_string(t):
+        escaped = pc.replace_substring(pc.replace_substring(arr, "\\", "\\\\"), '"', '\\"')
+        return pc.binary_join_element_wise('"', escaped, '"', "")
+    return pc.cast(arr, pa.string())
+
+
+def _canonical_part(arr: pa.Array) -> pa.Array:
+    """An element's or field's text; 'null' for NULL (no value's text is unquoted null)."""
+    return pc.fill_null(_canonical(arr), "null")
+
+
 # ---------------------------------------------------------------- more of Flink's collection functions
 
 

@@ -146,3 +146,15 @@ SELECT id, nums[id - 2] AS n FROM nested_docs WHERE id IN (1, 2, 3, 4);
 SELECT k, v FROM UNNEST(MAP[2, 'b', 1, 'a']) AS t(k, v);
 -- case: array_contains_row_field
 SELECT id, ARRAY_CONTAINS(ARRAY['Ann', 'Bo'], info.name) AS known FROM nested_docs;
+-- case: implicit_row_constructor
+SELECT id, (id, info.name) AS r FROM nested_docs;
+-- case: cast_row_constructor_to_named_row
+SELECT id, CAST(ROW(id, info.name) AS ROW<n INT, who STRING>).who AS who FROM nested_docs;
+-- case: cast_array_of_strings_to_ints
+SELECT CAST(ARRAY['1', '22'] AS ARRAY<INT>) AS a, CAST(MAP['k', 1] AS MAP<STRING, BIGINT>) AS m FROM nested_docs WHERE id = 1;
+-- case: array_equality
+SELECT id, tags = ARRAY['a', 'b', 'c'] AS e, nums <> ARRAY[42] AS ne, ARRAY[1, CAST(NULL AS INT)] = ARRAY[1, CAST(NULL AS INT)] AS n FROM nested_docs;
+-- case: row_and_map_equality
+SELECT id, info.addr = ROW('Berlin', '10115') AS r, attrs = MAP['a', 1, 'b', 2] AS m FROM nested_docs;
+-- case: where_array_equals
+SELECT id FROM nested_docs WHERE tags = ARRAY['only'];
