@@ -1,8 +1,10 @@
 """Flink's collection functions and operators over ARRAY, MAP and ROW values.
 
 Constructors (``ARRAY[...]``, ``MAP[...]``, ``ROW(...)``), element access (``a[i]``: 1-based,
-NULL past the end; ``m[k]``; ``r.f``) and CARDINALITY, ELEMENT, ARRAY_CONTAINS, ARRAY_DISTINCT,
-MAP_KEYS, MAP_VALUES, with Flink 2.3's results (pinned by the reference group ``nested``).
+NULL past the end; ``m[k]``; ``r.f``), equality by value, and CARDINALITY, ELEMENT,
+ARRAY_CONTAINS, ARRAY_DISTINCT, MAP_KEYS, MAP_VALUES, SPLIT, ARRAY_JOIN and the further ARRAY_*/MAP_*
+functions registered at the end, with Flink 2.3's results (pinned by the reference groups ``nested``
+and ``nested_functions``).
 
 Every kernel works on the flattened child arrays of Arrow list, map and struct arrays (offsets,
 ``list_parent_indices``, ``take``), never row by row.  A kernel whose arguments are all scalars
@@ -405,11 +407,6 @@ def _local_positions(lengths: np.ndarray) -> np.ndarray:
     return np.arange(int(lengths.sum())) - np.repeat(_offsets(lengths), lengths)
 
 
-def _array_of_first(types: list[pa.DataType]) -> pa.DataType:
-    _array_arg(types[0])
-    return types[0]
-
-
 def _element_matches(what: str) -> Callable[[list[pa.DataType]], pa.DataType]:
     """The typing of (array, element) functions that answer the array's type."""
 
@@ -652,7 +649,7 @@ register("MAP_KEYS", _keys_type, _map_keys, 1)
 register("MAP_VALUES", _values_type, _map_values, 1)
 register("SPLIT", _split_type, _split, 2)
 register("ARRAY_JOIN", _join_type, _array_join, 2, 3)
-register("ARRAY_REVERSE", _array_of_first, _array_reverse, 1)
+register("ARRAY_REVERSE", _same_array, _array_reverse, 1)
 register("ARRAY_POSITION", _position_type, _array_position, 2)
 register("ARRAY_REMOVE", _element_matches("ARRAY_REMOVE"), _array_remove, 2)
 register("ARRAY_CONCAT", _concat_type, _array_concat, 1, None)
