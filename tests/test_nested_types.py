@@ -316,3 +316,16 @@ def test_nested_values_compare_by_value_with_null_elements_equal(tmp_path: Path)
     table = run_sql(_docs(tmp_path) + query)
     assert _rows(table) == sorted([(1, False, False, True, True), (2, False, True, False, True),
                                    (3, None, None, None, True), (4, True, True, False, True)], key=repr)
+
+
+def test_json_maps_convert_column_wise_and_name_a_bad_value(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text('{"m": {"a": 1, "b": 2.5}, "n": {"k": [1, null]}}\n{"m": {"c": "3"}, "n": null}\n'
+                    '{"m": {"d": "x"}}\n', encoding="utf-8")
+    schema = pa.schema([("m", parse_type("MAP<STRING, DOUBLE>")), ("n", parse_type("MAP<STRING, ARRAY<INT>>"))])
+    lenient = create_format("json", schema, {"json.ignore-parse-errors": "true"}, None, "t")
+    table = pa.Table.from_batches(list(lenient.read_file(str(path))))
+    assert table.column("m").to_pylist() == [[("a", 1.0), ("b", 2.5)], [("c", 3.0)]]
+    assert table.column("n").to_pylist() == [[("k", [1, None])], None]
+    with pytest.raises(DataError, match=r"line 3: field 'm': cannot parse"):
+        list(create_format("json", schema, {}, None, "t").read_file(str(path)))

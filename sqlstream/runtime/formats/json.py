@@ -15,6 +15,7 @@ which both converts leniently and names the bad line.
 from __future__ import annotations
 
 import json as pyjson
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -119,6 +120,12 @@ class JsonFormat(TextFormat):
         self._relaxed: set[str] = set()
         self._parse_options_by_relaxed: dict[frozenset[str], pajson.ParseOptions] = {}
         self._python_only = any(_has_map(f.type) for f in self.output_schema)
+        # per column, how the Python path turns its JSON value into what _line_by_line converts:
+        # text (scalars), member pairs (a MAP of scalars, converted column-wise) or a value
+        self._python_converters = [
+            (f, _map_texts if _is_flat_map(f.type) else _python_nested if _is_nested(f.type) else _scalar_text)
+            for f in self.output_schema
+        ]
         self._key_patterns = [
             '"' + re.escape(pyjson.dumps(c)[1:-1]) + r'"\s*:' for c in self.columns
         ]
@@ -265,7 +272,11 @@ class JsonFormat(TextFormat):
         texts: list[list[Any]] = [[] for _ in self.columns]
         kept: list[int] = []
         bad: dict[int, str] = {}
-        for row, line in enumerate(lines):
+        try:  # one parse of the whole range; a bad line makes each line be parsed on its own
+            docs: list[Any] = pyjson.loads(b"[" + b",".join(lines) + b"]")
+        except ValueError:
+            docs = lines
+        for row, line in enumerate(docs):
             try:
                 values = self._python_values(line)
             except ValueError as e:
@@ -289,6 +300,11 @@ class JsonFormat(TextFormat):
             bad.setdefault(kept[row], reason)
         by_col = dict(zip(scalar_cols, converted, strict=True))
         for k, f in enumerate(fields):
+            if _is_flat_map(f.type):
+                by_col[k], map_bad = _flat_map_column(texts[k], f)
+                for row, reason in map_bad.items():
+                    bad.setdefault(kept[row], reason)
+        for k, f in enumerate(fields):
             arrays.append(by_col[k] if k in by_col else pa.array(texts[k], f.type))
         if bad and not self.ignore_errors:
             first = min(bad)
@@ -298,10 +314,11 @@ class JsonFormat(TextFormat):
         arrays = drop_rows(arrays, len(kept), drop)
         return make_batch(arrays, self.output_schema, len(kept) - len(drop))
 
-    def _python_values(self, line: bytes) -> list[Any]:
-        """Per projected column: the value as text (scalars) or a converted list; ValueError if bad."""
+    def _python_values(self, line: bytes | Any) -> list[Any]:
+        """Per projected column of a line (or of its parsed document): the value as text (scalars),
+        member pairs (a MAP of scalars) or a converted value; ValueError if bad."""
         try:
-            doc = pyjson.loads(line)
+            doc = pyjson.loads(line) if isinstance(line, bytes) else line
         except UnicodeDecodeError as e:
             raise ValueError(f"invalid UTF-8: {e.reason}") from None
         except pyjson.JSONDecodeError as e:
@@ -309,17 +326,13 @@ class JsonFormat(TextFormat):
         if not isinstance(doc, dict):
             raise ValueError(f"expected a JSON object, got {_json_kind(doc)}")
         out: list[Any] = []
-        for f in self.output_schema:
+        for f, convert in self._python_converters:
             if f.name not in doc:
                 if self.fail_on_missing:
                     raise ValueError(f"field '{f.name}' is missing")
                 out.append(None)
                 continue
-            value = doc[f.name]
-            if _is_nested(f.type):
-                out.append(_python_nested(value, f))
-            else:
-                out.append(_scalar_text(value, f))
+            out.append(convert(doc[f.name], f))
         return out
 
     # -- encoding ------------------------------------------------------
@@ -435,11 +448,61 @@ def _scalar_text(value: Any, f: pa.Field) -> str | None:
         return "true" if value else "false"
     if isinstance(value, str):
         return value
-    if isinstance(value, int | float):
-        return pyjson.dumps(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else pyjson.dumps(value)  # json's own spelling
     if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
         return pyjson.dumps(value, ensure_ascii=False, separators=(",", ":"))
     raise ValueError(f"field '{f.name}': {cannot_parse(pyjson.dumps(value), f.type)}")
+
+
+def _is_flat_map(t: pa.DataType) -> bool:
+    """A MAP of scalar keys and values: decoded by the Python path but converted column-wise."""
+    return pa.types.is_map(t) and not _is_nested(t.key_type) and not _is_nested(t.item_type)
+
+
+def _map_texts(value: Any, f: pa.Field) -> list[tuple[str | None, str | None]] | None:
+    """A JSON object's members as (key text, value text) pairs, for _flat_map_column."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError(f"field '{f.name}': expected an object, got {_json_kind(value)}")
+    item = pa.field(f.name, f.type.item_type)
+    return [(k, v if isinstance(v, str) or v is None else _scalar_text(v, item)) for k, v in value.items()]
+
+
+def _flat_map_column(rows: list[Any], f: pa.Field) -> tuple[pa.Array, dict[int, str]]:
+    """The MAP column of ``rows`` (lists of text pairs, or None), its keys and values converted in
+    one vectorized call each; ``{row: reason}`` for the rows whose map does not convert (NULL)."""
+    t = f.type
+    lengths = np.array([0 if r is None else len(r) for r in rows], np.int64)
+    pairs = [p for r in rows if r is not None for p in r]
+    keys = pa.array([k for k, _ in pairs], pa.string())
+    items = pa.array([v for _, v in pairs], pa.string())
+    bad: dict[int, str] = {}
+    try:
+        converted_keys, converted_items = convert_text(keys, t.key_type), convert_text(items, t.item_type)
+    except CONVERSION_ERRORS:
+        # the error path: the rows whose map does not convert, found one by one
+        for row, r in enumerate(rows):
+            if r is None:
+                continue
+            try:
+                convert_text(pa.array([k for k, _ in r], pa.string()), t.key_type)
+                convert_text(pa.array([v for _, v in r], pa.string()), t.item_type)
+            except CONVERSION_ERRORS:
+                bad[row] = f"field '{f.name}': {cannot_parse(pyjson.dumps(dict(r)), t)}"
+        rows = [None if row in bad else r for row, r in enumerate(rows)]
+        return _flat_map_column(rows, f)[0], bad
+    if converted_keys.null_count:
+        first = int(np.repeat(np.arange(len(rows)), lengths)[np.flatnonzero(converted_keys.is_null())[0]])
+        return _flat_map_column([None if i == first else r for i, r in enumerate(rows)], f)[0], {
+            first: f"field '{f.name}': a MAP key is NULL"}
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    out = pa.MapArray.from_arrays(offsets, converted_keys, converted_items, type=t)
+    nulls = np.array([r is None for r in rows], bool)
+    return (pc.if_else(pa.array(nulls), pa.scalar(None, t), out) if nulls.any() else out), bad
 
 
 def _is_nested(t: pa.DataType) -> bool:
