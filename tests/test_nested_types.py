@@ -329,3 +329,18 @@ def test_json_maps_convert_column_wise_and_name_a_bad_value(tmp_path: Path) -> N
     assert table.column("n").to_pylist() == [[("k", [1, None])], None]
     with pytest.raises(DataError, match=r"line 3: field 'm': cannot parse"):
         list(create_format("json", schema, {}, None, "t").read_file(str(path)))
+
+
+def test_set_functions_and_sort_on_null_rows_and_null_elements() -> None:
+    a = pa.array([["b", "a", "b", None], None, [], ["x", None]], pa.list_(pa.string()))
+    b = pa.scalar(["b", "z", None], pa.list_(pa.string()))
+    assert lookup("ARRAY_UNION").kernel(a, b).to_pylist() == [["b", "a", None, "z"], None, ["b", "z", None],
+                                                             ["x", None, "b", "z"]]
+    assert lookup("ARRAY_INTERSECT").kernel(a, b).to_pylist() == [["b", None], None, [], [None]]
+    assert lookup("ARRAY_EXCEPT").kernel(a, b).to_pylist() == [["a"], None, [], ["x"]]
+    sort = lookup("ARRAY_SORT").kernel
+    assert sort(a).to_pylist() == [[None, "a", "b", "b"], None, [], [None, "x"]]
+    assert sort(a, pa.scalar(False)).to_pylist() == [["b", "b", "a", None], None, [], ["x", None]]
+    m = pa.array([[("a", 1), ("b", 2)], None, []], pa.map_(pa.string(), pa.int32()))
+    assert lookup("MAP_UNION").kernel(m, pa.scalar([("b", 20), ("c", 3)], m.type)).to_pylist() == [
+        [("a", 1), ("b", 20), ("c", 3)], None, [("b", 20), ("c", 3)]]

@@ -101,6 +101,8 @@ _SIMPLE: dict[type[exp.Func], tuple[str, tuple[str, ...]]] = {
     exp.ArrayMax: ("ARRAY_MAX", ("this",)),
     exp.ArrayMin: ("ARRAY_MIN", ("this",)),
     exp.ArraySlice: ("ARRAY_SLICE", ("this", "start", "end")),
+    exp.ArraySort: ("ARRAY_SORT", ("this", "expression", "asc")),
+    exp.ArrayExcept: ("ARRAY_EXCEPT", ("this", "expression")),
 }
 
 # sqlglot fills these slots itself; they carry nothing the user wrote
@@ -170,6 +172,8 @@ def translate_call(node: exp.Func) -> Translation | None:
         return "CONCAT", list(node.expressions)
     if isinstance(node, exp.ArrayConcat):
         return "ARRAY_CONCAT", [node.this, *node.expressions]
+    if isinstance(node, exp.ArrayIntersect):
+        return "ARRAY_INTERSECT", list(node.expressions)
     if isinstance(node, exp.Upper | exp.Lower):
         return node.sql_name(), [node.this]
     simple = _SIMPLE.get(type(node))

@@ -636,6 +636,110 @@ def _array_join(arr: Value, delimiter: Value, replacement: Value | None = None) 
     return _rowwise(run)(arr, delimiter, *([replacement] if replacement is not None else []))
 
 
+def _sort_type(types: list[pa.DataType]) -> pa.DataType:
+    _array_arg(types[0])
+    for t in types[1:]:
+        if not (pa.types.is_boolean(t) or pa.types.is_null(t)):
+            raise ArgumentTypeError(f"ARRAY_SORT's order arguments are BOOLEAN, got {sql_type_name(t)}")
+    _extreme_type(types[:1])  # its elements must have an order
+    return types[0]
+
+
+def _array_sort(arr: Value, ascending: Value | None = None, nulls_first: Value | None = None) -> Value:
+    """Each array sorted (ascending by default, NULLs first; descending puts NULLs last unless
+    ``nulls_first`` says otherwise); NULL if an argument is NULL."""
+    flags = [a for a in (ascending, nulls_first) if a is not None]
+    if any(not isinstance(a, pa.Scalar) for a in flags):
+        raise ArgumentTypeError("ARRAY_SORT's order arguments must be constants")
+    if any(not a.is_valid for a in flags):
+        return pa.scalar(None, arr.type) if isinstance(arr, pa.Scalar) else pa.nulls(len(arr), arr.type)
+    up = True if ascending is None else ascending.as_py()
+    first = up if nulls_first is None else nulls_first.as_py()
+
+    @_rowwise
+    def run(arr: pa.Array) -> pa.Array:
+        lengths = _lengths(arr)
+        table = pa.table({"p": _parents(arr), "v": _values(arr)})
+        placement = "at_start" if first else "at_end"
+        order = table.sort_by([("p", "ascending", placement), ("v", "ascending" if up else "descending", placement)])
+        return _rebuilt(lengths, order.column("v").combine_chunks(), arr.type, _null_mask(arr))
+
+    return run(arr)
+
+
+def _element_keys(arr: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """(row of each element, a text equal exactly for equal elements of one row)."""
+    parents = _parents(arr)
+    rows = pa.array(parents).cast(pa.string())
+    return parents, pc.binary_join_element_wise(rows, _canonical_part(_values(arr)), "\x1f")
+
+
+def _first_occurrences(keys: pa.Array) -> np.ndarray:
+    """The positions of the first occurrence of each distinct key, ascending."""
+    if not len(keys):
+        return np.zeros(0, np.int64)
+    firsts = pa.table({"k": keys, "i": np.arange(len(keys))}).group_by("k", use_threads=False).aggregate(
+        [("i", "min")])
+    return np.sort(firsts.column("i_min").to_numpy())
+
+
+def _set_operation(kind: str) -> Callable[..., Value]:
+    @_rowwise
+    def run(a: pa.Array, b: pa.Array) -> pa.Array:
+        """ARRAY_UNION / ARRAY_INTERSECT / ARRAY_EXCEPT: distinct elements, in the order of their
+        first occurrence; NULL if either array is NULL."""
+        t = _concat_type([a.type, b.type])
+        nulls = _null_mask(a, b)
+        a, b = a.cast(t), b.cast(t)
+        if kind == "union":
+            source = _concatenated([a, b], t)
+            parents, keys = _element_keys(source)
+            keep = np.ones(len(keys), bool)
+        else:
+            source = a
+            parents, keys = _element_keys(a)
+            inside = pc.is_in(keys, value_set=_element_keys(b)[1]).to_numpy(zero_copy_only=False)
+            keep = inside if kind == "intersect" else ~inside
+        candidates = np.flatnonzero(keep & ~nulls[parents])
+        chosen = candidates[_first_occurrences(keys.take(pa.array(candidates)))]
+        lengths = np.bincount(parents[chosen], minlength=len(source))
+        return _rebuilt(lengths, _values(source).take(pa.array(chosen)), t, nulls)
+
+    return run
+
+
+def _map_union_type(types: list[pa.DataType]) -> pa.DataType:
+    for t in types:
+        _map_arg(t)
+    out = types[0]
+    for t in types[1:]:
+        c = common_type(out, t)
+        if c is None:
+            raise ArgumentTypeError("MAP_UNION cannot combine " + ", ".join(sql_type_name(x) for x in types))
+        out = c
+    return out
+
+
+def _map_union(*args: Value) -> Value:
+    def run(*maps: pa.Array) -> pa.Array:
+        """The maps merged: a key of a later map takes its value from there; NULL if any map is."""
+        t = _map_union_type([m.type for m in maps])
+        entries = [_entries(m.cast(t)) for m in maps]
+        merged = _concatenated(entries, pa.list_(entries[0].type.value_type))
+        parents, flat = _parents(merged), _values(merged)
+        keys = pc.binary_join_element_wise(pa.array(parents).cast(pa.string()), _canonical_part(flat.field(0)), "\x1f")
+        last = len(keys) - 1 - _first_occurrences(keys.take(pa.array(np.arange(len(keys))[::-1])))
+        last = np.sort(last) if len(last) else last
+        lengths = np.bincount(parents[last], minlength=len(merged))
+        chosen = flat.take(pa.array(last.astype(np.int64)))
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+        out = pa.MapArray.from_arrays(offsets, chosen.field(0), chosen.field(1), type=t)
+        nulls = _null_mask(*maps)
+        return pc.if_else(pa.array(nulls), pa.scalar(None, t), out) if nulls.any() else out
+
+    return _rowwise(run)(*args)
+
+
 register("ARRAY", _array_type, _array, 1, None)
 register("MAP", _map_type, _map, 2, None)
 register("ROW", _row_type, _row, 1, None)
@@ -660,3 +764,8 @@ register("ARRAY_MIN", _extreme_type, _extreme("min"), 1)
 register("ARRAY_SLICE", _slice_type, _array_slice, 2, 3)
 register("MAP_ENTRIES", _entries_type, _map_entries, 1)
 register("MAP_FROM_ARRAYS", _from_arrays_type, _map_from_arrays, 2)
+register("ARRAY_SORT", _sort_type, _array_sort, 1, 3)
+register("ARRAY_UNION", _concat_type, _set_operation("union"), 2)
+register("ARRAY_INTERSECT", _concat_type, _set_operation("intersect"), 2)
+register("ARRAY_EXCEPT", _concat_type, _set_operation("except"), 2)
+register("MAP_UNION", _map_union_type, _map_union, 1, None)

@@ -28,3 +28,13 @@ SELECT MAP_ENTRIES(MAP['k', 1]) AS e, CARDINALITY(MAP_ENTRIES(MAP['k', 1, 'j', 2
 SELECT id, MAP_FROM_ARRAYS(tags, nums) AS m FROM nested_docs WHERE id IN (2, 3, 5, 6);
 -- case: map_from_arrays_length_mismatch
 SELECT id, MAP_FROM_ARRAYS(tags, nums) AS m FROM nested_docs WHERE id = 1;
+-- case: array_sort
+SELECT id, ARRAY_SORT(nums) AS a, ARRAY_SORT(nums, FALSE) AS d, ARRAY_SORT(tags, TRUE, FALSE) AS nl FROM nested_docs;
+-- case: array_union
+SELECT id, ARRAY_UNION(tags, ARRAY['b', 'x', 'b']) AS u FROM nested_docs;
+-- case: array_intersect
+SELECT id, ARRAY_INTERSECT(nums, ARRAY[5, 3, 7, CAST(NULL AS INT)]) AS i FROM nested_docs;
+-- case: array_except
+SELECT id, ARRAY_EXCEPT(tags, ARRAY['a', 'z']) AS e, ARRAY_EXCEPT(nums, ARRAY[CAST(NULL AS INT)]) AS n FROM nested_docs;
+-- case: map_union
+SELECT id, MAP_UNION(attrs, MAP['c', 100, 'z', 26]) AS m FROM nested_docs WHERE id IN (2, 3, 5, 6);
