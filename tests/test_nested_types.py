@@ -344,3 +344,10 @@ def test_set_functions_and_sort_on_null_rows_and_null_elements() -> None:
     m = pa.array([[("a", 1), ("b", 2)], None, []], pa.map_(pa.string(), pa.int32()))
     assert lookup("MAP_UNION").kernel(m, pa.scalar([("b", 20), ("c", 3)], m.type)).to_pylist() == [
         [("a", 1), ("b", 20), ("c", 3)], None, [("b", 20), ("c", 3)]]
+
+
+def test_str_to_map_splits_at_regular_expressions_and_the_last_pair_wins() -> None:
+    to_map = lookup("STR_TO_MAP").kernel
+    assert to_map(pa.array(["a=1,b=2,a=3", "", None, "p==q", "x,,y=1"])).to_pylist() == [
+        [("b", "2"), ("a", "3")], [], None, [("p", "=q")], [("x", None), ("", None), ("y", "1")]]
+    assert to_map(pa.scalar("x:1|y:2"), pa.scalar(r"\|"), pa.scalar(":")).as_py() == [("x", "1"), ("y", "2")]

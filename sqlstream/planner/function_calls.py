@@ -103,6 +103,7 @@ _SIMPLE: dict[type[exp.Func], tuple[str, tuple[str, ...]]] = {
     exp.ArraySlice: ("ARRAY_SLICE", ("this", "start", "end")),
     exp.ArraySort: ("ARRAY_SORT", ("this", "expression", "asc")),
     exp.ArrayExcept: ("ARRAY_EXCEPT", ("this", "expression")),
+    exp.StrToMap: ("STR_TO_MAP", ("this", "pair_delim", "key_value_delim")),
 }
 
 # sqlglot fills these slots itself; they carry nothing the user wrote

@@ -740,6 +740,52 @@ def _map_union(*args: Value) -> Value:
     return _rowwise(run)(*args)
 
 
+def _last_of_each_key(parents: np.ndarray, keys: pa.Array) -> np.ndarray:
+    """Per row, the position of the last entry of each key (ascending): a later one wins."""
+    texts = pc.binary_join_element_wise(pa.array(parents).cast(pa.string()), _canonical_part(keys), "\x1f")
+    last = len(texts) - 1 - _first_occurrences(texts.take(pa.array(np.arange(len(texts))[::-1])))
+    return np.sort(last).astype(np.int64)
+
+
+def _str_to_map_type(types: list[pa.DataType]) -> pa.DataType:
+    for t in types:
+        if not (is_string(t) or pa.types.is_null(t)):
+            raise ArgumentTypeError(f"STR_TO_MAP takes STRING arguments, got {sql_type_name(t)}")
+    return pa.map_(pa.string(), pa.string())
+
+
+def _str_to_map(text: Value, pair_delimiter: Value | None = None, key_value_delimiter: Value | None = None) -> Value:
+    """STR_TO_MAP(text[, pairs, key/value]): the pairs split at the regular expression ``pairs``
+    (','), each at the first match of ``key/value`` ('='); a pair without it maps to NULL; a later
+    pair of a key wins; '' is the empty map; NULL if an argument is NULL."""
+    delimiters = [d for d in (pair_delimiter, key_value_delimiter) if d is not None]
+    if any(not isinstance(d, pa.Scalar) for d in delimiters):
+        raise ArgumentTypeError("STR_TO_MAP's delimiters must be constants")
+    t = pa.map_(pa.string(), pa.string())
+    if any(not d.is_valid for d in delimiters):
+        return pa.scalar(None, t) if isinstance(text, pa.Scalar) else pa.nulls(len(text), t)
+    pairs = "," if pair_delimiter is None else pair_delimiter.as_py()
+    key_value = "=" if key_value_delimiter is None else key_value_delimiter.as_py()
+
+    @_rowwise
+    def run(text: pa.Array) -> pa.Array:
+        # an empty text is an empty map (an empty pair between two delimiters is the key '')
+        parts = pc.split_pattern_regex(pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text), pairs)
+        lengths = _lengths(parts)
+        entries = pc.split_pattern_regex(_values(parts), key_value, max_splits=1)
+        keys = _array_get(entries, pa.array(np.ones(len(entries), np.int64)))
+        values = _array_get(entries, pa.array(np.full(len(entries), 2, np.int64)))  # NULL without one
+        parents = np.repeat(np.arange(len(text)), lengths)
+        last = _last_of_each_key(parents, keys)
+        counts = np.bincount(parents[last], minlength=len(text))
+        offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+        out = pa.MapArray.from_arrays(offsets, keys.take(pa.array(last)), values.take(pa.array(last)), type=t)
+        nulls = _null_mask(text)
+        return pc.if_else(pa.array(nulls), pa.scalar(None, t), out) if nulls.any() else out
+
+    return run(text)
+
+
 register("ARRAY", _array_type, _array, 1, None)
 register("MAP", _map_type, _map, 2, None)
 register("ROW", _row_type, _row, 1, None)
@@ -769,3 +815,4 @@ register("ARRAY_UNION", _concat_type, _set_operation("union"), 2)
 register("ARRAY_INTERSECT", _concat_type, _set_operation("intersect"), 2)
 register("ARRAY_EXCEPT", _concat_type, _set_operation("except"), 2)
 register("MAP_UNION", _map_union_type, _map_union, 1, None)
+register("STR_TO_MAP", _str_to_map_type, _str_to_map, 1, 3)

@@ -38,3 +38,7 @@ SELECT id, ARRAY_INTERSECT(nums, ARRAY[5, 3, 7, CAST(NULL AS INT)]) AS i FROM ne
 SELECT id, ARRAY_EXCEPT(tags, ARRAY['a', 'z']) AS e, ARRAY_EXCEPT(nums, ARRAY[CAST(NULL AS INT)]) AS n FROM nested_docs;
 -- case: map_union
 SELECT id, MAP_UNION(attrs, MAP['c', 100, 'z', 26]) AS m FROM nested_docs WHERE id IN (2, 3, 5, 6);
+-- case: str_to_map
+SELECT id, CARDINALITY(STR_TO_MAP(s)) AS n, STR_TO_MAP(s)['a'] AS a, STR_TO_MAP('k1=v1;k2', ';', '=')['k2'] AS k2 FROM strs WHERE id IN (1, 2, 3, 7);
+-- case: str_to_map_values
+SELECT STR_TO_MAP('a=1,b=2,a=3')['a'] AS a, STR_TO_MAP('x:1|y:2', '\|', ':')['y'] AS y, CARDINALITY(STR_TO_MAP('')) AS e, STR_TO_MAP('p==q')['p'] AS p FROM strs WHERE id = 1;
