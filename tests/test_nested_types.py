@@ -351,3 +351,11 @@ def test_str_to_map_splits_at_regular_expressions_and_the_last_pair_wins() -> No
     assert to_map(pa.array(["a=1,b=2,a=3", "", None, "p==q", "x,,y=1"])).to_pylist() == [
         [("b", "2"), ("a", "3")], [], None, [("p", "=q")], [("x", None), ("", None), ("y", "1")]]
     assert to_map(pa.scalar("x:1|y:2"), pa.scalar(r"\|"), pa.scalar(":")).as_py() == [("x", "1"), ("y", "2")]
+
+
+def test_regexp_extract_all_finds_every_match_of_a_group() -> None:
+    extract = lookup("REGEXP_EXTRACT_ALL").kernel
+    texts = pa.array(["Hello World", "", None])
+    assert extract(texts, pa.scalar("([a-z])([a-z]+)")).to_pylist() == [["e", "o"], [], None]
+    assert extract(texts, pa.scalar("([a-z])([a-z]+)"), pa.scalar(0)).to_pylist() == [["ello", "orld"], [], None]
+    assert extract(texts, pa.scalar("(a)"), pa.scalar(3)).to_pylist() == [None, None, None]  # no such group

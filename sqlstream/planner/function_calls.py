@@ -104,6 +104,7 @@ _SIMPLE: dict[type[exp.Func], tuple[str, tuple[str, ...]]] = {
     exp.ArraySort: ("ARRAY_SORT", ("this", "expression", "asc")),
     exp.ArrayExcept: ("ARRAY_EXCEPT", ("this", "expression")),
     exp.StrToMap: ("STR_TO_MAP", ("this", "pair_delim", "key_value_delim")),
+    exp.RegexpExtractAll: ("REGEXP_EXTRACT_ALL", ("this", "expression", "group")),
 }
 
 # sqlglot fills these slots itself; they carry nothing the user wrote

@@ -14,6 +14,7 @@ Every kernel works on the flattened child arrays of Arrow list, map and struct a
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -786,6 +787,37 @@ def _str_to_map(text: Value, pair_delimiter: Value | None = None, key_value_deli
     return run(text)
 
 
+def _extract_all_type(types: list[pa.DataType]) -> pa.DataType:
+    for t in types[:2]:
+        if not (is_string(t) or pa.types.is_null(t)):
+            raise ArgumentTypeError(f"REGEXP_EXTRACT_ALL takes STRING text and pattern, got {sql_type_name(t)}")
+    if len(types) > 2 and not (pa.types.is_integer(types[2]) or pa.types.is_null(types[2])):
+        raise ArgumentTypeError(f"REGEXP_EXTRACT_ALL's group index is an integer, got {sql_type_name(types[2])}")
+    return pa.list_(pa.string())
+
+
+def _regexp_extract_all(s: Value, regex: Value, group: Value | None = None) -> Value:
+    """Group ``group`` (1 by default, 0: the whole match) of every match of ``regex``, in order; an
+    empty array if none; NULL if an argument is NULL or the group does not exist.  Arrow has no kernel that finds every match,
+    so the values are matched by Python's re one by one (a pattern is compiled once)."""
+    t = pa.list_(pa.string())
+    args = [a for a in (regex, group) if a is not None]
+    if any(not isinstance(a, pa.Scalar) for a in args):
+        raise ArgumentTypeError("REGEXP_EXTRACT_ALL's pattern and group index must be constants")
+    pattern = re.compile(regex.as_py()) if regex.is_valid else None
+    index = 1 if group is None else group.as_py()
+    if pattern is None or index is None or not 0 <= index <= pattern.groups:
+        # a group the pattern does not have gives NULL, as in Flink
+        return pa.scalar(None, t) if isinstance(s, pa.Scalar) else pa.nulls(len(s), t)
+
+    def matches(text: str | None) -> list[str | None] | None:
+        return None if text is None else [m.group(index) for m in pattern.finditer(text)]
+
+    if isinstance(s, pa.Scalar):
+        return pa.scalar(matches(s.as_py()), t)
+    return pa.array([matches(v) for v in s.to_pylist()], t)
+
+
 register("ARRAY", _array_type, _array, 1, None)
 register("MAP", _map_type, _map, 2, None)
 register("ROW", _row_type, _row, 1, None)
@@ -816,3 +848,4 @@ register("ARRAY_INTERSECT", _concat_type, _set_operation("intersect"), 2)
 register("ARRAY_EXCEPT", _concat_type, _set_operation("except"), 2)
 register("MAP_UNION", _map_union_type, _map_union, 1, None)
 register("STR_TO_MAP", _str_to_map_type, _str_to_map, 1, 3)
+register("REGEXP_EXTRACT_ALL", _extract_all_type, _regexp_extract_all, 2, 3)

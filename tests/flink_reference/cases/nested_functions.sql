@@ -42,3 +42,7 @@ SELECT id, MAP_UNION(attrs, MAP['c', 100, 'z', 26]) AS m FROM nested_docs WHERE 
 SELECT id, CARDINALITY(STR_TO_MAP(s)) AS n, STR_TO_MAP(s)['a'] AS a, STR_TO_MAP('k1=v1;k2', ';', '=')['k2'] AS k2 FROM strs WHERE id IN (1, 2, 3, 7);
 -- case: str_to_map_values
 SELECT STR_TO_MAP('a=1,b=2,a=3')['a'] AS a, STR_TO_MAP('x:1|y:2', '\|', ':')['y'] AS y, CARDINALITY(STR_TO_MAP('')) AS e, STR_TO_MAP('p==q')['p'] AS p FROM strs WHERE id = 1;
+-- case: regexp_extract_all
+SELECT id, REGEXP_EXTRACT_ALL(s, '([a-z])([a-z]+)') AS g1, REGEXP_EXTRACT_ALL(s, '([a-z])([a-z]+)', 2) AS g2, REGEXP_EXTRACT_ALL(s, '[0-9]', 0) AS d FROM strs WHERE id IN (1, 2, 3, 8, 11, 16);
+-- case: regexp_extract_all_bad_group
+SELECT REGEXP_EXTRACT_ALL(s, '(a)', 3) AS x FROM strs WHERE id = 1;
