@@ -21,6 +21,7 @@ from sqlstream.core.sql.script import parse_one
 from sqlstream.core.types import parse_type, sql_type_name
 from sqlstream.frontend.session import Session
 from sqlstream.frontend.tableau import NULL, format_value
+from sqlstream.planner.logical import Filter, Unnest
 from sqlstream.planner.planner import dataflow, select_plan
 from sqlstream.runtime.connectors.print_sink import value_text as print_text
 from sqlstream.runtime.elements import Chunk, RowKind
@@ -359,3 +360,17 @@ def test_regexp_extract_all_finds_every_match_of_a_group() -> None:
     assert extract(texts, pa.scalar("([a-z])([a-z]+)")).to_pylist() == [["e", "o"], [], None]
     assert extract(texts, pa.scalar("([a-z])([a-z]+)"), pa.scalar(0)).to_pylist() == [["ello", "orld"], [], None]
     assert extract(texts, pa.scalar("(a)"), pa.scalar(3)).to_pylist() == [None, None, None]  # no such group
+
+
+def test_conditions_on_the_unnested_rows_columns_are_pushed_below_unnest(tmp_path: Path) -> None:
+    session = Session()
+    session.execute_script(_docs(tmp_path))
+    query = parse_one("SELECT id, t FROM docs CROSS JOIN UNNEST(tags) AS u(t) WHERE t <> 'a' AND id > 1")
+    (optimized,), _ = dataflow([select_plan(session.catalog, query)])
+    node = optimized
+    while not isinstance(node, Unnest):
+        node = node.inputs[0]
+    assert isinstance(node.input, Filter) and "id" in str(node.input.predicate)
+    assert "t <> 'a'" not in str(node.input.predicate)
+    assert _rows(run_sql(_docs(tmp_path) + "SELECT id, t FROM docs CROSS JOIN UNNEST(tags) AS u(t) "
+                         "WHERE t <> 'a' AND id > 1;")) == [(4, "ü")]  # NULL <> 'a' is not TRUE
