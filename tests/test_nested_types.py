@@ -374,3 +374,14 @@ def test_conditions_on_the_unnested_rows_columns_are_pushed_below_unnest(tmp_pat
     assert "t <> 'a'" not in str(node.input.predicate)
     assert _rows(run_sql(_docs(tmp_path) + "SELECT id, t FROM docs CROSS JOIN UNNEST(tags) AS u(t) "
                          "WHERE t <> 'a' AND id > 1;")) == [(4, "ü")]  # NULL <> 'a' is not TRUE
+
+
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_array_agg_keeps_nulls_and_withdraws_retracted_values(tmp_path: Path, backend: str) -> None:
+    query = ("SELECT n, ARRAY_AGG(k) AS ks FROM (SELECT info.name IS NULL AS k, COUNT(*) AS n FROM docs "
+             "GROUP BY info.name IS NULL) GROUP BY n;")
+    table = run_sql(_docs(tmp_path) + query, {"state.backend.type": backend})
+    # the counts move 1 -> 2 for both keys: each retraction removes the value its insertion added
+    assert [(n, sorted(ks)) for n, ks in _rows(table)] == [(2, [False, True])]
+    nulls = run_sql(_docs(tmp_path) + "SELECT ARRAY_AGG(items[1].qty) AS q FROM docs;", {"state.backend.type": backend})
+    assert sorted(nulls.column("q").to_pylist()[0], key=repr) == sorted([2, None, None, None], key=repr)

@@ -891,7 +891,8 @@ class QueryBinder:
 
 
 def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:  # noqa: ANN001
-    """STDDEV_*/VAR_*, FIRST_VALUE/LAST_VALUE and LISTAGG(x [, separator]), typed as Flink types them."""
+    """STDDEV_*/VAR_*, FIRST_VALUE/LAST_VALUE, ARRAY_AGG and LISTAGG(x [, separator]), typed as
+    Flink types them."""
     if isinstance(node, exp.Anonymous):
         function, args = "LISTAGG", list(node.expressions)
     else:
@@ -910,6 +911,8 @@ def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, n
         out = pa.string()
     elif function in ("FIRST_VALUE", "LAST_VALUE"):
         out = t
+    elif function == "ARRAY_AGG":
+        out = pa.list_(pa.string() if pa.types.is_null(t) else t)
     else:
         if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
             raise plan_error(f"{function} needs a numeric argument, got {sql_type_name(t)}", node)

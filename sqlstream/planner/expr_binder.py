@@ -53,7 +53,7 @@ AGGREGATES = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
 GROUP_AGGREGATES: dict[type, str] = {
     exp.StddevPop: "STDDEV_POP", exp.StddevSamp: "STDDEV_SAMP", exp.Stddev: "STDDEV_SAMP",
     exp.VariancePop: "VAR_POP", exp.Variance: "VAR_SAMP", exp.FirstValue: "FIRST_VALUE",
-    exp.LastValue: "LAST_VALUE",
+    exp.LastValue: "LAST_VALUE", exp.ArrayAgg: "ARRAY_AGG",
 }
 
 _BINARY: dict[type, str] = {

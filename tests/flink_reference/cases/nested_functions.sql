@@ -46,3 +46,9 @@ SELECT STR_TO_MAP('a=1,b=2,a=3')['a'] AS a, STR_TO_MAP('x:1|y:2', '\|', ':')['y'
 SELECT id, REGEXP_EXTRACT_ALL(s, '([a-z])([a-z]+)') AS g1, REGEXP_EXTRACT_ALL(s, '([a-z])([a-z]+)', 2) AS g2, REGEXP_EXTRACT_ALL(s, '[0-9]', 0) AS d FROM strs WHERE id IN (1, 2, 3, 8, 11, 16);
 -- case: regexp_extract_all_bad_group
 SELECT REGEXP_EXTRACT_ALL(s, '(a)', 3) AS x FROM strs WHERE id = 1;
+-- case: array_agg_group_by
+SELECT info.name AS name, ARRAY_AGG(id) AS ids, ARRAY_AGG(nums[1]) AS firsts FROM nested_docs GROUP BY info.name;
+-- case: array_agg_updating_input
+SELECT c, ARRAY_AGG(n) AS names FROM (SELECT info.name AS n, COUNT(*) AS c FROM nested_docs GROUP BY info.name) GROUP BY c;
+-- case: array_agg_window
+SELECT window_start, ARRAY_AGG(user_id) AS users, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) WHERE order_id <= 12 GROUP BY window_start, window_end;
