@@ -414,9 +414,10 @@ class QueryBinder:
         if len(names) != width + ordinality:
             raise plan_error(f"UNNEST of {sql_type_name(t)} gives {width + ordinality} column(s), but the alias "
                              f"names {len(names)}", alias or unnest)
-        node: LogicalNode = Unnest(left.node, collection, names, ordinality, outer)
+        unnested = Unnest(left.node, collection, names, ordinality, outer)
         qualifier = alias.name if alias is not None and alias.name else None
-        extra = [ScopeColumn(qualifier, f.name, f.type) for f in node.element_fields]  # type: ignore[attr-defined]
+        extra = [ScopeColumn(qualifier, f.name, f.type) for f in unnested.element_fields]
+        node: LogicalNode = unnested
         scope = Scope(left.scope.columns + extra)
         if on is not None and not outer and not (isinstance(on, exp.Boolean) and on.this is True):
             condition = ExprBinder(scope, zone=self.zone).bind(on)
