@@ -290,9 +290,11 @@ def test_csv_bad_delimiter_option() -> None:
         create_format("csv", CSV_SCHEMA, {"csv.field-delimiter": ";;"}, None, "t")
 
 
-def test_csv_rejects_array_columns() -> None:
-    with pytest.raises(ConnectorError, match="format 'csv' does not support column 'a' of type ARRAY<INT>"):
-        create_format("csv", pa.schema([("a", parse_type("ARRAY<INT>"))]), {}, None, "t")
+def test_csv_rejects_map_columns_and_nested_elements() -> None:
+    with pytest.raises(ConnectorError, match="format 'csv' does not support column 'a' of type MAP<STRING, INT>"):
+        create_format("csv", pa.schema([("a", parse_type("MAP<STRING, INT>"))]), {}, None, "t")
+    with pytest.raises(ConnectorError, match="ARRAY<ARRAY<INT>>: its elements or fields must be scalars"):
+        create_format("csv", pa.schema([("a", parse_type("ARRAY<ARRAY<INT>>"))]), {}, None, "t")
 
 
 # -- JSON errors -----------------------------------------------------------

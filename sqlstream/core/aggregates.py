@@ -12,7 +12,7 @@ from sqlstream.core.udf import implements_retract
 
 @dataclass(frozen=True)
 class AggCall:
-    function: str  # COUNT | SUM | MIN | MAX | AVG | STDDEV_POP | ... | LISTAGG | FIRST_VALUE | LAST_VALUE
+    function: str  # COUNT | SUM | MIN | MAX | AVG | STDDEV_POP | ... | LISTAGG | FIRST_VALUE | LAST_VALUE | ARRAY_AGG
     arg: int | None  # input column; None for COUNT(*)
     distinct: bool
     type: pa.DataType
@@ -38,7 +38,7 @@ class AggCall:
 # the built-in aggregates beyond COUNT/SUM/MIN/MAX/AVG: GROUP BY and windows run them per key
 # (no columnar form, no OVER)
 STATISTICS = ("STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP")
-SEQUENCES = ("LISTAGG", "FIRST_VALUE", "LAST_VALUE")
+SEQUENCES = ("LISTAGG", "FIRST_VALUE", "LAST_VALUE", "ARRAY_AGG")
 # Flink's names of JSON_ARRAYAGG / JSON_OBJECTAGG with their ON NULL clause: their argument is the
 # value's JSON text (JSON_OBJECTAGG's '"key":value'), see planner.binder._json_aggregate_call
 JSON_AGGREGATES = ("JSON_ARRAYAGG_ABSENT_ON_NULL", "JSON_ARRAYAGG_NULL_ON_NULL", "JSON_OBJECTAGG_NULL_ON_NULL",

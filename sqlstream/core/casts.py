@@ -81,7 +81,35 @@ def to_string(value: Value) -> Value | None:
         return _time_string(value)
     if is_month_interval(t):
         return _month_interval_string(value)
+    if pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_struct(t):
+        if isinstance(value, pa.Scalar):
+            return _nested_string(pa.array([value.as_py()], t))[0]
+        return _nested_string(value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value)
     return None
+
+
+def _text(arr: pa.Array) -> pa.Array:
+    """Each value's CAST text, 'NULL' for a NULL (as Flink prints a nested value's parts)."""
+    text = to_string(arr)
+    return pc.fill_null(pc.cast(arr, pa.string()) if text is None else text, "NULL")
+
+
+def _nested_string(arr: pa.Array) -> pa.Array:
+    """Flink's text of ARRAY, MAP and ROW values: [a, NULL], {k=v, k2=v2}, (f1, (g1, g2))."""
+    t = arr.type
+    if pa.types.is_struct(t):
+        parts = [_text(pc.struct_field(arr, [i])) for i in range(t.num_fields)]
+        body = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, ", ")
+        whole = pc.binary_join_element_wise("(", body, ")", "")
+        return pc.if_else(arr.is_valid(), whole, pa.scalar(None, pa.string()))
+    if pa.types.is_map(t):
+        items = pc.binary_join_element_wise(_text(arr.keys), _text(arr.items), "=")
+        opening, closing = "{", "}"
+    else:
+        items, opening, closing = _text(arr.values), "[", "]"
+    offsets = pa.array(arr.offsets.to_numpy())  # fresh: Arrow takes no mask with sliced offsets
+    lists = pa.ListArray.from_arrays(offsets, items, mask=arr.is_null() if arr.null_count else None)
+    return pc.binary_join_element_wise(opening, pc.binary_join(lists, ", "), closing, "")
 
 
 def _month_interval_string(value: Value) -> Value:

@@ -58,6 +58,8 @@ def _cast(value: Value, target: pa.DataType, safe: bool, zone: str = "UTC") -> V
         if is_string(value.type) and pa.types.is_timestamp(target) and target.unit == "s":
             # text with a fraction of a second is read, then the fraction dropped
             return _cast(pc.cast(value, pa.timestamp("ns", target.tz)), target, safe, zone)
+        if pa.types.is_struct(value.type) and pa.types.is_struct(target):
+            return _cast_row(value, target, safe, zone)
         if pa.types.is_string(value.type) and pa.types.is_boolean(target):
             return _string_to_bool(value)
         if is_string(value.type) and pa.types.is_date(target):
@@ -105,6 +107,16 @@ def _fit_length(text: Value, length: int, fixed: bool) -> Value:
     spaces to n."""
     text = pc.utf8_slice_codeunits(text, 0, length)
     return pc.utf8_rpad(text, width=length, padding=" ") if fixed else text
+
+
+def _cast_row(value: Value, target: pa.DataType, safe: bool, zone: str) -> Value:
+    """A ROW cast field by field, by position: the target's names replace the value's."""
+    if isinstance(value, pa.Scalar):
+        return _cast_row(pa.array([value.as_py()], value.type), target, safe, zone)[0]
+    if isinstance(value, pa.ChunkedArray):
+        value = value.combine_chunks()
+    fields = [_cast(pc.struct_field(value, [i]), f.type, safe, zone) for i, f in enumerate(target)]
+    return pa.StructArray.from_arrays(fields, fields=list(target), mask=value.is_null() if value.null_count else None)
 
 
 def _string_to_date(value: Value, target: pa.DataType, safe: bool) -> Value:

@@ -187,6 +187,13 @@ class UnionConfig(OperatorConfig):
 
 
 @dataclass(frozen=True)
+class UnnestConfig(OperatorConfig):
+    collection: Expr  # the ARRAY or MAP each input row is joined with the elements of
+    ordinality: bool  # a last column with each element's 1-based position
+    left: bool  # a row with a NULL or empty collection is kept once, NULL-padded
+
+
+@dataclass(frozen=True)
 class ReplicateRowsConfig(OperatorConfig):
     times: int  # the column saying how often each row is repeated
 

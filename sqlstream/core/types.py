@@ -75,6 +75,15 @@ def arrow_type(dt: exp.DataType) -> pa.DataType:
         return pa.decimal128(precision, scale)
     if kind == _DT.ARRAY and dt.expressions:
         return pa.list_(arrow_type(dt.expressions[0]))
+    if kind == _DT.MAP and len(dt.expressions) == 2:
+        return pa.map_(arrow_type(dt.expressions[0]), arrow_type(dt.expressions[1]))
+    if kind == _DT.STRUCT and dt.expressions:
+        # ROW<name type, ...>: each field a ColumnDef (its NOT NULL is not kept: Arrow's fields
+        # carry no constraint sqlstream checks, as for top-level columns)
+        names = [f.name for f in dt.expressions]
+        if len({n.lower() for n in names}) != len(names):
+            raise PlanError(f"ROW type {dt.sql()} repeats a field name")
+        return pa.struct([pa.field(f.name, arrow_type(f.args["kind"])) for f in dt.expressions])
     meta = dt.meta if hasattr(dt, "meta") else {}
     raise PlanError(f"unsupported SQL type {dt.sql()}", meta.get("line"), meta.get("col"))
 
@@ -126,6 +135,10 @@ def sql_type_name(t: pa.DataType) -> str:
         return f"DECIMAL({t.precision}, {t.scale})"
     if pa.types.is_list(t):
         return f"ARRAY<{sql_type_name(t.value_type)}>"
+    if pa.types.is_map(t):
+        return f"MAP<{sql_type_name(t.key_type)}, {sql_type_name(t.item_type)}>"
+    if pa.types.is_struct(t):
+        return "ROW<" + ", ".join(f"`{f.name}` {sql_type_name(f.type)}" for f in t) + ">"
     if is_month_interval(t):
         return "INTERVAL MONTH"
     return str(t).upper()
@@ -137,6 +150,11 @@ def is_numeric(t: pa.DataType) -> bool:
 
 def is_string(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def is_nested(t: pa.DataType) -> bool:
+    """ARRAY, MAP or ROW."""
+    return pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_struct(t)
 
 
 def is_temporal(t: pa.DataType) -> bool:

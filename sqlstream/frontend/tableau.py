@@ -16,6 +16,8 @@ NULL = "<NULL>"
 def format_value(value: Any, type_: pa.DataType) -> str:
     if value is None:
         return NULL
+    if pa.types.is_list(type_) or pa.types.is_map(type_) or pa.types.is_struct(type_):
+        return _nested(value, type_)
     if isinstance(value, dt.datetime):
         unit = getattr(type_, "unit", "ms")
         digits = {"s": 0, "ms": 3, "us": 6, "ns": 9}.get(unit, 3)
@@ -28,6 +30,18 @@ def format_value(value: Any, type_: pa.DataType) -> str:
     if isinstance(value, float | Decimal):
         return str(value)
     return str(value)
+
+
+def _nested(value: Any, type_: pa.DataType) -> str:
+    """A nested value as the SQL client shows it, its CAST text: [a, NULL], {k=v}, (f1, f2)."""
+    def part(v: Any, t: pa.DataType) -> str:
+        return "NULL" if v is None else format_value(v, t)
+
+    if pa.types.is_list(type_):
+        return "[" + ", ".join(part(v, type_.value_type) for v in value) + "]"
+    if pa.types.is_map(type_):
+        return "{" + ", ".join(f"{part(k, type_.key_type)}={part(v, type_.item_type)}" for k, v in value) + "}"
+    return "(" + ", ".join(part(value[f.name], f.type) for f in type_) + ")"
 
 
 def _width(f: pa.Field) -> int:

@@ -26,7 +26,7 @@ from sqlstream.core.functions.arithmetic import avg_type, sum_type
 from sqlstream.core.functions.udfs import USER_AGGREGATES
 from sqlstream.core.sql import dialect, script
 from sqlstream.core.tables import TableDef, ViewDef
-from sqlstream.core.types import is_ltz, sql_type_name
+from sqlstream.core.types import is_ltz, is_nested, sql_type_name
 from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
 from sqlstream.planner.expr_binder import (
     GROUP_AGGREGATES,
@@ -55,6 +55,7 @@ from sqlstream.planner.logical import (
     Scan,
     TemporalJoin,
     Union,
+    Unnest,
     Values,
     WatermarkAssign,
     WindowAggregate,
@@ -203,6 +204,13 @@ class QueryBinder:
             return self._bind_window_tvf(node)
         if isinstance(node, exp.Values):
             return self._bind_values(node)
+        if isinstance(node, exp.Unnest):
+            # FROM UNNEST(constant collection): unnested over one row of no columns
+            # (its one column unnamed in the scope: the collection cannot read it)
+            one = Relation(Values(pa.table({"$one": pa.array([0], pa.int32())})), Scope([]))
+            rel = self._bind_unnest(one, node, False, None, node)
+            exprs: list[Expr] = [ColumnRef(i + 1, c.name, c.type) for i, c in enumerate(rel.scope.columns)]
+            return Relation(Project(rel.node, exprs, [c.name for c in rel.scope.columns]), rel.scope)
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Expression):
             return self._bind_from(node.this)
         raise plan_error(f"unsupported FROM item '{node.sql()[:60]}'", node)
@@ -355,6 +363,12 @@ class QueryBinder:
             raise plan_error(f"{join.sql(dialect=dialect.Flink).split(' ')[0]} joins are not supported", join)
         if isinstance(join.this, exp.Table) and join.this.args.get("version") is not None:
             return self._bind_temporal_join(left, join, side)
+        if isinstance(join.this, exp.Unnest):
+            on, using = join.args.get("on"), join.args.get("using")
+            if using or side not in ("", "INNER", "LEFT"):
+                raise plan_error(f"{side or 'this'} JOIN UNNEST is not supported; use CROSS JOIN UNNEST or LEFT "
+                                 "JOIN UNNEST(...) ON TRUE", join)
+            return self._bind_unnest(left, join.this, side == "LEFT", on, join)
         right = self._bind_from(join.this)
         scope = Scope(left.scope.columns + right.scope.columns)
         width = len(left.node.schema)
@@ -381,6 +395,46 @@ class QueryBinder:
         elif side:
             raise plan_error(f"{side} JOIN needs an ON condition", join)
         node = Join(left.node, right.node, side or "INNER", condition, ttls)
+        return Relation(node, scope)
+
+    def _bind_unnest(self, left: Relation, unnest: exp.Unnest, outer: bool, on: exp.Expression | None,
+                     join: exp.Expression) -> Relation:
+        """``[CROSS] JOIN UNNEST(c) [WITH ORDINALITY] AS t(...)`` or ``LEFT JOIN ... ON TRUE`` (``outer``;
+        Flink's correlate): the collection ``c`` is an expression over the left side's columns."""
+        if len(unnest.expressions) != 1:
+            raise plan_error("UNNEST takes one ARRAY or MAP", unnest)
+        arg = unnest.expressions[0]
+        collection = ExprBinder(left.scope, zone=self.zone).bind(arg)
+        t = collection.type
+        if not (pa.types.is_list(t) or pa.types.is_map(t)):
+            raise plan_error(f"UNNEST needs an ARRAY or a MAP, got {sql_type_name(t)} for '{arg.sql(dialect=dialect.Flink)}'",
+                             arg)
+        if outer and not (isinstance(on, exp.Boolean) and on.this is True):
+            raise plan_error("LEFT JOIN UNNEST(...) takes the condition ON TRUE only", on or join)
+        width = 2 if pa.types.is_map(t) else (t.value_type.num_fields if pa.types.is_struct(t.value_type) else 1)
+        offset = unnest.args.get("offset")
+        ordinality = bool(offset)
+        alias = unnest.args.get("alias")
+        names = [c.name for c in alias.columns] if alias is not None else []
+        if isinstance(offset, exp.Expression):
+            names.append(offset.name)
+        if not names:
+            # Flink's default names: the ROW's fields, EXPR$0 for a scalar, KEY and VALUE for a MAP
+            names = (["KEY", "VALUE"] if pa.types.is_map(t)
+                     else [f.name for f in t.value_type] if pa.types.is_struct(t.value_type) else ["EXPR$0"])
+            names += ["ORDINALITY"] if ordinality else []
+        if len(names) != width + ordinality:
+            raise plan_error(f"UNNEST of {sql_type_name(t)} gives {width + ordinality} column(s), but the alias "
+                             f"names {len(names)}", alias or unnest)
+        unnested = Unnest(left.node, collection, names, ordinality, outer)
+        qualifier = alias.name if alias is not None and alias.name else None
+        extra = [ScopeColumn(qualifier, f.name, f.type) for f in unnested.element_fields]
+        node: LogicalNode = unnested
+        scope = Scope(left.scope.columns + extra)
+        if on is not None and not outer and not (isinstance(on, exp.Boolean) and on.this is True):
+            condition = ExprBinder(scope, zone=self.zone).bind(on)
+            require_boolean(condition, on, "JOIN ON")
+            node = Filter(node, condition)
         return Relation(node, scope)
 
     def _bind_temporal_join(self, left: Relation, join: exp.Join, side: str) -> Relation:
@@ -667,7 +721,13 @@ class QueryBinder:
 
         aggs: list[AggCall] = []
         for i, n in enumerate(agg_nodes):
-            aggs.append(self._agg_call(n, binder, column_of, f"$agg{i}"))
+            call = self._agg_call(n, binder, column_of, f"$agg{i}")
+            if call.arg is not None and (call.function != "COUNT" or call.distinct) and is_nested(pre_exprs[call.arg].type):
+                # the aggregates' kernels and state take scalars; aggregate an element or field instead
+                what = f"{call.function}(DISTINCT ...)" if call.distinct else call.function
+                raise plan_error(f"{what} over {sql_type_name(pre_exprs[call.arg].type)} values is not supported; "
+                                 "aggregate its elements or fields", n)
+            aggs.append(call)
         if not key_cols and not aggs:
             # a global aggregation with nothing to compute still has its one row (SELECT 1 ... HAVING,
             # the () set of GROUPING SETS): a COUNT(*) that nothing reads carries it
@@ -844,7 +904,8 @@ class QueryBinder:
 
 
 def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:  # noqa: ANN001
-    """STDDEV_*/VAR_*, FIRST_VALUE/LAST_VALUE and LISTAGG(x [, separator]), typed as Flink types them."""
+    """STDDEV_*/VAR_*, FIRST_VALUE/LAST_VALUE, ARRAY_AGG and LISTAGG(x [, separator]), typed as
+    Flink types them."""
     if isinstance(node, exp.Anonymous):
         function, args = "LISTAGG", list(node.expressions)
     else:
@@ -863,6 +924,8 @@ def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, n
         out = pa.string()
     elif function in ("FIRST_VALUE", "LAST_VALUE"):
         out = t
+    elif function == "ARRAY_AGG":
+        out = pa.list_(pa.string() if pa.types.is_null(t) else t)
     else:
         if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
             raise plan_error(f"{function} needs a numeric argument, got {sql_type_name(t)}", node)

@@ -23,6 +23,7 @@ from sqlstream.core.expressions import (
     referenced_columns,
 )
 from sqlstream.core.functions import ArgumentTypeError, common_type, lookup
+from sqlstream.core.functions.collections import FIELD, ITEM
 from sqlstream.core.functions.json import constant_path
 from sqlstream.core.functions.udfs import USER_AGGREGATES
 from sqlstream.core.sql.dialect import (
@@ -52,7 +53,7 @@ AGGREGATES = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
 GROUP_AGGREGATES: dict[type, str] = {
     exp.StddevPop: "STDDEV_POP", exp.StddevSamp: "STDDEV_SAMP", exp.Stddev: "STDDEV_SAMP",
     exp.VariancePop: "VAR_POP", exp.Variance: "VAR_SAMP", exp.FirstValue: "FIRST_VALUE",
-    exp.LastValue: "LAST_VALUE",
+    exp.LastValue: "LAST_VALUE", exp.ArrayAgg: "ARRAY_AGG",
 }
 
 _BINARY: dict[type, str] = {
@@ -107,7 +108,18 @@ class ExprBinder:
         if isinstance(node, exp.Column):
             if isinstance(node.this, exp.Star):
                 raise plan_error("'*' is only allowed in the SELECT list or COUNT(*)", node)
+            if node.table:
+                return self._qualified_column(node)
             return self.scope.resolve(node)
+        if isinstance(node, exp.Array):
+            return self._call("ARRAY", [self.bind(a) for a in node.expressions], node)
+        if isinstance(node, exp.Tuple) and len(node.expressions) > 1:
+            # (a, b): the implicit ROW constructor, as Calcite reads it
+            return self._call("ROW", [self.bind(a) for a in node.expressions], node)
+        if isinstance(node, exp.Bracket):
+            return self._bracket(node)
+        if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):
+            return self._field(self.bind(node.this), node.expression.name, node)
         if isinstance(node, exp.Literal):
             return self._literal(node)
         if isinstance(node, exp.Boolean):
@@ -290,6 +302,54 @@ class ExprBinder:
                 raise plan_error(f"JSON takes 1 argument, got {len(node.expressions)}", node)
             return self._call("$JSON", [self.bind(node.expressions[0])], node)
         return self.bind(node)
+
+    def _qualified_column(self, node: exp.Column) -> Expr:
+        """``t.c``, or a ROW column's field: ``r.f``, ``t.r.f``, ``r.f.g`` (sqlglot reads the
+        leading names as table, database and catalog).  As in Flink, a table qualifier wins."""
+        try:
+            return self.scope.resolve(node)
+        except PlanError as unknown:
+            parts = [p.name for p in node.parts]
+            for qualified in (True, False):
+                width = 2 if qualified else 1
+                if len(parts) <= width:
+                    continue
+                column = exp.column(parts[width - 1], parts[0] if qualified else None)
+                column.meta.update(node.meta)
+                try:
+                    value: Expr = self.scope.resolve(column)
+                except PlanError:
+                    continue
+                for name in parts[width:]:
+                    value = self._field(value, name, node)
+                return value
+            raise unknown from None
+
+    def _field(self, row: Expr, name: str, node: exp.Expression) -> Expr:
+        """``row.name``: a field of a ROW value (matched case-sensitively, then case-insensitively)."""
+        if pa.types.is_struct(row.type):
+            names = [f.name for f in row.type]
+            if name not in names:
+                folded = [n for n in names if n.lower() == name.lower()]
+                name = folded[0] if len(folded) == 1 else name
+        return self._call(FIELD, [row, Literal(name, pa.string())], node)
+
+    def _bracket(self, node: exp.Bracket) -> Expr:
+        """``MAP[k, v, ...]`` (sqlglot reads it as an index into a column MAP), ``a[i]``, ``m[k]``."""
+        target = node.this
+        if isinstance(target, exp.Column) and not target.table and not target.this.quoted and target.name.upper() == "MAP":
+            return self._call("MAP", [self.bind(a) for a in node.expressions], node)
+        if len(node.expressions) != 1:
+            raise plan_error(f"'{node.sql()}' takes one index", node)
+        container = self.bind(target)
+        index = self.bind(node.expressions[0])
+        if (pa.types.is_list(container.type) and isinstance(index, Literal) and isinstance(index.value, int)
+                and index.value < 1):
+            raise plan_error(f"Array element access needs an index starting at 1 but was {index.value}", node)
+        if (pa.types.is_map(container.type) and index.type != container.type.key_type
+                and is_string(index.type) == is_string(container.type.key_type)):
+            index = coerce(index, container.type.key_type, zone=self.zone)
+        return self._call(ITEM, [container, index], node)
 
     def _between(self, value: Expr, low: Expr, high: Expr, node: exp.Expression) -> Expr:
         return self._call(

@@ -88,10 +88,27 @@ _SIMPLE: dict[type[exp.Func], tuple[str, tuple[str, ...]]] = {
     exp.Hex: ("HEX", ("this",)),
     exp.Unhex: ("UNHEX", ("this",)),
     exp.ParseUrl: ("PARSE_URL", ("this", "part_to_extract", "key")),
+    exp.ArrayContains: ("ARRAY_CONTAINS", ("this", "expression")),
+    exp.ArrayDistinct: ("ARRAY_DISTINCT", ("this",)),
+    exp.MapKeys: ("MAP_KEYS", ("this",)),
+    exp.Split: ("SPLIT", ("this", "expression")),
+    exp.ArrayToString: ("ARRAY_JOIN", ("this", "expression", "null")),
+    exp.ArrayReverse: ("ARRAY_REVERSE", ("this",)),
+    exp.ArrayPosition: ("ARRAY_POSITION", ("this", "expression")),
+    exp.ArrayRemove: ("ARRAY_REMOVE", ("this", "expression")),
+    exp.ArrayAppend: ("ARRAY_APPEND", ("this", "expression")),
+    exp.ArrayPrepend: ("ARRAY_PREPEND", ("this", "expression")),
+    exp.ArrayMax: ("ARRAY_MAX", ("this",)),
+    exp.ArrayMin: ("ARRAY_MIN", ("this",)),
+    exp.ArraySlice: ("ARRAY_SLICE", ("this", "start", "end")),
+    exp.ArraySort: ("ARRAY_SORT", ("this", "expression", "asc")),
+    exp.ArrayExcept: ("ARRAY_EXCEPT", ("this", "expression")),
+    exp.StrToMap: ("STR_TO_MAP", ("this", "pair_delim", "key_value_delim")),
+    exp.RegexpExtractAll: ("REGEXP_EXTRACT_ALL", ("this", "expression", "group")),
 }
 
 # sqlglot fills these slots itself; they carry nothing the user wrote
-_IMPLICIT_ARGS = {"safe", "coalesce", "ignore_nulls", "charset"}
+_IMPLICIT_ARGS = {"safe", "coalesce", "ignore_nulls", "charset", "check_null", "ensure_variant", "null_propagation"}
 
 _JAVA_LETTERS = {code: letters for letters, code in FLINK_TIME_MAPPING.items()}
 _STRFTIME_CODES = sorted(_JAVA_LETTERS, key=len, reverse=True)  # '%-m' before '%m'
@@ -155,6 +172,10 @@ def translate_call(node: exp.Func) -> Translation | None:
         return "CONCAT_WS", list(node.expressions)
     if isinstance(node, exp.Concat):
         return "CONCAT", list(node.expressions)
+    if isinstance(node, exp.ArrayConcat):
+        return "ARRAY_CONCAT", [node.this, *node.expressions]
+    if isinstance(node, exp.ArrayIntersect):
+        return "ARRAY_INTERSECT", list(node.expressions)
     if isinstance(node, exp.Upper | exp.Lower):
         return node.sql_name(), [node.this]
     simple = _SIMPLE.get(type(node))

@@ -39,6 +39,7 @@ from sqlstream.core.physical import (
     TemporalJoinConfig,
     TopNConfig,
     UnionConfig,
+    UnnestConfig,
     WatermarkConfig,
     WindowAggConfig,
     WindowJoinConfig,
@@ -47,6 +48,7 @@ from sqlstream.core.physical import (
 )
 from sqlstream.core.state_backends import capabilities
 from sqlstream.core.tables import TableDef
+from sqlstream.core.types import is_nested, sql_type_name
 from sqlstream.core.windows import partition_columns
 from sqlstream.planner.horizons import join_horizons
 from sqlstream.planner.joins import analyze
@@ -67,6 +69,7 @@ from sqlstream.planner.logical import (
     StreamSort,
     TemporalJoin,
     Union,
+    Unnest,
     Values,
     WatermarkAssign,
     WindowAggregate,
@@ -105,6 +108,14 @@ class Lowering:
 
     def add(self, name: str, detail: str, schema: pa.Schema, inputs: list[Exchange],
             config: OperatorConfig | None = None, **kw: Any) -> int:
+        for exchange in inputs:
+            upstream = self.nodes[exchange.upstream].schema
+            for k in exchange.keys:
+                if is_nested(upstream.field(k).type):
+                    # rows are routed and keyed state is found by the key's hash; nested values have none
+                    raise PlanError(f"{name}: keying rows by the {sql_type_name(upstream.field(k).type)} column "
+                                    f"'{upstream.field(k).name}' (GROUP BY, DISTINCT, PARTITION BY or a join key) "
+                                    "is not supported; key by its elements or fields instead")
         node = PhysicalNode(len(self.nodes), name, detail, schema, inputs, config, **kw)
         self.nodes.append(node)
         return node.id
@@ -209,11 +220,16 @@ class Lowering:
                 assert node.limit is not None
                 return self.add("Limit", node.describe(), schema, inputs, config=LimitConfig(node.limit))
             sort = [(k.index, k.descending, k.nulls_first) for k in node.order]
+            _require_sortable(node.input.schema, sort)
             return self.add("Sort", node.describe(), schema, inputs, config=StreamSortConfig(sort, node.limit))
         if isinstance(node, ReplicateRows):
             up = self.lower(node.input)
             return self.add("ReplicateRows", node.describe(), schema, [Exchange(up)],
                             config=ReplicateRowsConfig(node.times))
+        if isinstance(node, Unnest):
+            up = self.lower(node.input)
+            return self.add("Unnest", node.describe(), schema, [Exchange(up)],
+                            config=UnnestConfig(node.collection, node.ordinality, node.left))
         if isinstance(node, Union):
             ups = [self.lower(c) for c in node.children]
             return self.add("Union", f"inputs={len(ups)}", schema, [Exchange(u) for u in ups], config=UnionConfig())
@@ -250,6 +266,7 @@ class Lowering:
         keys, order, schema = node.partition_keys, node.order, node.schema
         start, end, output_rank = node.rank_start, node.rank_end, node.output_rank
         sort = [(k.index, k.descending, k.nulls_first) for k in order]
+        _require_sortable(node.input.schema, sort)
         inputs = [Exchange(up, "hash", tuple(keys))]
         strategy = node.strategy
         if strategy == "window":
@@ -308,3 +325,11 @@ class Lowering:
                                                  (self._ttl(node.state_ttl_ms[0]), self._ttl(node.state_ttl_ms[1])),
                                                  columnar))
 
+
+def _require_sortable(schema: pa.Schema, sort: list[tuple[int, bool, bool]]) -> None:
+    """ARRAY, MAP and ROW values have no order here: sorting by one is refused, naming it."""
+    for index, _, _ in sort:
+        f = schema.field(index)
+        if is_nested(f.type):
+            raise PlanError(f"ORDER BY the {sql_type_name(f.type)} column '{f.name}' is not supported; "
+                            "order by its elements or fields instead")

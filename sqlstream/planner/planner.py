@@ -34,6 +34,14 @@ def _assignable(source: pa.DataType, target: pa.DataType) -> bool:
         return True
     if pa.types.is_string(target) and pa.types.is_string(source):
         return True
+    if pa.types.is_list(source) and pa.types.is_list(target):
+        return _assignable(source.value_type, target.value_type)
+    if pa.types.is_map(source) and pa.types.is_map(target):
+        return _assignable(source.key_type, target.key_type) and _assignable(source.item_type, target.item_type)
+    if pa.types.is_struct(source) and pa.types.is_struct(target):
+        # a ROW is assigned field by field, by position (ROW(a, b) has fields EXPR$0, EXPR$1)
+        return source.num_fields == target.num_fields and all(
+            _assignable(f.type, g.type) for f, g in zip(source, target, strict=True))
     return False
 
 

@@ -125,8 +125,6 @@ def check_query(node: exp.Expression) -> None:
             _check_modifiers(n, _SUBQUERY_READ, "a parenthesised query")
         elif isinstance(n, exp.Lateral):
             raise plan_error("LATERAL is not supported yet (neither LATERAL TABLE(...) nor LATERAL subqueries)", n)
-        elif isinstance(n, exp.Unnest):
-            raise plan_error("UNNEST is not supported yet", n)
         elif isinstance(n, exp.MatchRecognize):
             raise plan_error(_SELECT_REFUSED["match"], n)
         elif isinstance(n, exp.Group):

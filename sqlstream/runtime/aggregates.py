@@ -305,10 +305,11 @@ class Statistic(AggFunction):
 
 
 class Sequence(AggFunction):
-    """LISTAGG, FIRST_VALUE and LAST_VALUE: the argument's non-NULL values in arrival order.  Over
-    an updating input the accumulator keeps them all, and a retraction removes the value's first
-    occurrence (Flink's ...WithRetract functions); over an append-only one FIRST_VALUE and
-    LAST_VALUE keep just the one value."""
+    """LISTAGG, FIRST_VALUE and LAST_VALUE: the argument's non-NULL values in arrival order (all
+    values, NULLs too, for ARRAY_AGG, whose result is their ARRAY).  Over an updating input the
+    accumulator keeps them all, and a retraction removes the value's first occurrence (Flink's
+    ...WithRetract functions); over an append-only one FIRST_VALUE and LAST_VALUE keep just the
+    one value."""
 
     def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
         x = self.arg(batch)
@@ -323,14 +324,15 @@ class Sequence(AggFunction):
         items = values[0] or []
         signs = values[1] if len(values) > 1 else [1] * len(items)
         kept: list[Any] = acc[0]
+        keep_nulls = self.call.function == "ARRAY_AGG"
         for value, s in zip(items, signs, strict=True):
-            if value is None:
+            if value is None and not keep_nulls:
                 continue
             if s > 0:
                 kept.append(value)
             elif value in kept:
                 kept.remove(value)
-        if not self.retracting and self.call.function != "LISTAGG" and len(kept) > 1:
+        if not self.retracting and self.call.function in ("FIRST_VALUE", "LAST_VALUE") and len(kept) > 1:
             acc[0] = [kept[0]] if self.call.function == "FIRST_VALUE" else [kept[-1]]
 
     def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
@@ -347,6 +349,8 @@ class Sequence(AggFunction):
             return kept[0]
         if self.call.function == "LAST_VALUE":
             return kept[-1]
+        if self.call.function == "ARRAY_AGG":
+            return list(kept)
         return (self.call.separator if self.call.separator is not None else ",").join(kept)
 
 

@@ -155,6 +155,39 @@ def docs() -> None:
                              for i, (d, p) in enumerate(documents)])
 
 
+def nested_docs() -> None:
+    """Nested values (ARRAY, MAP, ROW, ARRAY of ROW): NULL and empty collections, NULL elements,
+    unicode. Map keys are single letters in ascending order (or one key): Flink's maps from JSON
+    are hash maps, whose iteration order (MAP_KEYS, UNNEST) is then the written order too."""
+    write_json("nested_docs.json", [
+        {"id": 1, "tags": ["a", "b", "c"], "nums": [3, 1, 3, 2], "attrs": {"a": 1, "b": 2},
+         "info": {"name": "Ann", "age": 34, "addr": {"city": "Berlin", "zip": "10115"}},
+         "items": [{"sku": "p1", "qty": 2}, {"sku": "p2", "qty": 5}]},
+        {"id": 2, "tags": [], "nums": [], "attrs": {}, "info": {"name": "Bo", "age": None, "addr": None},
+         "items": []},
+        {"id": 3, "tags": None, "nums": None, "attrs": None, "info": None, "items": None},
+        {"id": 4, "tags": ["ü", "香蕉", None], "nums": [None, 7], "attrs": {"e": None, "ü": 5},
+         "info": {"name": "Zoë", "age": 19, "addr": {"city": "Paris", "zip": None}},
+         "items": [{"sku": "p1", "qty": None}, None]},
+        {"id": 5, "tags": ["only"], "nums": [42], "attrs": {"c": 10},
+         "info": {"name": None, "age": 50, "addr": {"city": None, "zip": "75001"}},
+         "items": [{"sku": "p3", "qty": 1}]},
+        {"id": 6},
+        {"id": 7, "tags": ["a", "a", "b", "a"], "nums": [5, 5, 5], "attrs": {"c": 3, "d": 4},
+         "info": {"name": "Ann", "age": 35, "addr": {"city": "Bonn", "zip": "53111"}},
+         "items": [{"sku": "p2", "qty": 3}, {"sku": "p1", "qty": 4}]},
+    ])
+
+
+def bags() -> None:
+    """ARRAY and ROW fields in CSV: elements and fields joined by ';' (an empty element is NULL with
+    'csv.null-literal' = '', an empty field an empty ARRAY), a ROW with a field missing or extra."""
+    write_csv("bags.csv", [
+        [1, "a;b;c", "1;x", "1;2"], [2, None, "2;", None], [3, "z", ";y", "7"], [4, ";", "3;q;extra", ";5"],
+        [5, "ü;香蕉", None, "10;20;30"],
+    ])
+
+
 def quoted() -> None:
     (DATA / "quoted.csv").write_text('1,""\n2,\n3,a\n4," "\n', encoding="utf-8")
 
@@ -223,6 +256,8 @@ def main() -> None:
     nums()
     strs()
     docs()
+    nested_docs()
+    bags()
     quoted()
     changes()
 

@@ -21,7 +21,7 @@ from typing import Any
 HERE = Path(__file__).parent
 CASES = HERE / "cases"
 DATA = HERE / "data"
-KEYED_GROUPS = ("aggregates", "grouping_sets", "group_windows", "joins", "json", "over", "over_lag", "retract",
+KEYED_GROUPS = ("aggregates", "grouping_sets", "group_windows", "joins", "json", "nested", "over", "over_lag", "retract",
                 "setops", "topn", "windows")
 _CASE = re.compile(r"^-- case: *([A-Za-z0-9_]+) *$", re.MULTILINE)
 _END = re.compile(r";[ \t]*(?:--[^\n]*)?(?:\n|\Z)")
@@ -115,8 +115,15 @@ def save_golden(group: str, golden: dict[str, dict[str, Any]]) -> None:
     golden_path(group).write_text(text, encoding="utf-8")
 
 
+class Text(str):
+    """Flink's text of a nested (ARRAY, MAP, ROW) value, CAST(v AS STRING): what PyFlink can
+    collect of it. Encoded as ``{"text": ...}``."""
+
+
 def encode(v: Any) -> Any:
     """A JSON form of a value Flink or sqlstream returned, tagged where JSON has no such type."""
+    if isinstance(v, Text):
+        return {"text": str(v)}
     if v is None or isinstance(v, bool | int | str):
         return v
     if isinstance(v, float):

@@ -30,6 +30,14 @@ CREATE TABLE strs (
 CREATE TABLE docs (
   id INT, doc STRING, path STRING, k STRING
 ) WITH ('connector' = 'filesystem', 'path' = '{data}/docs.json', 'format' = 'json');
+CREATE TABLE nested_docs (
+  id INT, tags ARRAY<STRING>, nums ARRAY<INT>, attrs MAP<STRING, INT>,
+  info ROW<name STRING, age INT, addr ROW<city STRING, zip STRING>>,
+  items ARRAY<ROW<sku STRING, qty INT>>
+) WITH ('connector' = 'filesystem', 'path' = '{data}/nested_docs.json', 'format' = 'json');
+CREATE TABLE bags (
+  id INT, tags ARRAY<STRING>, r ROW<a INT, b STRING>, n ARRAY<INT>
+) WITH ('connector' = 'filesystem', 'path' = '{data}/bags.csv', 'format' = 'csv', 'csv.null-literal' = '');
 CREATE TABLE quoted (
   k INT, s STRING
 ) WITH ('connector' = 'filesystem', 'path' = '{data}/quoted.csv', 'format' = 'csv', 'csv.null-literal' = '');

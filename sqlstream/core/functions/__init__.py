@@ -119,6 +119,23 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         return b
     if pa.types.is_timestamp(a) and pa.types.is_date(b):
         return a
+    return _common_nested(a, b)
+
+
+def _common_nested(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """ARRAY, MAP and ROW types combine element by element; ROWs field by field by position, under
+    the first one's names (ROW(...) has fields EXPR$0, ...)."""
+    if pa.types.is_list(a) and pa.types.is_list(b):
+        element = common_type(a.value_type, b.value_type)
+        return None if element is None else pa.list_(element)
+    if pa.types.is_map(a) and pa.types.is_map(b):
+        key, item = common_type(a.key_type, b.key_type), common_type(a.item_type, b.item_type)
+        return None if key is None or item is None else pa.map_(key, item)
+    if pa.types.is_struct(a) and pa.types.is_struct(b) and a.num_fields == b.num_fields:
+        fields = [common_type(f.type, g.type) for f, g in zip(a, b, strict=True)]
+        if any(f is None for f in fields):
+            return None
+        return pa.struct([pa.field(f.name, t) for f, t in zip(a, fields, strict=True)])
     return None
 
 
@@ -158,7 +175,22 @@ def _boolean(types: list[pa.DataType]) -> pa.DataType:
     return pa.bool_()
 
 
+def _is_nested(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_struct(t)
+
+
+def _equality(types: list[pa.DataType]) -> pa.DataType:
+    """= and <>: nested values of one type compare by value (collections.nested_equal)."""
+    if any(_is_nested(t) for t in types):
+        _common_of(types, "comparison")
+        return pa.bool_()
+    return _comparison(types)
+
+
 def _comparison(types: list[pa.DataType]) -> pa.DataType:
+    if any(_is_nested(t) for t in types):
+        # no order is defined on them; refused rather than failing per batch
+        raise ArgumentTypeError(f"ARRAY, MAP and ROW values only compare with = and <>: {_names(types)}")
     if any(is_month_interval(t) for t in types):
         # Arrow has no ordering of month_day_nano values; refused rather than failing per batch
         raise ArgumentTypeError(f"comparing INTERVAL MONTH values is not supported: {_names(types)}")
@@ -401,8 +433,20 @@ register("*", _numeric_result("*"), _arithmetic("*"), 2)
 register("/", _numeric_result("/"), _arithmetic("/"), 2)
 register("%", _numeric_result("%"), _arithmetic("%"), 2, aliases=("MOD",))
 register("NEGATE", _same_as_first, pc.negate, 1)  # wraps as Java: -MIN_VALUE is MIN_VALUE
-register("=", _comparison, pc.equal, 2, coerce_args=True)
-register("<>", _comparison, pc.not_equal, 2, coerce_args=True)
+def _equal(a: Value, b: Value) -> Value:
+    if _is_nested(a.type):
+        return collections.nested_equal(a, b)
+    return pc.equal(a, b)
+
+
+def _not_equal(a: Value, b: Value) -> Value:
+    if _is_nested(a.type):
+        return pc.invert(collections.nested_equal(a, b))
+    return pc.not_equal(a, b)
+
+
+register("=", _equality, _equal, 2, coerce_args=True)
+register("<>", _equality, _not_equal, 2, coerce_args=True)
 register("<", _comparison, pc.less, 2, coerce_args=True)
 register("<=", _comparison, pc.less_equal, 2, coerce_args=True)
 register(">", _comparison, pc.greater, 2, coerce_args=True)
@@ -431,6 +475,7 @@ register("COALESCE", _common, _coalesce, 1, None, coerce_args=True)
 # last because those modules import the helpers above.
 from sqlstream.core.functions import (  # noqa: E402, F401
     arithmetic,
+    collections,
     encodings,
     json,
     numeric,

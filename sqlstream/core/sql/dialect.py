@@ -703,8 +703,10 @@ class Flink(Dialect):
 
     # Flink resolves identifiers case-sensitively, quoted or not.
     NORMALIZATION_STRATEGY = NormalizationStrategy.CASE_SENSITIVE
-    # Flink arrays are 1-based.
-    INDEX_OFFSET = 1
+    # Flink arrays are 1-based, and a[1] is kept as written: sqlglot would shift a literal index
+    # to its own 0-based form but leave a column index alone, so the binder could not tell them
+    # apart; 0 here makes Bracket hold the index the user wrote, and the SQL generated from it too.
+    INDEX_OFFSET = 0
     TIME_MAPPING = FLINK_TIME_MAPPING
     # DDL only knows built-in types, so an unknown type name is a typo.
     SUPPORTS_USER_DEFINED_TYPES = False

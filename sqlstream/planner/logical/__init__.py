@@ -18,6 +18,7 @@ from sqlstream.planner.logical.nodes import (
     Sink,
     TemporalJoin,
     Union,
+    Unnest,
     Values,
     WatermarkAssign,
     WindowAggregate,
@@ -34,7 +35,7 @@ from sqlstream.planner.logical.over import (
 
 __all__ = [
     "JOIN_KINDS", "TOP_N_HINT", "Aggregate", "ChangelogNormalize", "Filter", "Join", "LogicalNode", "LookupJoin", "OverAggregate",
-    "OverFrame", "Project", "Prune", "Rank", "ReplicateRows", "Scan", "SemiJoin", "Sink", "SortKey", "StreamSort", "TemporalJoin", "Union",
+    "OverFrame", "Project", "Prune", "Rank", "ReplicateRows", "Scan", "SemiJoin", "Sink", "SortKey", "StreamSort", "TemporalJoin", "Union", "Unnest",
     "Values", "WatermarkAssign", "WindowAggregate", "WindowColumns", "WindowTVF", "explain", "time_columns",
 ]
 

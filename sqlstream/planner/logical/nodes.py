@@ -723,6 +723,71 @@ class ReplicateRows(LogicalNode):
 
 
 @dataclass
+class Unnest(LogicalNode):
+    """Each input row joined with the elements of a collection it holds: ``CROSS JOIN UNNEST(c) AS
+    t(...)`` (and ``LEFT JOIN ... ON TRUE``, where a row whose collection is NULL or empty is kept
+    once with NULLs), Flink's correlate over $UNNEST_ROWS.  The output is the input's columns, then
+    the element's: one for an ARRAY of scalars, one per field for an ARRAY of ROWs, key and value
+    for a MAP, and the 1-based position WITH ORDINALITY.  Stateless: a retraction expands into the
+    same rows its insertion did."""
+
+    input: LogicalNode
+    collection: Expr  # an ARRAY or MAP over the input's columns
+    names: list[str]  # the element's columns (and the ordinality's)
+    ordinality: bool
+    left: bool
+
+    @property
+    def element_fields(self) -> list[pa.Field]:
+        t = self.collection.type
+        if pa.types.is_map(t):
+            types = [t.key_type, t.item_type]
+        elif pa.types.is_struct(t.value_type):
+            types = [f.type for f in t.value_type]
+        else:
+            types = [t.value_type]
+        if self.ordinality:
+            types.append(pa.int32())
+        return [pa.field(n, ty) for n, ty in zip(self.names, types, strict=True)]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema(list(self.input.schema) + self.element_fields)
+
+    @property
+    def rowtime(self) -> int | None:
+        return self.input.rowtime
+
+    @property
+    def window_properties(self) -> tuple[WindowColumns, ...]:
+        return self.input.window_properties
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+    def with_inputs(self, inputs: list[LogicalNode]) -> Unnest:
+        return replace(self, input=inputs[0])
+
+    def map_expressions(self, fn: Callable[[Expr], Expr]) -> Unnest:
+        return replace(self, collection=fn(self.collection))
+
+    def describe(self) -> str:
+        kind = "LEFT" if self.left else "INNER"
+        ordinality = " WITH ORDINALITY" if self.ordinality else ""
+        return f"Unnest({kind}, {self.collection}{ordinality} AS ({', '.join(self.names)}))"
+
+    def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
+        width = len(self.input.schema)
+        child, mapping = prune(self.input, {i for i in required if i < width} | referenced_columns(self.collection))
+        node = replace(self, input=child, collection=remap_columns(self.collection, mapping))
+        child_width = len(child.schema)
+        out = {old: new for old, new in mapping.items() if old < width}
+        out.update({width + j: child_width + j for j in range(len(self.names))})
+        return node, out
+
+
+@dataclass
 class Values(LogicalNode):
     """Literal rows (INSERT INTO ... VALUES, SELECT without FROM)."""
 

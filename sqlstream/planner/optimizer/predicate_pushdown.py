@@ -1,5 +1,6 @@
-"""Predicate pushdown: filters merge, move below projections, unions and window TVFs, and into
-joins (or below them, on the sides whose rows are not NULL-padded)."""
+"""Predicate pushdown: filters merge, move below projections, unions, window TVFs and UNNEST (when
+they read only the unnested row's columns), and into joins (or below them, on the sides whose
+rows are not NULL-padded)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from sqlstream.planner.logical import (
     Project,
     Scan,
     Union,
+    Unnest,
     WatermarkAssign,
     WindowTVF,
 )
@@ -56,6 +58,15 @@ def _push_filter(pred: Expr, node: LogicalNode) -> LogicalNode:
         return _push_into_join(node, conjuncts(pred))
     if isinstance(node, WindowTVF) and all(i < len(node.input.schema) for i in referenced_columns(pred)):
         return WindowTVF(_push_filter(pred, node.input), node.window)
+    if isinstance(node, Unnest):
+        # a condition on the unnested row's own columns holds for all its elements (and its padding)
+        width = len(node.input.schema)
+        parts = conjuncts(pred)
+        below = [c for c in parts if all(i < width for i in referenced_columns(c))]
+        if below:
+            node = replace(node, input=_push_filter(conjoin(below), node.input))
+            above = [c for c in parts if not any(c is b for b in below)]
+            return Filter(node, conjoin(above)) if above else node
     return Filter(_prune_below(pred, node), pred)
 
 

@@ -22,13 +22,25 @@ _KIND_OPEN = pa.array([k.short + "[" for k in RowKind], pa.string())
 
 
 def value_text(arr: pa.Array) -> pa.Array:
-    """Flink's text of each value: NULL as 'null', doubles with a fraction, lists bracketed."""
+    """Flink's text of each value: NULL as 'null', doubles with a fraction, arrays bracketed, maps
+    as {k=v, ...}, rows as (f1, f2)."""
     t = arr.type
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         inner = value_text(arr.flatten())
         offsets = pc.subtract(arr.offsets, arr.offsets[0])
         joined = pc.binary_join(pa.ListArray.from_arrays(offsets, inner), ", ")
         text = pc.binary_join_element_wise("[", joined, "]", "")
+        return pc.if_else(arr.is_null(), pa.scalar("null"), text)
+    if pa.types.is_map(t):
+        entries = pc.binary_join_element_wise(value_text(arr.keys), value_text(arr.items), "=")
+        offsets = pa.array(arr.offsets.to_numpy())  # fresh: Arrow takes no mask with sliced offsets
+        lists = pa.ListArray.from_arrays(offsets, entries, mask=arr.is_null() if arr.null_count else None)
+        text = pc.binary_join_element_wise("{", pc.binary_join(lists, ", "), "}", "")
+        return pc.fill_null(text, "null")
+    if pa.types.is_struct(t):
+        fields = [value_text(pc.struct_field(arr, [i])) for i in range(t.num_fields)]
+        body = fields[0] if len(fields) == 1 else pc.binary_join_element_wise(*fields, ", ")
+        text = pc.binary_join_element_wise("(", body, ")", "")
         return pc.if_else(arr.is_null(), pa.scalar("null"), text)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         text = arr.cast(pa.string())

@@ -313,8 +313,22 @@ def concat_values(strings: pa.Array) -> bytes:
 
 def check_text_type(t: pa.DataType, fmt: str, column: str, table: str) -> None:
     """Fail early (ConnectorError) for a column type the text formats cannot represent."""
-    if pa.types.is_list(t) and fmt == "json":
-        check_text_type(t.value_type, fmt, column, table)
+    if fmt == "csv" and (pa.types.is_list(t) or pa.types.is_struct(t)):
+        # an ARRAY or ROW field is its elements or fields joined by 'csv.array-element-delimiter'
+        # (Flink's csv format has no MAP); their values are scalars
+        children = (t.value_type,) if pa.types.is_list(t) else tuple(f.type for f in t)
+        for child in children:
+            if pa.types.is_list(child) or pa.types.is_map(child) or pa.types.is_struct(child):
+                raise ConnectorError(f"table '{table}': format 'csv' does not support column '{column}' of "
+                                     f"type {sql_type_name(t)}: its elements or fields must be scalars")
+            check_text_type(child, fmt, column, table)
+        return
+    if fmt == "json" and (pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_struct(t)):
+        # JSON arrays, and objects for MAP and ROW columns (as Flink's json format)
+        children = (t.value_type,) if pa.types.is_list(t) else (
+            (t.key_type, t.item_type) if pa.types.is_map(t) else tuple(f.type for f in t))
+        for child in children:
+            check_text_type(child, fmt, column, table)
         return
     ok = (
         pa.types.is_boolean(t)

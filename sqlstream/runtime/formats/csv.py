@@ -24,13 +24,16 @@ import pyarrow.csv as pacsv
 
 from sqlstream.core.connectors import Option
 from sqlstream.core.errors import ConnectorError, DataError
+from sqlstream.core.types import sql_type_name
 from sqlstream.runtime.formats import (
+    CONVERSION_ERRORS,
     Locate,
     TextFormat,
     cannot_parse,
     check_text_type,
     concat_values,
     convert_columns,
+    convert_text,
     ignore_parse_errors,
     make_batch,
     value_text,
@@ -43,6 +46,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("csv.allow-comments", "bool", default=False, description="skip lines starting with '#'"),
     Option("csv.ignore-parse-errors", "bool", description="skip malformed records instead of failing"),
     Option("csv.header", "bool", default=False, description="the first line of each file is a header to skip"),
+    Option("csv.array-element-delimiter", default=";",
+           description="separates the elements of an ARRAY field and the fields of a ROW field"),
 )
 
 _BLOCK_SIZE = 1 << 20
@@ -80,6 +85,7 @@ class CsvFormat(TextFormat):
         self.allow_comments = bool(options.get("csv.allow-comments") or False)
         self.header = bool(options.get("csv.header") or False)
         self.ignore_errors = ignore_parse_errors(options, "csv")
+        self.element_delimiter: str = options.get("csv.array-element-delimiter") or ";"
         special = re.escape(self.delimiter + self.quote) + r"\r\n"
         self._needs_quote = f"[{special}]|^\\s|\\s$"
         self._records_seen = 0  # records (good or bad) seen by the last _decode
@@ -146,8 +152,18 @@ class CsvFormat(TextFormat):
                 raise DataError(f"malformed CSV data in {what}: {e}") from None
             n = strings.num_rows
             texts, blank = _jackson_text(strings.columns[: len(fields)], fields)
-            arrays, bad = convert_columns(texts, fields, not self.ignore_errors, "column")
-            bad = {**blank, **bad}
+            scalar = [k for k, f in enumerate(fields) if not _is_nested(f.type)]
+            converted, bad = convert_columns([texts[k] for k in scalar], [fields[k] for k in scalar],
+                                             not self.ignore_errors, "column")
+            arrays = [None] * len(fields)
+            for k, arr in zip(scalar, converted, strict=True):
+                arrays[k] = arr
+            for k, f in enumerate(fields):
+                if arrays[k] is None:
+                    arrays[k], nested_bad = self._nested(texts[k], f)
+                    for row, reason in nested_bad.items():
+                        bad.setdefault(row, reason)
+            bad = {**blank, **dict(sorted(bad.items()))}
             if not self.ignore_errors:
                 self._raise_first(invalid, bad, records, skip, locate)
             elif bad:
@@ -160,6 +176,51 @@ class CsvFormat(TextFormat):
         if invalid and not self.ignore_errors:  # a last block of nothing but invalid rows
             self._raise_first(invalid, {}, records, skip, locate)
         self._records_seen = records + len(invalid)
+
+    def _nested(self, text: pa.Array, f: pa.Field) -> tuple[pa.Array, dict[int, str]]:
+        """An ARRAY or ROW field's values, split at 'csv.array-element-delimiter' as Flink's csv
+        format does: an empty field is an empty ARRAY, an element equal to the null literal is NULL,
+        a ROW takes its fields by position (missing ones NULL, extra ones ignored).  Returns the
+        values and ``{row: reason}`` for the fields that do not convert (NULL in the values)."""
+        try:
+            return self._split_nested(text, f.type), {}
+        except CONVERSION_ERRORS:
+            pass
+        bad: dict[int, str] = {}
+        for row in range(len(text)):  # the error path only: find the fields that fail
+            try:
+                self._split_nested(text.slice(row, 1), f.type)
+            except CONVERSION_ERRORS:
+                bad[row] = f"column '{f.name}': {cannot_parse(text[row].as_py(), f.type)}"
+                if not self.ignore_errors:
+                    break
+        cleaned = pc.if_else(pa.array(np.isin(np.arange(len(text)), list(bad))), pa.scalar(None, pa.string()), text)
+        return self._split_nested(cleaned, f.type), bad
+
+    def _split_nested(self, text: pa.Array, t: pa.DataType) -> pa.Array:
+        if pa.types.is_list(t) and self.null_literal == "":
+            text = pc.fill_null(text, "")  # the empty field, read as the null literal, is []
+        parts = pc.split_pattern(text, self.element_delimiter)
+        counts = pc.fill_null(pc.list_value_length(parts), 0).to_numpy(zero_copy_only=False)
+        flat = parts.flatten()
+        if self.null_literal is not None:
+            flat = pc.if_else(pc.equal(flat, self.null_literal), pa.scalar(None, pa.string()), flat)
+        mask = text.is_null() if text.null_count else None
+        if pa.types.is_list(t):
+            empty = pc.fill_null(pc.equal(text, ""), False).to_numpy(zero_copy_only=False)
+            keep = np.repeat(~empty, counts)  # an empty field splits into one '': no element
+            lengths = np.where(empty, 0, counts)
+            values = _element_values(flat.filter(pa.array(keep)), t.value_type)
+            offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+            return pa.ListArray.from_arrays(offsets, values, type=t, mask=mask)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        children = []
+        for i, field in enumerate(t):
+            has = counts > i
+            at = pa.array(np.where(has, starts + i, 0), mask=~has)
+            texts = flat.take(at) if len(flat) else pa.nulls(len(text), pa.string())
+            children.append(_element_values(texts, field.type))
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
 
     def _raise_first(
         self,
@@ -281,7 +342,7 @@ class CsvFormat(TextFormat):
         null_text = self.null_literal if self.null_literal is not None else ""
         cells = []
         for arr in batch.columns:
-            text = value_text(arr)
+            text = self._nested_text(arr, null_text) if _is_nested(arr.type) else value_text(arr)
             quote = pc.match_substring_regex(text, self._needs_quote)
             doubled = pc.replace_substring(text, self.quote, self.quote * 2)
             quoted = pc.binary_join_element_wise(self.quote, doubled, self.quote, "")
@@ -292,6 +353,30 @@ class CsvFormat(TextFormat):
         if len(cells) == 1:
             return cells[0]
         return pc.binary_join_element_wise(*cells, self.delimiter)
+
+    def _nested_text(self, arr: pa.Array, null_text: str) -> pa.Array:
+        """An ARRAY's elements or a ROW's fields joined by the element delimiter, a NULL one as the
+        null literal (as Flink writes them; NULL stays NULL for the field's own null literal)."""
+        if pa.types.is_struct(arr.type):
+            fields = [pc.fill_null(value_text(pc.struct_field(arr, [i])), null_text) for i in range(arr.type.num_fields)]
+            joined = fields[0] if len(fields) == 1 else pc.binary_join_element_wise(*fields, self.element_delimiter)
+            return pc.if_else(arr.is_valid(), joined, pa.scalar(None, pa.string()))
+        items = pc.fill_null(value_text(arr.values), null_text)
+        offsets = pa.array(arr.offsets.to_numpy())  # fresh: Arrow takes no mask with sliced offsets
+        lists = pa.ListArray.from_arrays(offsets, items, mask=arr.is_null() if arr.null_count else None)
+        return pc.binary_join(lists, self.element_delimiter)
+
+
+def _element_values(texts: pa.Array, t: pa.DataType) -> pa.Array:
+    """Element texts converted; a blank one of a non-string type does not parse (as a field's)."""
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        if pc.any(pc.equal(pc.utf8_trim_whitespace(texts), "")).as_py():
+            raise pa.ArrowInvalid(f"an empty element is no {sql_type_name(t)}")
+    return convert_text(texts, t)
+
+
+def _is_nested(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_struct(t)
 
 
 def _jackson_text(columns: Sequence[pa.Array], fields: Sequence[pa.Field]) -> tuple[list[pa.Array], dict[int, str]]:
@@ -306,7 +391,7 @@ def _jackson_text(columns: Sequence[pa.Array], fields: Sequence[pa.Field]) -> tu
     blank: dict[int, str] = {}
     for arr, f in zip(columns, fields, strict=True):
         t = f.type
-        if pa.types.is_string(t) or pa.types.is_large_string(t):
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or _is_nested(t):
             out.append(arr)
             continue
         trimmed = pc.utf8_trim_whitespace(arr)

@@ -15,6 +15,7 @@ which both converts leniently and names the bad line.
 from __future__ import annotations
 
 import json as pyjson
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -72,11 +73,24 @@ def _reader_type(t: pa.DataType) -> pa.DataType:
         return pa.string()
     if pa.types.is_list(t):
         return pa.list_(_reader_type(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _reader_type(f.type)) for f in t])
     return t
 
 
 def _has_text_typed(t: pa.DataType) -> bool:
-    return _is_text_typed(t) or (pa.types.is_list(t) and _has_text_typed(t.value_type))
+    return _is_text_typed(t) or (pa.types.is_list(t) and _has_text_typed(t.value_type)) or (
+        pa.types.is_struct(t) and any(_has_text_typed(f.type) for f in t))
+
+
+def _has_map(t: pa.DataType) -> bool:
+    """Whether a MAP is in the type: Arrow's JSON reader reads objects as structs of known fields
+    only, so a MAP's arbitrary keys are decoded by the Python path."""
+    if pa.types.is_map(t):
+        return True
+    if pa.types.is_list(t):
+        return _has_map(t.value_type)
+    return pa.types.is_struct(t) and any(_has_map(f.type) for f in t)
 
 
 class JsonFormat(TextFormat):
@@ -105,6 +119,13 @@ class JsonFormat(TextFormat):
         # Columns Arrow must infer (their JSON type differs from the column's), learned while reading.
         self._relaxed: set[str] = set()
         self._parse_options_by_relaxed: dict[frozenset[str], pajson.ParseOptions] = {}
+        self._python_only = any(_has_map(f.type) for f in self.output_schema)
+        # per column, how the Python path turns its JSON value into what _line_by_line converts:
+        # text (scalars), member pairs (a MAP of scalars, converted column-wise) or a value
+        self._python_converters = [
+            (f, _map_texts if _is_flat_map(f.type) else _python_nested if _is_nested(f.type) else _scalar_text)
+            for f in self.output_schema
+        ]
         self._key_patterns = [
             '"' + re.escape(pyjson.dumps(c)[1:-1]) + r'"\s*:' for c in self.columns
         ]
@@ -154,6 +175,12 @@ class JsonFormat(TextFormat):
     def _decode_block(self, block: bytes, locate: Locate) -> Iterator[pa.RecordBatch]:
         """Batches of a block of whole lines; ``locate(k)`` names its k-th line (0-based)."""
         if not block.strip():
+            return
+        if self._python_only:
+            lines, numbers = _split_lines(block)
+            batch = self._line_by_line(lines, numbers, locate)
+            if batch.num_rows:
+                yield batch
             return
         batch = self._fast(block)
         if batch is not None and self.fail_on_missing:
@@ -245,7 +272,11 @@ class JsonFormat(TextFormat):
         texts: list[list[Any]] = [[] for _ in self.columns]
         kept: list[int] = []
         bad: dict[int, str] = {}
-        for row, line in enumerate(lines):
+        try:  # one parse of the whole range; a bad line makes each line be parsed on its own
+            docs: list[Any] = pyjson.loads(b"[" + b",".join(lines) + b"]")
+        except ValueError:
+            docs = lines
+        for row, line in enumerate(docs):
             try:
                 values = self._python_values(line)
             except ValueError as e:
@@ -258,7 +289,7 @@ class JsonFormat(TextFormat):
                 texts[k].append(v)
         arrays: list[pa.Array] = []
         fields = list(self.output_schema)
-        scalar_cols = [k for k, f in enumerate(fields) if not pa.types.is_list(f.type)]
+        scalar_cols = [k for k, f in enumerate(fields) if not _is_nested(f.type)]
         converted, value_bad = convert_columns(
             [pa.array(texts[k], pa.string()) for k in scalar_cols],
             [fields[k] for k in scalar_cols],
@@ -269,6 +300,11 @@ class JsonFormat(TextFormat):
             bad.setdefault(kept[row], reason)
         by_col = dict(zip(scalar_cols, converted, strict=True))
         for k, f in enumerate(fields):
+            if _is_flat_map(f.type):
+                by_col[k], map_bad = _flat_map_column(texts[k], f)
+                for row, reason in map_bad.items():
+                    bad.setdefault(kept[row], reason)
+        for k, f in enumerate(fields):
             arrays.append(by_col[k] if k in by_col else pa.array(texts[k], f.type))
         if bad and not self.ignore_errors:
             first = min(bad)
@@ -278,10 +314,11 @@ class JsonFormat(TextFormat):
         arrays = drop_rows(arrays, len(kept), drop)
         return make_batch(arrays, self.output_schema, len(kept) - len(drop))
 
-    def _python_values(self, line: bytes) -> list[Any]:
-        """Per projected column: the value as text (scalars) or a converted list; ValueError if bad."""
+    def _python_values(self, line: bytes | Any) -> list[Any]:
+        """Per projected column of a line (or of its parsed document): the value as text (scalars),
+        member pairs (a MAP of scalars) or a converted value; ValueError if bad."""
         try:
-            doc = pyjson.loads(line)
+            doc = pyjson.loads(line) if isinstance(line, bytes) else line
         except UnicodeDecodeError as e:
             raise ValueError(f"invalid UTF-8: {e.reason}") from None
         except pyjson.JSONDecodeError as e:
@@ -289,17 +326,13 @@ class JsonFormat(TextFormat):
         if not isinstance(doc, dict):
             raise ValueError(f"expected a JSON object, got {_json_kind(doc)}")
         out: list[Any] = []
-        for f in self.output_schema:
+        for f, convert in self._python_converters:
             if f.name not in doc:
                 if self.fail_on_missing:
                     raise ValueError(f"field '{f.name}' is missing")
                 out.append(None)
                 continue
-            value = doc[f.name]
-            if pa.types.is_list(f.type):
-                out.append(_python_list(value, f))
-            else:
-                out.append(_scalar_text(value, f))
+            out.append(convert(doc[f.name], f))
         return out
 
     # -- encoding ------------------------------------------------------
@@ -322,6 +355,23 @@ class JsonFormat(TextFormat):
             offsets = pc.subtract(arr.offsets, arr.offsets[0])
             lists = pa.ListArray.from_arrays(offsets, inner, mask=arr.is_null())
             return pc.binary_join_element_wise("[", pc.binary_join(lists, ","), "]", "")
+        if pa.types.is_struct(t):
+            # a ROW is an object of its fields, in order; a NULL row is null
+            members = [
+                pc.binary_join_element_wise(pyjson.dumps(f.name, ensure_ascii=False) + ":",
+                                            pc.fill_null(self._json_value(pc.struct_field(arr, [i])), "null"), "")
+                for i, f in enumerate(t)
+            ]
+            body = members[0] if len(members) == 1 else pc.binary_join_element_wise(*members, ",")
+            whole = pc.binary_join_element_wise("{", body, "}", "")
+            return pc.if_else(arr.is_null(), pa.scalar(None, pa.string()), whole)
+        if pa.types.is_map(t):
+            # a MAP is an object whose member names are its keys' text
+            keys = _json_string(value_text(arr.keys, self.iso_timestamps))
+            entries = pc.binary_join_element_wise(keys, pc.fill_null(self._json_value(arr.items), "null"), ":")
+            offsets = pa.array(arr.offsets.to_numpy())
+            lists = pa.ListArray.from_arrays(offsets, entries, mask=arr.is_null() if arr.null_count else None)
+            return pc.binary_join_element_wise("{", pc.binary_join(lists, ","), "}", "")
         if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_decimal(t):
             return pc.cast(arr, pa.string())
         if pa.types.is_floating(t):
@@ -346,10 +396,13 @@ def _convert_relaxed(arr: pa.Array, t: pa.DataType) -> pa.Array:
 
 
 def _convert_nested(arr: pa.Array, t: pa.DataType) -> pa.Array:
-    """Convert text-typed values (temporal types read as strings), also inside lists."""
+    """Convert text-typed values (temporal types read as strings), also inside lists and rows."""
     if pa.types.is_list(t):
         values = _convert_nested(arr.values, t.value_type)
         return pa.ListArray.from_arrays(arr.offsets, values, type=t, mask=arr.is_null())
+    if pa.types.is_struct(t):
+        children = [_convert_nested(pc.struct_field(arr, [i]), f.type) for i, f in enumerate(t)]
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=arr.is_null())
     return convert_text(arr, t)
 
 
@@ -395,24 +448,90 @@ def _scalar_text(value: Any, f: pa.Field) -> str | None:
         return "true" if value else "false"
     if isinstance(value, str):
         return value
-    if isinstance(value, int | float):
-        return pyjson.dumps(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else pyjson.dumps(value)  # json's own spelling
     if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
         return pyjson.dumps(value, ensure_ascii=False, separators=(",", ":"))
     raise ValueError(f"field '{f.name}': {cannot_parse(pyjson.dumps(value), f.type)}")
 
 
-def _python_list(value: Any, f: pa.Field) -> list[Any] | None:
-    """A JSON array converted element-wise for an ARRAY column (slow path)."""
+def _is_flat_map(t: pa.DataType) -> bool:
+    """A MAP of scalar keys and values: decoded by the Python path but converted column-wise."""
+    return pa.types.is_map(t) and not _is_nested(t.key_type) and not _is_nested(t.item_type)
+
+
+def _map_texts(value: Any, f: pa.Field) -> list[tuple[str | None, str | None]] | None:
+    """A JSON object's members as (key text, value text) pairs, for _flat_map_column."""
     if value is None:
         return None
-    if not isinstance(value, list):
-        raise ValueError(f"field '{f.name}': expected an array, got {_json_kind(value)}")
-    element = pa.field(f.name, f.type.value_type)
+    if not isinstance(value, dict):
+        raise ValueError(f"field '{f.name}': expected an object, got {_json_kind(value)}")
+    item = pa.field(f.name, f.type.item_type)
+    return [(k, v if isinstance(v, str) or v is None else _scalar_text(v, item)) for k, v in value.items()]
+
+
+def _flat_map_column(rows: list[Any], f: pa.Field) -> tuple[pa.Array, dict[int, str]]:
+    """The MAP column of ``rows`` (lists of text pairs, or None), its keys and values converted in
+    one vectorized call each; ``{row: reason}`` for the rows whose map does not convert (NULL)."""
+    t = f.type
+    lengths = np.array([0 if r is None else len(r) for r in rows], np.int64)
+    pairs = [p for r in rows if r is not None for p in r]
+    keys = pa.array([k for k, _ in pairs], pa.string())
+    items = pa.array([v for _, v in pairs], pa.string())
+    bad: dict[int, str] = {}
     try:
-        if pa.types.is_list(element.type):
-            return [_python_list(v, element) for v in value]
-        texts = pa.array([_scalar_text(v, element) for v in value], pa.string())
-        return convert_text(texts, element.type).to_pylist()
+        converted_keys, converted_items = convert_text(keys, t.key_type), convert_text(items, t.item_type)
     except CONVERSION_ERRORS:
-        raise ValueError(f"field '{f.name}': {cannot_parse(pyjson.dumps(value), f.type)}") from None
+        # the error path: the rows whose map does not convert, found one by one
+        for row, r in enumerate(rows):
+            if r is None:
+                continue
+            try:
+                convert_text(pa.array([k for k, _ in r], pa.string()), t.key_type)
+                convert_text(pa.array([v for _, v in r], pa.string()), t.item_type)
+            except CONVERSION_ERRORS:
+                bad[row] = f"field '{f.name}': {cannot_parse(pyjson.dumps(dict(r)), t)}"
+        rows = [None if row in bad else r for row, r in enumerate(rows)]
+        return _flat_map_column(rows, f)[0], bad
+    if converted_keys.null_count:
+        first = int(np.repeat(np.arange(len(rows)), lengths)[np.flatnonzero(converted_keys.is_null())[0]])
+        return _flat_map_column([None if i == first else r for i, r in enumerate(rows)], f)[0], {
+            first: f"field '{f.name}': a MAP key is NULL"}
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    out = pa.MapArray.from_arrays(offsets, converted_keys, converted_items, type=t)
+    nulls = np.array([r is None for r in rows], bool)
+    return (pc.if_else(pa.array(nulls), pa.scalar(None, t), out) if nulls.any() else out), bad
+
+
+def _is_nested(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_struct(t)
+
+
+def _python_nested(value: Any, f: pa.Field) -> Any:
+    """A JSON array (ARRAY) or object (MAP, ROW) converted for its column (slow path): scalars
+    inside are converted as top-level ones are, a MAP's keys from their text."""
+    if value is None:
+        return None
+    t = f.type
+    expected = "an array" if pa.types.is_list(t) else "an object"
+    if not isinstance(value, list if pa.types.is_list(t) else dict):
+        raise ValueError(f"field '{f.name}': expected {expected}, got {_json_kind(value)}")
+    try:
+        if pa.types.is_list(t):
+            return _python_children(list(value), pa.field(f.name, t.value_type))
+        if pa.types.is_map(t):
+            keys = convert_text(pa.array(list(value), pa.string()), t.key_type).to_pylist()
+            values = _python_children(list(value.values()), pa.field(f.name, t.item_type))
+            return list(zip(keys, values, strict=True))
+        return {g.name: _python_children([value.get(g.name)], pa.field(f"{f.name}.{g.name}", g.type))[0] for g in t}
+    except CONVERSION_ERRORS:
+        raise ValueError(f"field '{f.name}': {cannot_parse(pyjson.dumps(value), t)}") from None
+
+
+def _python_children(values: list[Any], element: pa.Field) -> list[Any]:
+    if _is_nested(element.type):
+        return [_python_nested(v, element) for v in values]
+    texts = pa.array([_scalar_text(v, element) for v in values], pa.string())
+    return convert_text(texts, element.type).to_pylist()

@@ -260,14 +260,24 @@ class _Ranking:
                     rows += [o + rank, n + rank]
                     kinds += [RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER]
             return
-        removed = Counter(before) - Counter(after)
-        added = Counter(after) - Counter(before)
-        for row in removed.elements():
-            rows.append(row)
+        # rows compared by value; an ARRAY, MAP or ROW value (a list or dict) as a tuple
+        originals = {_hashable(r): r for r in (*before, *after)}
+        old, new = Counter(map(_hashable, before)), Counter(map(_hashable, after))
+        for key in (old - new).elements():
+            rows.append(originals[key])
             kinds.append(RowKind.DELETE)
-        for row in added.elements():
-            rows.append(row)
+        for key in (new - old).elements():
+            rows.append(originals[key])
             kinds.append(RowKind.INSERT)
+
+
+def _hashable(value: Any) -> Any:
+    """``value`` with its lists and dicts (nested values) as tuples, so that it can be counted."""
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _hashable(v)) for k, v in value.items())
+    return value
 
 
 class TopNOperator(Operator):

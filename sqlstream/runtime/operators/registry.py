@@ -104,6 +104,12 @@ def _replicate_rows(c: p.ReplicateRowsConfig, schema: pa.Schema) -> Operator:
     return ReplicateRowsOperator(c.times)
 
 
+def _unnest(c: p.UnnestConfig, schema: pa.Schema) -> Operator:
+    from sqlstream.runtime.operators.unnest import UnnestOperator
+
+    return UnnestOperator(c.collection, c.ordinality, c.left, schema)
+
+
 def _not_null_enforcer(c: p.NotNullEnforcerConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.constraint import NotNullEnforcer
 
@@ -168,6 +174,7 @@ BUILDERS: dict[type[p.OperatorConfig], Callable[[Any, pa.Schema], Operator]] = {
     p.TemporalJoinConfig: _temporal_join,
     p.UnionConfig: _union,
     p.ReplicateRowsConfig: _replicate_rows,
+    p.UnnestConfig: _unnest,
     p.NotNullEnforcerConfig: _not_null_enforcer,
     p.OverAggConfig: _over_agg,
     p.TopNConfig: _top_n,
