@@ -14,8 +14,7 @@ METADATA columns read the record's Kafka metadata (:data:`METADATA`);
 The planner hands the connector metadata columns typed as the metadata is and
 casts between that and the declared type in the session time zone, as Flink's
 planner does.
-Flink's 'headers' metadata is a MAP<STRING, BYTES>, a type this engine does
-not have, so it is refused.
+Flink's 'headers' metadata (a MAP<STRING, BYTES>) is refused: not supported yet.
 
 A format that skips a message (a tombstone, a blank text message, a malformed
 one with ignore-parse-errors) returns fewer rows than it was given; keys and
@@ -54,7 +53,7 @@ METADATA: dict[str, MetadataKey] = {
     "leader-epoch": MetadataKey(pa.int32()),
     "headers": MetadataKey(
         None,
-        refused="Kafka's 'headers' metadata is a MAP<STRING, BYTES> in Flink, and sqlstream has no MAP type",
+        refused="Kafka's 'headers' metadata (MAP<STRING, BYTES> in Flink) is not supported yet",
     ),
 }
 
