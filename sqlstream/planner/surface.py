@@ -24,8 +24,8 @@ _SELECT_REFUSED: dict[str, str] = {
     "match": "MATCH_RECOGNIZE is not supported yet",
     "qualify": "QUALIFY is not supported; filter the window function's result in an outer query: "
                "SELECT * FROM (SELECT ..., ROW_NUMBER() OVER (...) AS rn FROM t) WHERE rn <= N",
-    "laterals": "LATERAL VIEW is not Flink SQL; Flink expands arrays with CROSS JOIN UNNEST, which is "
-                "not supported yet",
+    "laterals": "LATERAL VIEW is not Flink SQL; Flink expands arrays with CROSS JOIN UNNEST(...) and "
+                "joins table functions with LATERAL TABLE(f(...))",
     "pivots": "PIVOT / UNPIVOT is not supported; aggregate with CASE: SUM(CASE WHEN k = 'a' THEN v END)",
     "sample": "TABLESAMPLE is not supported",
     "connect": "CONNECT BY is not supported",
@@ -123,8 +123,9 @@ def check_query(node: exp.Expression) -> None:
             raise plan_error("WITH RECURSIVE is not supported", n)
         elif isinstance(n, exp.Subquery):
             _check_modifiers(n, _SUBQUERY_READ, "a parenthesised query")
-        elif isinstance(n, exp.Lateral):
-            raise plan_error("LATERAL is not supported yet (neither LATERAL TABLE(...) nor LATERAL subqueries)", n)
+        elif isinstance(n, exp.Lateral) and (not isinstance(n.parent, exp.Join) or n.args.get("view")):
+            raise plan_error("LATERAL is supported as a join with a table function, [CROSS | LEFT] JOIN LATERAL "
+                             "TABLE(f(...)); LATERAL subqueries and LATERAL VIEW are not", n)
         elif isinstance(n, exp.MatchRecognize):
             raise plan_error(_SELECT_REFUSED["match"], n)
         elif isinstance(n, exp.Group):
