@@ -68,9 +68,9 @@ def parse_pattern(text: str, at: exp.Expression) -> list[tuple[str, int, int | N
 
 
 def _skip(text: str | None, variables: list[str], at: exp.Expression) -> tuple[str, int]:
-    """AFTER MATCH SKIP ...; without the clause, SKIP PAST LAST ROW (the SQL standard's default, as Flink)."""
+    """AFTER MATCH SKIP ...; without the clause, SKIP TO NEXT ROW (Calcite's default, so Flink's)."""
     if text is None:
-        return ("PAST LAST ROW", -1)
+        return ("TO NEXT ROW", -1)
     words = text.split()
     rest = " ".join(words[3:]).upper()
     if rest in ("PAST LAST ROW", "TO NEXT ROW"):

@@ -5,9 +5,10 @@ then are fed in timestamp order (arrival order among equal timestamps) to the pa
 key; a row whose time the watermark has already passed is late and dropped.
 
 The NFA follows Flink's (NFACompiler, strict contiguity as MATCH_RECOGNIZE's concatenation):
-every row may start a partial match; quantifiers are greedy, so a partial match that can take
-the row into its current variable does (it proceeds to the next variable only when it cannot);
-a partial match that can do neither dies.  The pattern ends in a single variable (Flink refuses
+every row may start a partial match; quantifiers are greedy (Flink's translation makes ``+ *
+{n,} {n,m}`` greedy), so a partial match that can take the row into its current variable does
+(it proceeds to the next variable only when it cannot), except after an optional ``v?``, which
+Flink leaves non-greedy: that partial match forks into both; one that can do neither dies.  The pattern ends in a single variable (Flink refuses
 a greedy last one), so a match completes when its last variable takes a row.  A completed match
 waits until no partial match that started earlier is still open, then is emitted and prunes
 the partial and completed matches its AFTER MATCH SKIP strategy discards
@@ -175,15 +176,13 @@ class MatchRecognizeOperator(Operator):
             seq = next_seq + i
             advanced: list[Partial] = []
             for pm in [*partial, (seq, 0, 0, ())]:
-                step = self._step(pm, seq, i, rows, current_only)
-                if step is None:
-                    continue
-                if step[1] == last_term and step[2] == self.pattern[last_term].min:
-                    pending.append((step[0], step[3]))
-                else:
-                    advanced.append(step)
+                for step in self._step(pm, seq, i, rows, current_only):
+                    if step[1] == last_term and step[2] == self.pattern[last_term].min:
+                        pending.append((step[0], step[3]))
+                    else:
+                        advanced.append(step)
             partial = advanced
-            pending.sort(key=lambda m: m[0])
+            pending.sort(key=lambda m: m[0])  # stable: of equal starts, the one completed first
             while pending and (not partial or pending[0][0] < partial[0][0]):
                 match = pending.pop(0)
                 keep = self._survives(match)
@@ -200,18 +199,21 @@ class MatchRecognizeOperator(Operator):
         self.nfa.put(kg, key, (first, kept_rows, next_seq, tuple(partial), tuple(pending)))
 
     def _step(self, pm: Partial, seq: int, due_index: int, rows: _KeyRows,
-              current_only: list[list[bool] | None]) -> Partial | None:
-        """The partial match after ``seq``: greedy, it takes the row into its current variable if it
-        can, else proceeds to the next variable once its count allows; None if neither."""
+              current_only: list[list[bool] | None]) -> list[Partial]:
+        """The partial match's successors after ``seq``.  A greedy quantifier takes the row into its
+        variable if it can and proceeds to the next variable only if not; an optional ``v?`` (not
+        greedy in Flink) does both; a count below the minimum must take."""
         start, term, count, labels = pm
-        while True:
-            t = self.pattern[term]
-            if (t.max is None or count < t.max) and self._accepts(t.variable, labels, start, seq, due_index, rows,
-                                                                  current_only):
-                return (start, term, count + 1, (*labels, t.variable))
-            if count < t.min or term + 1 == len(self.pattern):
-                return None
-            term, count = term + 1, 0
+        t = self.pattern[term]
+        out: list[Partial] = []
+        took = (t.max is None or count < t.max) and self._accepts(t.variable, labels, start, seq, due_index, rows,
+                                                                  current_only)
+        if took:
+            out.append((start, term, count + 1, (*labels, t.variable)))
+        optional = (t.min, t.max) == (0, 1)
+        if count >= t.min and term + 1 < len(self.pattern) and (not took or optional):
+            out += self._step((start, term + 1, 0, labels), seq, due_index, rows, current_only)
+        return out
 
     def _accepts(self, variable: int, labels: tuple[int, ...], start: int, seq: int, due_index: int,
                  rows: _KeyRows, current_only: list[list[bool] | None]) -> bool:
