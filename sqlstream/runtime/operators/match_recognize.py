@@ -90,8 +90,9 @@ class MatchRecognizeOperator(Operator):
         super().open(ctx)
         # key group -> batches of its rows that wait for the watermark, in arrival order
         self.waiting = ctx.keyed_state.state("waiting")
-        # (key group, partition key) -> (first sequence number, retained rows or None, next sequence
-        # number, partial matches, completed matches waiting to be emitted)
+        # (key group, partition key) -> (sequence number of the first retained row, the retained rows,
+        # the next sequence number, partial matches, completed matches waiting to be emitted); a key
+        # with no open match has no entry
         self.nfa = ctx.keyed_state.state("nfa")
 
     # ------------------------------------------------------------ input
@@ -192,7 +193,7 @@ class MatchRecognizeOperator(Operator):
         next_seq += due.num_rows
         starts = [p[0] for p in partial] + [m[0] for m in pending]
         if not starts:
-            self.nfa.put(kg, key, (next_seq, None, next_seq, (), ()))
+            self.nfa.delete(kg, key)  # no open match: the key's sequence numbers may start over
             return
         first = min(starts)
         kept_rows = batch.slice(first - base)
