@@ -7,8 +7,9 @@ key; a row whose time the watermark has already passed is late and dropped.
 The NFA follows Flink's (NFACompiler, strict contiguity as MATCH_RECOGNIZE's concatenation):
 every row may start a partial match; quantifiers are greedy (Flink's translation makes ``+ *
 {n,} {n,m}`` greedy), so a partial match that can take the row into its current variable does
-(it proceeds to the next variable only when it cannot), except after an optional ``v?``, which
-Flink leaves non-greedy: that partial match forks into both; one that can do neither dies.  The pattern ends in a single variable (Flink refuses
+(it proceeds to the next variable only for a row the variable's condition rejects, even once
+its maximum count is reached), except after an optional ``v?``, which Flink leaves non-greedy:
+that partial match forks into both; one that can do neither dies.  The pattern ends in a single variable (Flink refuses
 a greedy last one), so a match completes when its last variable takes a row.  A completed match
 waits until no partial match that started earlier is still open, then is emitted and prunes
 the partial and completed matches its AFTER MATCH SKIP strategy discards
@@ -202,17 +203,20 @@ class MatchRecognizeOperator(Operator):
     def _step(self, pm: Partial, seq: int, due_index: int, rows: _KeyRows,
               current_only: list[list[bool] | None]) -> list[Partial]:
         """The partial match's successors after ``seq``.  A greedy quantifier takes the row into its
-        variable if it can and proceeds to the next variable only if not; an optional ``v?`` (not
-        greedy in Flink) does both; a count below the minimum must take."""
+        variable if it can, and proceeds to the next variable only for a row its own condition
+        rejects, even once its maximum is reached (Flink's NFACompiler adds NOT(take) to the next
+        state's transitions); an optional ``v?`` (not greedy in Flink) does both; a count below the
+        minimum must take."""
         start, term, count, labels = pm
         t = self.pattern[term]
         out: list[Partial] = []
-        took = (t.max is None or count < t.max) and self._accepts(t.variable, labels, start, seq, due_index, rows,
-                                                                  current_only)
-        if took:
+        greedy = t.min != t.max and (t.min, t.max) != (0, 1)
+        room = t.max is None or count < t.max
+        accepted = (room or greedy) and self._accepts(t.variable, labels, start, seq, due_index, rows, current_only)
+        if room and accepted:
             out.append((start, term, count + 1, (*labels, t.variable)))
-        optional = (t.min, t.max) == (0, 1)
-        if count >= t.min and term + 1 < len(self.pattern) and (not took or optional):
+        blocked = accepted and (greedy or room) and (t.min, t.max) != (0, 1)
+        if count >= t.min and term + 1 < len(self.pattern) and not blocked:
             out += self._step((start, term + 1, 0, labels), seq, due_index, rows, current_only)
         return out
 
