@@ -220,12 +220,19 @@ class OverAggConfig(OperatorConfig):
 
 @dataclass(frozen=True)
 class PatternTerm:
-    """One element of a MATCH_RECOGNIZE pattern: a variable (its index) repeated min..max times,
-    greedily (``max`` None: unbounded)."""
+    """One element of a MATCH_RECOGNIZE pattern: a variable (its index) repeated min..max times
+    (``max`` None: unbounded), reluctantly or not."""
 
     variable: int
     min: int
     max: int | None
+    reluctant: bool = False
+
+    @property
+    def greedy(self) -> bool:
+        """Flink's translation makes ``+ * {n,} {n,m}`` greedy; ``v?``, ``{n}`` and the reluctant
+        forms are not."""
+        return self.min != self.max and (self.min, self.max) != (0, 1) and not self.reluctant
 
     def describe(self, variables: tuple[str, ...]) -> str:
         name, lo, hi = variables[self.variable], self.min, self.max
@@ -234,7 +241,7 @@ class PatternTerm:
         quantifier = {(1, None): "+", (0, None): "*", (0, 1): "?"}.get((lo, hi))
         if quantifier is None:
             quantifier = f"{{{lo}}}" if lo == hi else f"{{{lo},{'' if hi is None else hi}}}"
-        return name + quantifier
+        return name + quantifier + ("?" if self.reluctant else "")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Binding MATCH_RECOGNIZE (Flink's row pattern recognition) into a logical MatchRecognize node.
 
 What is carried out: PARTITION BY columns, ORDER BY the event-time attribute ascending, a PATTERN
-of variables in sequence with greedy quantifiers (``+ * ? {n} {n,} {n,m}``), DEFINE conditions
+of variables in sequence with quantifiers (``+ * ? {n} {n,} {n,m}``, reluctant ``+? *? {n,}? {n,m}?``), DEFINE conditions
 over the current row and the match so far (FIRST/LAST(v.col[, n]), v.col), MEASURES over
 FIRST/LAST(v.col[, n])/v.col, COUNT/SUM/AVG/MIN/MAX
 of a variable's rows and MATCH_ROWTIME(), ONE ROW PER MATCH and the four AFTER MATCH SKIP forms.
@@ -34,9 +34,9 @@ _AGGREGATES = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Avg: "AVG", exp.Min: "MIN
 _UNSUPPORTED_CALLS = ("NEXT", "CLASSIFIER", "MATCH_NUMBER", "MATCH_PROCTIME", "RUNNING", "FINAL")
 
 
-def parse_pattern(text: str, at: exp.Expression) -> list[tuple[str, int, int | None]]:
-    """The PATTERN (sqlglot keeps it as raw text) as (variable, min, max) terms in sequence."""
-    terms: list[tuple[str, int, int | None]] = []
+def parse_pattern(text: str, at: exp.Expression) -> list[tuple[str, int, int | None, bool]]:
+    """The PATTERN (sqlglot keeps it as raw text) as (variable, min, max, reluctant) terms in sequence."""
+    terms: list[tuple[str, int, int | None, bool]] = []
     for m in _TOKEN.finditer(text):
         other = m.group("other")
         if other is not None:
@@ -44,8 +44,10 @@ def parse_pattern(text: str, at: exp.Expression) -> list[tuple[str, int, int | N
             raise plan_error(f"MATCH_RECOGNIZE: {what} in PATTERN is not supported yet", at)
         name = m.group("var").strip("`")
         q = m.group("q") or ""
-        if len(q) > 1 and q.endswith("?"):
-            raise plan_error(f"MATCH_RECOGNIZE: the reluctant quantifier {name}{q} is not supported yet", at)
+        reluctant = len(q) > 1 and q.endswith("?")
+        if q == "??":
+            raise plan_error("Reluctant optional variables are not supported yet.", at)  # Flink's words
+        q = q[:-1] if reluctant else q
         if q in ("", "+", "*", "?"):
             lo, hi = {"": (1, 1), "+": (1, None), "*": (0, None), "?": (0, 1)}[q]
         else:
@@ -59,11 +61,15 @@ def parse_pattern(text: str, at: exp.Expression) -> list[tuple[str, int, int | N
         if any(t[0] == name for t in terms):
             raise plan_error(f"MATCH_RECOGNIZE: the pattern variable {name} appears twice in PATTERN, which is "
                              "not supported", at)
-        terms.append((name, lo, hi))
+        terms.append((name, lo, hi, reluctant))
     if not terms:
         raise plan_error("MATCH_RECOGNIZE: the PATTERN is empty", at)
-    if terms[-1][1:] != (1, 1):
+    _, lo, hi, reluctant = terms[-1]
+    if lo != hi and not reluctant:
         raise plan_error(_GREEDY_LAST, at)
+    if lo == 0:
+        raise plan_error("MATCH_RECOGNIZE: a pattern ending in a variable that may match no row is not "
+                         "supported yet", at)
     return terms
 
 
@@ -139,7 +145,7 @@ def bind_match_recognize(source: LogicalNode, scope: Scope, node: exp.MatchRecog
         raise plan_error("MATCH_RECOGNIZE needs MEASURES or PARTITION BY: its output has no column", node)
     out = MatchRecognize(
         source, partition_keys, rowtime, tuple(variables),
-        tuple(PatternTerm(i, lo, hi) for i, (_, lo, hi) in enumerate(terms)),
+        tuple(PatternTerm(i, lo, hi, r) for i, (_, lo, hi, r) in enumerate(terms)),
         tuple(defines), tuple(navigations), tuple(primitives), tuple(primitive_types), tuple(measures), tuple(names),
         skip, rowtime_measure)
     return out, Scope.of(out.schema, node.alias or None)

@@ -9,9 +9,10 @@ every row may start a partial match; quantifiers are greedy (Flink's translation
 {n,} {n,m}`` greedy), so a partial match that can take the row into its current variable does
 (it proceeds to the next variable only for a row the variable's condition rejects, even once
 its maximum count is reached), except after an optional ``v?``, which Flink leaves non-greedy:
-that partial match forks into both; one that can do neither dies.  The pattern ends in a single variable (Flink refuses
-a greedy last one), so a match completes when its last variable takes a row.  A completed match
-waits until no partial match that started earlier is still open, then is emitted and prunes
+that partial match forks into both; one that can do neither dies.  The pattern ends in a variable that is not greedy (Flink
+refuses a greedy last one), so a match completes each time its last variable has taken its
+minimum count of rows or more.  A completed match
+waits until no partial match that started strictly earlier is still open, then is emitted and prunes
 the partial and completed matches its AFTER MATCH SKIP strategy discards
 (NFA.processMatchesAccordingToSkipStrategy: SKIP PAST LAST ROW those that started at or before
 its last row, SKIP TO NEXT ROW at or before its first row, SKIP TO FIRST/LAST v before v's
@@ -174,18 +175,21 @@ class MatchRecognizeOperator(Operator):
         partial: list[Partial] = list(partials)
         pending: list[Completed] = list(completed)
         last_term = len(self.pattern) - 1
+        last = self.pattern[last_term]
         for i in range(due.num_rows):
             seq = next_seq + i
             advanced: list[Partial] = []
             for pm in [*partial, (seq, 0, 0, ())]:
                 for step in self._step(pm, seq, i, rows, current_only):
-                    if step[1] == last_term and step[2] == self.pattern[last_term].min:
+                    if step[1] == last_term and step[2] >= last.min:
                         pending.append((step[0], step[3]))
-                    else:
-                        advanced.append(step)
+                        if last.max is not None and step[2] == last.max:
+                            continue  # a reluctant last variable may take more rows: more matches
+                    advanced.append(step)
             partial = advanced
             pending.sort(key=lambda m: m[0])  # stable: of equal starts, the one completed first
-            while pending and (not partial or pending[0][0] < partial[0][0]):
+            # emitted once no partial match that started strictly earlier is open (NFA.isEarlier: <=)
+            while pending and (not partial or pending[0][0] <= partial[0][0]):
                 match = pending.pop(0)
                 keep = self._survives(match)
                 partial = [p for p in partial if keep(p[0])]
@@ -205,18 +209,17 @@ class MatchRecognizeOperator(Operator):
         """The partial match's successors after ``seq``.  A greedy quantifier takes the row into its
         variable if it can, and proceeds to the next variable only for a row its own condition
         rejects, even once its maximum is reached (Flink's NFACompiler adds NOT(take) to the next
-        state's transitions); an optional ``v?`` (not greedy in Flink) does both; a count below the
-        minimum must take."""
+        state's transitions); a non-greedy one (``v?``, reluctant) forks into both; a count below
+        the minimum must take."""
         start, term, count, labels = pm
         t = self.pattern[term]
         out: list[Partial] = []
-        greedy = t.min != t.max and (t.min, t.max) != (0, 1)
         room = t.max is None or count < t.max
-        accepted = (room or greedy) and self._accepts(t.variable, labels, start, seq, due_index, rows, current_only)
+        accepted = (room or t.greedy) and self._accepts(t.variable, labels, start, seq, due_index, rows,
+                                                        current_only)
         if room and accepted:
             out.append((start, term, count + 1, (*labels, t.variable)))
-        blocked = accepted and (greedy or room) and (t.min, t.max) != (0, 1)
-        if count >= t.min and term + 1 < len(self.pattern) and not blocked:
+        if count >= t.min and term + 1 < len(self.pattern) and not (t.greedy and accepted):
             out += self._step((start, term + 1, 0, labels), seq, due_index, rows, current_only)
         return out
 

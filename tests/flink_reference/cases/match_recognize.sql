@@ -48,3 +48,19 @@ SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY price MEASURES A.
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS B.price > 1) AS r;
 -- case: undefined_variable_in_measures
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES Z.price AS z ONE ROW PER MATCH PATTERN (A B) DEFINE A AS A.price > 1) AS r;
+-- case: reluctant_plus
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, COUNT(A.price) AS n, B.price AS b ONE ROW PER MATCH PATTERN (A+? B) DEFINE A AS A.price > 15, B AS B.tax = 1) AS r;
+-- case: reluctant_star
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES S.price AS s, COUNT(A.price) AS n, B.price AS b ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (S A*? B) DEFINE A AS A.price > S.price, B AS B.price > LAST(A.price) OR B.tax = 3) AS r;
+-- case: reluctant_range
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(A.price) AS n, SUM(A.price) AS s, B.price AS b ONE ROW PER MATCH PATTERN (A{2,3}? B) DEFINE A AS A.price > 15, B AS B.price > 15) AS r;
+-- case: reluctant_last
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, COUNT(B.price) AS n, LAST(B.price) AS b ONE ROW PER MATCH PATTERN (A B+?) DEFINE A AS A.tax = 2, B AS B.price > A.price) AS r;
+-- case: exact_last
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, FIRST(B.price) AS b0, LAST(B.price) AS b1 ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B{2}) DEFINE B AS B.price > A.price) AS r;
+-- case: greedy_stops_at_max_for_next
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(A.price) AS n, B.price AS b ONE ROW PER MATCH PATTERN (A{1,2} B) DEFINE A AS A.price > 10, B AS B.price > 0) AS r;
+-- case: reluctant_optional_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A?? B) DEFINE B AS B.price > 1) AS r;
+-- case: skip_to_first_missing_variable
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, C.price AS c ONE ROW PER MATCH AFTER MATCH SKIP TO FIRST B PATTERN (A B? C) DEFINE A AS A.tax = 1, B AS B.tax = 2, C AS C.tax = 3) AS r;
