@@ -117,7 +117,7 @@ _MR = "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES {m} 
     (_MR.format(m="A.v AS a", rest="PATTERN (A B+) DEFINE A AS A.v > 1"), "Greedy quantifiers are not allowed"),
     (_MR.format(m="A.v AS a", rest="PATTERN (A B) DEFINE B AS B.v > PREV(B.v)"), "physical offsets"),
     (_MR.format(m="CLASSIFIER() AS c", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "CLASSIFIER in MEASURES"),
-    (_MR.format(m="SUM(B.v) AS s", rest="PATTERN (A B) DEFINE B AS B.v > SUM(A.v)"), r"SUM\(A.v\) in DEFINE"),
+    (_MR.format(m="SUM(B.v) AS s", rest="PATTERN (A B) DEFINE B AS B.v > SUM(DISTINCT A.v)"), r"SUM\(DISTINCT"),
     (_MR.format(m="A.v AS a", rest="AFTER MATCH SKIP TO FIRST Q PATTERN (A B) DEFINE B AS B.v > 1"),
      "unknown pattern variable Q"),
 ])

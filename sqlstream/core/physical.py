@@ -255,6 +255,7 @@ class MatchRecognizeConfig(OperatorConfig):
     pattern: tuple[PatternTerm, ...]
     defines: tuple[Expr | None, ...]
     navigations: tuple[tuple[str, int, int, int], ...]
+    navigation_types: tuple[pa.DataType, ...]
     primitives: tuple[tuple[str, int, int, int], ...]
     primitive_types: tuple[pa.DataType, ...]
     measures: tuple[Expr, ...]

@@ -2,7 +2,7 @@
 
 What is carried out: PARTITION BY columns, ORDER BY the event-time attribute ascending, a PATTERN
 of variables in sequence with quantifiers (``+ * ? {n} {n,} {n,m}``, reluctant ``+? *? {n,}? {n,m}?``), DEFINE conditions
-over the current row and the match so far (FIRST/LAST(v.col[, n]), v.col), MEASURES over
+over the current row and the match so far (FIRST/LAST(v.col[, n]), v.col, aggregates), MEASURES over
 FIRST/LAST(v.col[, n])/v.col, COUNT/SUM/AVG/MIN/MAX
 of a variable's rows and MATCH_ROWTIME(), ONE ROW PER MATCH and the four AFTER MATCH SKIP forms.
 Everything else of the clause is refused here by name, so no part of a query is silently dropped.
@@ -118,12 +118,14 @@ def bind_match_recognize(source: LogicalNode, scope: Scope, node: exp.MatchRecog
     width = len(source.schema)
     input_scope = Scope.of(source.schema)
     navigations: list[tuple[str, int, int, int]] = []
+    navigation_types: list[pa.DataType] = []
     defines: list[Expr | None] = [None] * len(variables)
     for d in node.args.get("define") or []:
         name = d.alias
         if name not in variables:
             raise plan_error(f"MATCH_RECOGNIZE: DEFINE of {name}, which is not a variable of the PATTERN", d)
-        defines[variables.index(name)] = _bind_define(d.this, name, variables, input_scope, navigations, width, zone)
+        defines[variables.index(name)] = _bind_define(d.this, name, variables, input_scope, navigations, navigation_types, width,
+                                                     zone)
 
     primitives: list[tuple[str, int, int, int]] = []
     primitive_types: list[pa.DataType] = []
@@ -146,7 +148,7 @@ def bind_match_recognize(source: LogicalNode, scope: Scope, node: exp.MatchRecog
     out = MatchRecognize(
         source, partition_keys, rowtime, tuple(variables),
         tuple(PatternTerm(i, lo, hi, r) for i, (_, lo, hi, r) in enumerate(terms)),
-        tuple(defines), tuple(navigations), tuple(primitives), tuple(primitive_types), tuple(measures), tuple(names),
+        tuple(defines), tuple(navigations), tuple(navigation_types), tuple(primitives), tuple(primitive_types), tuple(measures), tuple(names),
         skip, rowtime_measure)
     return out, Scope.of(out.schema, node.alias or None)
 
@@ -188,27 +190,54 @@ def _navigation(n: exp.Expression, variables: list[str], scope: Scope, clause: s
     return kind, (variables.index(col.table) if col.table else -1), ref.index, offset, ref
 
 
+def _aggregate(n: exp.Expression, variables: list[str], scope: Scope, clause: str,
+               ) -> tuple[tuple[str, int, int, int], pa.DataType] | None:
+    """COUNT/SUM/AVG/MIN/MAX(v.col) or COUNT(*) over the rows of the match (of variable v) as
+    ((function, variable or -1, input column or -1, 0), result type as Flink types it)."""
+    if type(n) not in _AGGREGATES:
+        return None
+    function = _AGGREGATES[type(n)]
+    if function == "COUNT" and isinstance(n.this, exp.Star):
+        return ("COUNT", -1, -1, 0), pa.int64()
+    if isinstance(n.this, exp.Distinct):
+        raise plan_error(f"MATCH_RECOGNIZE: {function}(DISTINCT ...) is not supported", n)
+    arg = n.this
+    if not isinstance(arg, exp.Column) or isinstance(arg.this, exp.Star):
+        raise plan_error(f"MATCH_RECOGNIZE: {n.sql()} takes a column (v.col) here", n)
+    _, variable, column, _, ref = _navigation(arg, variables, scope, clause)
+    t = ref.type
+    if function in ("SUM", "AVG") and not (pa.types.is_integer(t) or pa.types.is_floating(t)
+                                           or pa.types.is_decimal(t)):
+        raise plan_error(f"{function} needs a numeric argument, got {sql_type_name(t)}", n)
+    return (function, variable, column, 0), {"COUNT": pa.int64(), "SUM": sum_type(t), "AVG": avg_type(t)}.get(function, t)
+
+
 def _bind_define(cond: exp.Expression, name: str, variables: list[str], scope: Scope,
-                 navigations: list[tuple[str, int, int, int]], width: int, zone: str) -> Expr:
+                 navigations: list[tuple[str, int, int, int]], types: list[pa.DataType], width: int,
+                 zone: str) -> Expr:
     """A DEFINE condition over the current row (columns 0..width-1) followed by one column per
-    navigation into the match so far (FIRST/LAST of a variable's rows, registered in
-    ``navigations``).  The current row counts as a row of ``name``; ``name.col`` and an
-    unqualified ``col`` are the current row's."""
+    navigation into the match so far (FIRST/LAST of a variable's rows, or an aggregate of them,
+    registered in ``navigations`` with their ``types``).  The current row counts as a row of
+    ``name``; ``name.col`` and an unqualified ``col`` are the current row's."""
     own = variables.index(name)
 
+    def navigation(key: tuple[str, int, int, int], t: pa.DataType, shown: str) -> ColumnRef:
+        if key not in navigations:
+            navigations.append(key)
+            types.append(t)
+        return ColumnRef(width + navigations.index(key), shown, t)
+
     def intercept(node: exp.Expression) -> Expr | None:
+        aggregate = _aggregate(node, variables, scope, "DEFINE")
+        if aggregate is not None:
+            return navigation(aggregate[0], aggregate[1], node.sql())
         nav = _navigation(node, variables, scope, "DEFINE")
         if nav is None:
-            if isinstance(node, exp.First | exp.Last) or type(node) in _AGGREGATES:
-                raise plan_error(f"MATCH_RECOGNIZE: {node.sql()} in DEFINE is not supported yet", node)
             return None
         kind, variable, column, offset, ref = nav
         if kind == "LAST" and offset == 0 and variable in (own, -1):
             return ref  # the current row
-        key = (kind, variable, column, offset)
-        if key not in navigations:
-            navigations.append(key)
-        return ColumnRef(width + navigations.index(key), node.sql(), ref.type)
+        return navigation((kind, variable, column, offset), ref.type, node.sql())
 
     bound = ExprBinder(scope, intercept, zone=zone).bind(cond)
     if not (pa.types.is_boolean(bound.type) or pa.types.is_null(bound.type)):
@@ -238,22 +267,9 @@ def _bind_measure(node: exp.Expression, variables: list[str], scope: Scope, rowt
         if nav is not None:
             kind, variable, column, offset, ref = nav
             return primitive((kind, variable, column, offset), ref.type, n.sql())
-        if type(n) in _AGGREGATES:
-            function = _AGGREGATES[type(n)]
-            if function == "COUNT" and isinstance(n.this, exp.Star):
-                return primitive(("COUNT", -1, -1, 0), pa.int64(), n.sql())
-            if isinstance(n.this, exp.Distinct):
-                raise plan_error(f"MATCH_RECOGNIZE: {function}(DISTINCT ...) is not supported", n)
-            arg = n.this
-            if not isinstance(arg, exp.Column) or isinstance(arg.this, exp.Star):
-                raise plan_error(f"MATCH_RECOGNIZE: {n.sql()} takes a column (v.col) here", n)
-            _, variable, column, _, ref = _navigation(arg, variables, scope, "MEASURES")
-            t = ref.type
-            if function in ("SUM", "AVG") and not (pa.types.is_integer(t) or pa.types.is_floating(t)
-                                                   or pa.types.is_decimal(t)):
-                raise plan_error(f"{function} needs a numeric argument, got {sql_type_name(t)}", n)
-            out = {"COUNT": pa.int64(), "SUM": sum_type(t), "AVG": avg_type(t)}.get(function, t)
-            return primitive((function, variable, column, 0), out, n.sql())
+        aggregate = _aggregate(n, variables, scope, "MEASURES")
+        if aggregate is not None:
+            return primitive(aggregate[0], aggregate[1], n.sql())
         return None
 
     # every column is a primitive, caught by ``intercept``: the scope itself is empty

@@ -31,6 +31,7 @@ class MatchRecognize(LogicalNode):
     pattern: tuple[PatternTerm, ...]
     defines: tuple[Expr | None, ...]
     navigations: tuple[tuple[str, int, int, int], ...]
+    navigation_types: tuple[pa.DataType, ...]
     primitives: tuple[tuple[str, int, int, int], ...]
     primitive_types: tuple[pa.DataType, ...]
     measures: tuple[Expr, ...]

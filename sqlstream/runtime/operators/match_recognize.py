@@ -234,13 +234,12 @@ class MatchRecognizeOperator(Operator):
         # the current row, then the navigations into the match as it would be with the row as ``variable``
         row = rows.batch.slice(seq - rows.base, 1)
         arrays = list(row.columns)
-        for kind, var, column, offset in self.config.navigations:
+        for nav, t in zip(self.config.navigations, self.config.navigation_types, strict=True):
+            var = nav[1]
             taken = [start + j for j, v in enumerate(labels) if var < 0 or v == var]
             if var < 0 or var == variable:
                 taken.append(seq)
-            at = offset if kind == "FIRST" else len(taken) - 1 - offset
-            value = rows.value(column, taken[at]) if 0 <= at < len(taken) else None
-            arrays.append(pa.array([value], rows.batch.schema.field(column).type))
+            arrays.append(pa.array([self._read(nav, t, taken, rows)], t))
         names = [f"c{j}" for j in range(len(arrays))]
         result = as_array(run(pa.RecordBatch.from_arrays(arrays, names=names)), 1, pa.bool_())
         return bool(result[0].as_py())
@@ -265,7 +264,7 @@ class MatchRecognizeOperator(Operator):
         n = len(emitted)
         key_columns = [pa.array([rows.value(k, start) for rows, start, _ in emitted], self.schema.field(j).type)
                        for j, k in enumerate(self.keys)]
-        primitives = [pa.array([self._primitive(p, rows, start, labels) for rows, start, labels in emitted], t)
+        primitives = [pa.array([self._primitive(p, t, rows, start, labels) for rows, start, labels in emitted], t)
                       for p, t in zip(self.config.primitives, self.config.primitive_types, strict=True)]
         measures_in = pa.RecordBatch.from_arrays(primitives, names=[f"m{i}" for i in range(len(primitives))]) \
             if primitives else pa.RecordBatch.from_arrays([pa.nulls(n)], names=["none"])
@@ -274,10 +273,16 @@ class MatchRecognizeOperator(Operator):
                     for j, run in enumerate(self.measures)]
         return pa.RecordBatch.from_arrays(key_columns + measures, schema=self.schema)
 
-    def _primitive(self, primitive: tuple[str, int, int, int], rows: _KeyRows, start: int,
+    def _primitive(self, primitive: tuple[str, int, int, int], t: pa.DataType, rows: _KeyRows, start: int,
                    labels: tuple[int, ...]) -> Any:
-        kind, variable, column, offset = primitive
-        taken = [start + j for j, v in enumerate(labels) if variable < 0 or v == variable]
+        variable = primitive[1]
+        return self._read(primitive, t, [start + j for j, v in enumerate(labels) if variable < 0 or v == variable],
+                          rows)
+
+    @staticmethod
+    def _read(what: tuple[str, int, int, int], t: pa.DataType, taken: list[int], rows: _KeyRows) -> Any:
+        """FIRST/LAST(col, offset) or an aggregate of col (of type ``t``) over the rows ``taken``."""
+        kind, _, column, offset = what
         if kind in ("FIRST", "LAST"):
             at = offset if kind == "FIRST" else len(taken) - 1 - offset
             return rows.value(column, taken[at]) if 0 <= at < len(taken) else None
@@ -292,7 +297,6 @@ class MatchRecognizeOperator(Operator):
             return min(values)
         if kind == "MAX":
             return max(values)
-        t = self.config.primitive_types[self.config.primitives.index(primitive)]
         total = sum(values)
         if kind == "SUM":
             return wrap_integer(total, t) if pa.types.is_integer(t) else total

@@ -64,3 +64,9 @@ SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A?? B) DEFINE B AS B.price > 1) AS r;
 -- case: skip_to_first_missing_variable
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, C.price AS c ONE ROW PER MATCH AFTER MATCH SKIP TO FIRST B PATTERN (A B? C) DEFINE A AS A.tax = 1, B AS B.tax = 2, C AS C.tax = 3) AS r;
+-- case: aggregate_in_define_running_sum
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, COUNT(A.price) AS n, SUM(A.price) AS s, B.price AS b ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A+ B) DEFINE A AS SUM(A.price) < 60, B AS B.tax = 1) AS r;
+-- case: aggregate_in_define_avg_of_other
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(A.price) AS n, AVG(A.price) AS av, B.price AS b ONE ROW PER MATCH PATTERN (A{2,} B) DEFINE A AS A.price > 10, B AS B.price < AVG(A.price) - 2) AS r;
+-- case: aggregate_in_define_count_star
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(*) AS n, MAX(A.tax) AS mx, LAST(B.price) AS b ONE ROW PER MATCH PATTERN (A+ B) DEFINE A AS COUNT(*) <= 3 AND A.price IS NOT NULL, B AS MIN(A.price) < B.price) AS r;
