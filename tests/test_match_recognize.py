@@ -68,6 +68,9 @@ def test_matches_complete_across_firings() -> None:
     harness.process_batch(_batch(SECOND))
     harness.watermark(5000)
     assert sorted(_rows(harness)) == EXPECTED
+    # key 2 has no open match left and keeps no state; key 1's row at 5000 started a new one
+    open_matches = {key: value[3] for _, key, value in harness.operator.nfa.items()}
+    assert open_matches == {(1,): ((4, 0, 1, (0,)),)}
 
 
 @pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
