@@ -101,6 +101,12 @@ def test_explain_shows_the_pattern_and_skip() -> None:
     assert "skip=PAST LAST ROW" in plan
 
 
+def test_explain_shows_within_in_milliseconds() -> None:
+    plan = _plan("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES A.v AS a ONE ROW PER MATCH "
+                 "PATTERN (A B) WITHIN INTERVAL '1:30' MINUTE TO SECOND DEFINE B AS B.v > A.v) AS r")
+    assert "pattern=[A B], within=90000ms" in plan
+
+
 _MR = "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES {m} ONE ROW PER MATCH {rest}) AS r"
 
 

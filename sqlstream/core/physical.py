@@ -260,6 +260,7 @@ class MatchRecognizeConfig(OperatorConfig):
     primitive_types: tuple[pa.DataType, ...]
     measures: tuple[Expr, ...]
     skip: tuple[str, int]
+    within_ms: int | None  # WITHIN: how long a partial match may stay open, from its first row
 
 
 @dataclass(frozen=True)

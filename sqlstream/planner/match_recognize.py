@@ -18,6 +18,7 @@ from sqlglot import exp
 from sqlstream.core.expressions import ColumnRef, Expr
 from sqlstream.core.functions.arithmetic import avg_type, sum_type
 from sqlstream.core.physical import PatternTerm
+from sqlstream.core.sql.dialect import interval_ms
 from sqlstream.core.types import sql_type_name
 from sqlstream.planner.expr_binder import ExprBinder
 from sqlstream.planner.logical import LogicalNode, MatchRecognize
@@ -149,8 +150,19 @@ def bind_match_recognize(source: LogicalNode, scope: Scope, node: exp.MatchRecog
         source, partition_keys, rowtime, tuple(variables),
         tuple(PatternTerm(i, lo, hi, r) for i, (_, lo, hi, r) in enumerate(terms)),
         tuple(defines), tuple(navigations), tuple(navigation_types), tuple(primitives), tuple(primitive_types), tuple(measures), tuple(names),
-        skip, rowtime_measure)
+        skip, rowtime_measure, _within(node))
     return out, Scope.of(out.schema, node.alias or None)
+
+
+def _within(node: exp.MatchRecognize) -> int | None:
+    """WITHIN INTERVAL '...' in milliseconds (a constant day-time interval, as Flink requires)."""
+    within = node.args.get("within")
+    if within is None:
+        return None
+    ms = interval_ms(within)
+    if ms <= 0:
+        raise plan_error("MATCH_RECOGNIZE: WITHIN needs a positive interval", within)
+    return ms
 
 
 def _column(ref: Expr, at: exp.Expression) -> int:

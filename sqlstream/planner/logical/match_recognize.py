@@ -38,6 +38,7 @@ class MatchRecognize(LogicalNode):
     names: tuple[str, ...]
     skip: tuple[str, int]
     rowtime_measure: int | None  # the measure that is MATCH_ROWTIME(), the output's time attribute
+    within_ms: int | None  # WITHIN INTERVAL ...
 
     @property
     def schema(self) -> pa.Schema:
@@ -63,7 +64,8 @@ class MatchRecognize(LogicalNode):
         defines = ", ".join(f"{v} AS {d}" for v, d in zip(self.variables, self.defines, strict=True) if d is not None)
         measures = ", ".join(f"{m} AS {n}" for m, n in zip(self.measures, self.names, strict=True))
         skip = self.skip[0] + (f" {self.variables[self.skip[1]]}" if self.skip[1] >= 0 else "")
-        return (f"MatchRecognize(partition=[{keys}], order=${self.time_index}, pattern=[{pattern}], "
+        within = "" if self.within_ms is None else f", within={self.within_ms}ms"
+        return (f"MatchRecognize(partition=[{keys}], order=${self.time_index}, pattern=[{pattern}]{within}, "
                 f"define=[{defines}], measures=[{measures}], skip={skip})")
 
     def with_inputs(self, inputs: list[LogicalNode]) -> MatchRecognize:

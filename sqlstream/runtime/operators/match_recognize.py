@@ -132,10 +132,10 @@ class MatchRecognizeOperator(Operator):
                 due_pieces.append(rows.filter(pa.array(due)))
         if not due_pieces:
             return []
-        out = self._fire(due_pieces[0] if len(due_pieces) == 1 else pa.concat_batches(due_pieces))
+        out = self._fire(due_pieces[0] if len(due_pieces) == 1 else pa.concat_batches(due_pieces), timestamp)
         return [Chunk(out)] if out.num_rows else []
 
-    def _fire(self, due_rows: pa.RecordBatch) -> pa.RecordBatch:
+    def _fire(self, due_rows: pa.RecordBatch, watermark: int) -> pa.RecordBatch:
         ts = event_times(due_rows, self.time_index).to_numpy(zero_copy_only=False)
         groups = group_rows(due_rows, self.keys, self.ctx.max_parallelism)
         # each key's due rows in event-time order, arrival order among equal times
@@ -147,7 +147,7 @@ class MatchRecognizeOperator(Operator):
         for (kg, key, _), idx in zip(groups, ordered, strict=True):
             n = len(idx)
             self._run_key(kg, key, rows.slice(offset, n), [c if c is None else c[offset:offset + n]
-                                                           for c in current_only], emitted)
+                                                           for c in current_only], emitted, watermark)
             offset += n
         return self._output(emitted)
 
@@ -164,7 +164,7 @@ class MatchRecognizeOperator(Operator):
         return out
 
     def _run_key(self, kg: int, key: tuple, due: pa.RecordBatch, current_only: list[list[bool] | None],
-                 emitted: list[tuple[_KeyRows, int, tuple[int, ...]]]) -> None:
+                 emitted: list[tuple[_KeyRows, int, tuple[int, ...]]], watermark: int) -> None:
         stored = self.nfa.get(kg, key)
         if stored is None:
             base, kept, next_seq, partials, completed = 0, None, 0, (), ()
@@ -176,8 +176,32 @@ class MatchRecognizeOperator(Operator):
         pending: list[Completed] = list(completed)
         last_term = len(self.pattern) - 1
         last = self.pattern[last_term]
+        within = self.config.within_ms
+        times = event_times(batch, self.time_index).to_numpy(zero_copy_only=False) if within is not None else None
+
+        def advance_time(now: int) -> None:
+            # WITHIN: a partial match whose first row is ``within`` or more before ``now`` times out
+            # (NFA.advanceTime, before the rows of ``now`` and at the watermark)
+            nonlocal partial
+            if times is not None:
+                partial = [p for p in partial if now - int(times[p[0] - base]) < within]
+
+        def emit() -> None:
+            # a completed match is emitted once no partial match that started strictly earlier is
+            # open (NFA.isEarlier: <=), and prunes what its AFTER MATCH SKIP discards
+            nonlocal partial, pending
+            while pending and (not partial or pending[0][0] <= partial[0][0]):
+                match = pending.pop(0)
+                keep = self._survives(match)
+                partial = [p for p in partial if keep(p[0])]
+                pending = [m for m in pending if keep(m[0])]
+                emitted.append((rows, match[0], match[1]))
+
         for i in range(due.num_rows):
             seq = next_seq + i
+            if times is not None:
+                advance_time(int(times[seq - base]))
+                emit()
             advanced: list[Partial] = []
             for pm in [*partial, (seq, 0, 0, ())]:
                 for step in self._step(pm, seq, i, rows, current_only):
@@ -188,13 +212,10 @@ class MatchRecognizeOperator(Operator):
                     advanced.append(step)
             partial = advanced
             pending.sort(key=lambda m: m[0])  # stable: of equal starts, the one completed first
-            # emitted once no partial match that started strictly earlier is open (NFA.isEarlier: <=)
-            while pending and (not partial or pending[0][0] <= partial[0][0]):
-                match = pending.pop(0)
-                keep = self._survives(match)
-                partial = [p for p in partial if keep(p[0])]
-                pending = [m for m in pending if keep(m[0])]
-                emitted.append((rows, match[0], match[1]))
+            emit()
+        if times is not None:
+            advance_time(watermark)
+            emit()
         next_seq += due.num_rows
         starts = [p[0] for p in partial] + [m[0] for m in pending]
         if not starts:

@@ -70,3 +70,9 @@ SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(A.price) AS n, AVG(A.price) AS av, B.price AS b ONE ROW PER MATCH PATTERN (A{2,} B) DEFINE A AS A.price > 10, B AS B.price < AVG(A.price) - 2) AS r;
 -- case: aggregate_in_define_count_star
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(*) AS n, MAX(A.tax) AS mx, LAST(B.price) AS b ONE ROW PER MATCH PATTERN (A+ B) DEFINE A AS COUNT(*) <= 3 AND A.price IS NOT NULL, B AS MIN(A.price) < B.price) AS r;
+-- case: within_v_shape
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES S.price AS s, LAST(DOWN.price) AS bottom, UP.price AS top, MATCH_ROWTIME() AS mt ONE ROW PER MATCH PATTERN (S DOWN+ UP) WITHIN INTERVAL '4' SECOND DEFINE DOWN AS (LAST(DOWN.price, 1) IS NULL AND DOWN.price < S.price) OR DOWN.price < LAST(DOWN.price, 1), UP AS UP.price > LAST(DOWN.price)) AS r;
+-- case: within_times_out_long_runs
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, COUNT(A.price) AS n, B.price AS b ONE ROW PER MATCH PATTERN (A+ B) WITHIN INTERVAL '2' SECOND DEFINE A AS A.price > 15, B AS B.price <= 15) AS r;
+-- case: within_unblocks_pending_match
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, COUNT(B.price) AS n, C.price AS c ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+? C) WITHIN INTERVAL '3' SECOND DEFINE B AS B.price > 10, C AS C.tax = 3) AS r;
