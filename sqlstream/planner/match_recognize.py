@@ -29,8 +29,14 @@ _GREEDY_LAST = ("Greedy quantifiers are not allowed as the last element of a Pat
                 "pattern with either a simple variable or reluctant quantifier.")
 _TOKEN = re.compile(r"\s*(?:(?P<var>[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)(?P<q>\+\??|\*\??|\?\??|\{[^}]*\}\??)?"
                     r"|(?P<other>\S+))")
-_PATTERN_SYNTAX = {"|": "alternation (|)", "(": "grouping with parentheses", ")": "grouping with parentheses",
-                   "{-": "exclusion {- ... -}", "^": "the anchor ^", "$": "the anchor $"}
+# what of the PATTERN syntax is refused, with Flink's reason where it refuses it too
+_PATTERN_SYNTAX = {"|": "alternation (|) in PATTERN is not supported: Currently, CEP doesn't support branching "
+                        "patterns.",
+                   "(": "grouping with parentheses in PATTERN is not supported: Group patterns are not supported yet.",
+                   ")": "grouping with parentheses in PATTERN is not supported: Group patterns are not supported yet.",
+                   "{-": "exclusion {- ... -} in PATTERN is not supported: Currently, CEP doesn't support '{-' '-}' "
+                         "patterns.",
+                   "^": "the anchor ^ in PATTERN is not supported", "$": "the anchor $ in PATTERN is not supported"}
 _AGGREGATES = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Avg: "AVG", exp.Min: "MIN", exp.Max: "MAX"}
 _UNSUPPORTED_CALLS = ("NEXT", "CLASSIFIER", "MATCH_NUMBER", "MATCH_PROCTIME", "RUNNING", "FINAL")
 
@@ -41,8 +47,9 @@ def parse_pattern(text: str, at: exp.Expression) -> list[tuple[str, int, int | N
     for m in _TOKEN.finditer(text):
         other = m.group("other")
         if other is not None:
-            what = _PATTERN_SYNTAX.get(other[:2]) or _PATTERN_SYNTAX.get(other[:1], f"'{other}'")
-            raise plan_error(f"MATCH_RECOGNIZE: {what} in PATTERN is not supported yet", at)
+            what = _PATTERN_SYNTAX.get(other[:2]) or _PATTERN_SYNTAX.get(other[:1], f"'{other}' in PATTERN is not "
+                                                                                "supported")
+            raise plan_error(f"MATCH_RECOGNIZE: {what}", at)
         name = m.group("var").strip("`")
         q = m.group("q") or ""
         reluctant = len(q) > 1 and q.endswith("?")
@@ -60,8 +67,8 @@ def parse_pattern(text: str, at: exp.Expression) -> list[tuple[str, int, int | N
             if hi is not None and (hi < lo or hi == 0):
                 raise plan_error(f"MATCH_RECOGNIZE: invalid quantifier {name}{q}", at)
         if any(t[0] == name for t in terms):
-            raise plan_error(f"MATCH_RECOGNIZE: the pattern variable {name} appears twice in PATTERN, which is "
-                             "not supported", at)
+            raise plan_error(f"MATCH_RECOGNIZE: the pattern variable {name} appears twice in PATTERN: Pattern "
+                             "variables must be unique.", at)
         terms.append((name, lo, hi, reluctant))
     if not terms:
         raise plan_error("MATCH_RECOGNIZE: the PATTERN is empty", at)
