@@ -261,6 +261,7 @@ class MatchRecognizeConfig(OperatorConfig):
     measures: tuple[Expr, ...]
     skip: tuple[str, int]
     within_ms: int | None  # WITHIN: how long a partial match may stay open, from its first row
+    tie_order: SortSpec  # how rows of equal times are ordered (ORDER BY after the time attribute)
 
 
 @dataclass(frozen=True)

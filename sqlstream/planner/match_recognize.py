@@ -109,11 +109,14 @@ def bind_match_recognize(source: LogicalNode, scope: Scope, node: exp.MatchRecog
     partition_keys = [_column(scope.resolve(c), c) for c in node.args.get("partition_by") or []]
     order = node.args.get("order")
     ordered = order.expressions if order is not None else []
-    if rowtime is None or len(ordered) != 1 or ordered[0].args.get("desc") \
+    if rowtime is None or not ordered or ordered[0].args.get("desc") \
             or not isinstance(ordered[0].this, exp.Column) or scope.resolve(ordered[0].this).index != rowtime:
-        raise plan_error("MATCH_RECOGNIZE must be ordered by the input's event-time attribute, ascending, "
-                         "and by nothing else (ORDER BY <rowtime column>); processing time and other orders "
-                         "are not supported", order or node)
+        raise plan_error("MATCH_RECOGNIZE must be ordered by the input's event-time attribute first, ascending "
+                         "(ORDER BY <rowtime column> [, other columns]); processing time is not supported",
+                         order or node)
+    # further ORDER BY columns order the rows of equal times (as Flink's CepOperator sorts them)
+    tie_order = [(_column(scope.resolve(o.this), o) if isinstance(o.this, exp.Column) else _column(None, o),
+                  bool(o.args.get("desc")), bool(o.args.get("nulls_first"))) for o in ordered[1:]]
     rows = node.args.get("rows")
     if rows is not None and rows.name.upper().split() != ["ONE", "ROW", "PER", "MATCH"]:
         raise plan_error(f"MATCH_RECOGNIZE: {rows.name} is not supported; only ONE ROW PER MATCH", rows)
@@ -157,7 +160,7 @@ def bind_match_recognize(source: LogicalNode, scope: Scope, node: exp.MatchRecog
         source, partition_keys, rowtime, tuple(variables),
         tuple(PatternTerm(i, lo, hi, r) for i, (_, lo, hi, r) in enumerate(terms)),
         tuple(defines), tuple(navigations), tuple(navigation_types), tuple(primitives), tuple(primitive_types), tuple(measures), tuple(names),
-        skip, rowtime_measure, _within(node))
+        skip, rowtime_measure, _within(node), tie_order)
     return out, Scope.of(out.schema, node.alias or None)
 
 
@@ -172,9 +175,9 @@ def _within(node: exp.MatchRecognize) -> int | None:
     return ms
 
 
-def _column(ref: Expr, at: exp.Expression) -> int:
+def _column(ref: Expr | None, at: exp.Expression) -> int:
     if not isinstance(ref, ColumnRef):
-        raise plan_error("MATCH_RECOGNIZE: PARTITION BY takes columns", at)
+        raise plan_error("MATCH_RECOGNIZE: PARTITION BY and ORDER BY take columns", at)
     return ref.index
 
 

@@ -217,7 +217,7 @@ class Lowering:
             keys = tuple(node.partition_keys)  # no PARTITION BY: one subtask (a hash exchange without keys)
             config = MatchRecognizeConfig(node.partition_keys, node.time_index, len(node.input.schema), node.pattern, node.defines,
                                           node.navigations, node.navigation_types, node.primitives, node.primitive_types, node.measures,
-                                          node.skip, node.within_ms)
+                                          node.skip, node.within_ms, node.tie_order)
             return self.add("MatchRecognize", node.describe(), schema, [Exchange(up, "hash", keys)], config=config)
         if isinstance(node, Rank):
             return self._lower_rank(node)

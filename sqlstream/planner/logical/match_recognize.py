@@ -39,6 +39,7 @@ class MatchRecognize(LogicalNode):
     skip: tuple[str, int]
     rowtime_measure: int | None  # the measure that is MATCH_ROWTIME(), the output's time attribute
     within_ms: int | None  # WITHIN INTERVAL ...
+    tie_order: list[tuple[int, bool, bool]]  # ORDER BY after the time attribute: (column, desc, nulls first)
 
     @property
     def schema(self) -> pa.Schema:
@@ -65,7 +66,8 @@ class MatchRecognize(LogicalNode):
         measures = ", ".join(f"{m} AS {n}" for m, n in zip(self.measures, self.names, strict=True))
         skip = self.skip[0] + (f" {self.variables[self.skip[1]]}" if self.skip[1] >= 0 else "")
         within = "" if self.within_ms is None else f", within={self.within_ms}ms"
-        return (f"MatchRecognize(partition=[{keys}], order=${self.time_index}, pattern=[{pattern}]{within}, "
+        order = "".join(f", ${c}{' DESC' if d else ''}{' NULLS FIRST' if n else ''}" for c, d, n in self.tie_order)
+        return (f"MatchRecognize(partition=[{keys}], order=${self.time_index}{order}, pattern=[{pattern}]{within}, "
                 f"define=[{defines}], measures=[{measures}], skip={skip})")
 
     def with_inputs(self, inputs: list[LogicalNode]) -> MatchRecognize:

@@ -136,10 +136,20 @@ class MatchRecognizeOperator(Operator):
         return [Chunk(out)] if out.num_rows else []
 
     def _fire(self, due_rows: pa.RecordBatch, watermark: int) -> pa.RecordBatch:
-        ts = event_times(due_rows, self.time_index).to_numpy(zero_copy_only=False)
         groups = group_rows(due_rows, self.keys, self.ctx.max_parallelism)
-        # each key's due rows in event-time order, arrival order among equal times
-        ordered = [g[2][np.argsort(ts[g[2]], kind="stable")] for g in groups]
+        # each key's due rows in event-time order, rows of equal times by the further ORDER BY
+        # columns, then in arrival order
+        n = due_rows.num_rows
+        columns = {"$ts": event_times(due_rows, self.time_index)}
+        spec: list[tuple[str, str] | tuple[str, str, str]] = [("$ts", "ascending")]
+        for i, (column, desc, nulls_first) in enumerate(self.config.tie_order):
+            columns[f"s{i}"] = due_rows.column(column)
+            spec.append((f"s{i}", "descending" if desc else "ascending", "at_start" if nulls_first else "at_end"))
+        columns["$arrival"] = pa.array(np.arange(n))
+        spec.append(("$arrival", "ascending"))
+        rank = np.empty(n, dtype=np.int64)
+        rank[pc.sort_indices(pa.table(columns), sort_keys=spec).to_numpy()] = np.arange(n)
+        ordered = [g[2][np.argsort(rank[g[2]])] for g in groups]
         rows = due_rows.take(pa.array(np.concatenate(ordered)))
         current_only = self._current_row_conditions(rows)
         emitted: list[tuple[_KeyRows, int, tuple[int, ...]]] = []

@@ -82,3 +82,7 @@ SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.pri
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN ((A B)+ C) DEFINE B AS B.price > 1) AS r;
 -- case: duplicate_variable_refused
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A B A) DEFINE B AS B.price > 1) AS r;
+-- case: ties_ordered_by_further_columns
+SELECT * FROM ticks MATCH_RECOGNIZE (ORDER BY ts, price DESC MEASURES A.sym AS a_sym, A.price AS a, B.sym AS b_sym, B.price AS b ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: order_by_rowtime_descending_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts DESC MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > 1) AS r;
