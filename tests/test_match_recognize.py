@@ -129,6 +129,8 @@ _MR = "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES {m} 
     (_MR.format(m="SUM(B.v) AS s", rest="PATTERN (A B) DEFINE B AS B.v > SUM(DISTINCT A.v)"), r"SUM\(DISTINCT"),
     (_MR.format(m="A.v AS a", rest="AFTER MATCH SKIP TO FIRST Q PATTERN (A B) DEFINE B AS B.v > 1"),
      "unknown pattern variable Q"),
+    ("SELECT * FROM (SELECT k, v, MAX(ts) AS ts FROM t GROUP BY k, v) MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts "
+     "MEASURES A.v AS a PATTERN (A B) DEFINE B AS B.v > 1) AS r", "updating"),
 ])
 def test_refusals_name_the_construct(sql: str, message: str) -> None:
     with pytest.raises(PlanError, match=message):
