@@ -221,6 +221,14 @@ class QueryBinder:
         ``ttls``: the SELECT's STATE_TTL hint (planner.hints), applied to its regular joins."""
         from_ = sel.args.get("from_") or sel.args.get("from")
         rel = self._bind_from(from_.this)
+        match = sel.args.get("match")
+        if match is not None:
+            from sqlstream.planner.match_recognize import bind_match_recognize
+
+            if sel.args.get("joins"):
+                raise plan_error("MATCH_RECOGNIZE in a FROM clause with joins is not supported; match in a "
+                                 "subquery and join its result", match)
+            rel = Relation(*bind_match_recognize(rel.node, rel.scope, match, self.zone))
         ttls = ttls or {}
         left_name = input_name(from_.this)
         for join in sel.args.get("joins") or []:
