@@ -132,7 +132,8 @@ def run(sink: str, rows: int, interval: str, s3: S3Server | None) -> dict[str, A
     latencies = [c.end_ms - completed[c.checkpoint_id] for c in commits]
     return {"sink": sink, "rows": rows, "seconds": elapsed, "rows_per_s": rows / elapsed,
             "checkpoints": len(completed), "commits": len(latencies),
-            "commit_ms": sorted(round(x, 1) for x in latencies),
+            "commit_ms": [round(x, 1) for x in latencies],
+            "in_writer_ms": [round(c.duration_ms, 1) for c in commits],
             "commit_ms_median": statistics.median(latencies) if latencies else None,
             "commit_ms_max": max(latencies) if latencies else None,
             "in_writer_ms_median": statistics.median(c.duration_ms for c in commits) if commits else None}
@@ -157,7 +158,8 @@ def main() -> None:
     s3 = S3Server() if "s3" in sinks else None
     results = []
     try:
-        run("parquet", 10_000, args.interval, None)  # warm-up: imports, caches
+        for sink in sinks:  # warm-up: imports (pyiceberg, deltalake, boto), caches
+            run(sink, 10_000, args.interval, s3)
         print(f"{'sink':>8} {'rows/s':>12} {'seconds':>8} {'checkpoints':>11} {'commit ms median':>16} "
               f"{'commit ms max':>13} {'in writer ms':>12}", flush=True)
         for sink in sinks:
