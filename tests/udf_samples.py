@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.udf import AggregateFunction, udf
+from sqlstream.udf import AggregateFunction, TableFunction, udf, udtf
 
 
 @udf(result_type="BIGINT")
@@ -59,3 +60,25 @@ def slow_plus_one(x: int | None) -> int | None:
     """A deliberately slow function (5 ms a row): the operator that calls it holds back its upstream."""
     time.sleep(0.005)
     return None if x is None else x + 1
+
+
+@udtf(result_types=["STRING", "INT"])
+def split_words(s: str | None) -> Iterator[tuple[str, int]]:
+    """A table function: one (word, length) row per word."""
+    for word in (s or "").split():
+        yield word, len(word)
+
+
+class Countdown(TableFunction):
+    """A table function as a class: n, n-1, ..., 1 (none for NULL or n < 1)."""
+
+    result_types = ["BIGINT"]
+
+    def eval(self, n: int | None) -> Iterator[int]:
+        yield from range(n or 0, 0, -1)
+
+
+@udtf(result_types=["STRING", "INT"])
+def wrong_arity(s: str | None) -> Iterator[tuple[str]]:
+    """Declares two columns, yields rows of one."""
+    yield (s,)

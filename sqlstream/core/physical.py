@@ -219,6 +219,52 @@ class OverAggConfig(OperatorConfig):
 
 
 @dataclass(frozen=True)
+class PatternTerm:
+    """One element of a MATCH_RECOGNIZE pattern: a variable (its index) repeated min..max times
+    (``max`` None: unbounded), reluctantly or not."""
+
+    variable: int
+    min: int
+    max: int | None
+    reluctant: bool = False
+
+    @property
+    def greedy(self) -> bool:
+        """Flink's translation makes ``+ * {n,} {n,m}`` greedy; ``v?``, ``{n}`` and the reluctant
+        forms are not."""
+        return self.min != self.max and (self.min, self.max) != (0, 1) and not self.reluctant
+
+    def describe(self, variables: tuple[str, ...]) -> str:
+        name, lo, hi = variables[self.variable], self.min, self.max
+        if (lo, hi) == (1, 1):
+            return name
+        quantifier = {(1, None): "+", (0, None): "*", (0, 1): "?"}.get((lo, hi))
+        if quantifier is None:
+            quantifier = f"{{{lo}}}" if lo == hi else f"{{{lo},{'' if hi is None else hi}}}"
+        return name + quantifier + ("?" if self.reluctant else "")
+
+
+@dataclass(frozen=True)
+class MatchRecognizeConfig(OperatorConfig):
+    """MATCH_RECOGNIZE ... ONE ROW PER MATCH (see planner.logical.match_recognize.MatchRecognize):
+    ``skip`` is (PAST LAST ROW | TO NEXT ROW | TO FIRST | TO LAST, variable or -1)."""
+
+    partition_keys: list[int]
+    time_index: int
+    input_width: int  # the DEFINE conditions' navigation columns follow the input row's
+    pattern: tuple[PatternTerm, ...]
+    defines: tuple[Expr | None, ...]
+    navigations: tuple[tuple[str, int, int, int], ...]
+    navigation_types: tuple[pa.DataType, ...]
+    primitives: tuple[tuple[str, int, int, int], ...]
+    primitive_types: tuple[pa.DataType, ...]
+    measures: tuple[Expr, ...]
+    skip: tuple[str, int]
+    within_ms: int | None  # WITHIN: how long a partial match may stay open, from its first row
+    tie_order: SortSpec  # how rows of equal times are ordered (ORDER BY after the time attribute)
+
+
+@dataclass(frozen=True)
 class TopNConfig(OperatorConfig):
     keys: list[int]
     sort: SortSpec

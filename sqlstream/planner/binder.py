@@ -8,6 +8,7 @@ window_end`` over them into a window aggregation.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ from sqlstream.core.errors import PlanError
 from sqlstream.core.expressions import Cast, ColumnRef, Expr, Literal, referenced_columns
 from sqlstream.core.functions import common_type
 from sqlstream.core.functions.arithmetic import avg_type, sum_type
-from sqlstream.core.functions.udfs import USER_AGGREGATES
+from sqlstream.core.functions.udfs import USER_AGGREGATES, USER_TABLE_FUNCTIONS, table_function_call
 from sqlstream.core.sql import dialect, script
 from sqlstream.core.tables import TableDef, ViewDef
 from sqlstream.core.types import is_ltz, is_nested, sql_type_name
@@ -220,6 +221,14 @@ class QueryBinder:
         ``ttls``: the SELECT's STATE_TTL hint (planner.hints), applied to its regular joins."""
         from_ = sel.args.get("from_") or sel.args.get("from")
         rel = self._bind_from(from_.this)
+        match = sel.args.get("match")
+        if match is not None:
+            from sqlstream.planner.match_recognize import bind_match_recognize
+
+            if sel.args.get("joins"):
+                raise plan_error("MATCH_RECOGNIZE in a FROM clause with joins is not supported; match in a "
+                                 "subquery and join its result", match)
+            rel = Relation(*bind_match_recognize(rel.node, rel.scope, match, self.zone))
         ttls = ttls or {}
         left_name = input_name(from_.this)
         for join in sel.args.get("joins") or []:
@@ -369,6 +378,12 @@ class QueryBinder:
                 raise plan_error(f"{side or 'this'} JOIN UNNEST is not supported; use CROSS JOIN UNNEST or LEFT "
                                  "JOIN UNNEST(...) ON TRUE", join)
             return self._bind_unnest(left, join.this, side == "LEFT", on, join)
+        if isinstance(join.this, exp.Lateral):
+            on, using = join.args.get("on"), join.args.get("using")
+            if using or side not in ("", "INNER", "LEFT"):
+                raise plan_error(f"{side or 'this'} JOIN LATERAL TABLE is not supported; use CROSS JOIN LATERAL "
+                                 "TABLE(...) or LEFT JOIN LATERAL TABLE(...) ON TRUE", join)
+            return self._bind_lateral_table(left, join.this, side == "LEFT", on, join)
         right = self._bind_from(join.this)
         scope = Scope(left.scope.columns + right.scope.columns)
         width = len(left.node.schema)
@@ -426,16 +441,56 @@ class QueryBinder:
         if len(names) != width + ordinality:
             raise plan_error(f"UNNEST of {sql_type_name(t)} gives {width + ordinality} column(s), but the alias "
                              f"names {len(names)}", alias or unnest)
-        unnested = Unnest(left.node, collection, names, ordinality, outer)
         qualifier = alias.name if alias is not None and alias.name else None
+        return self._correlate(left, Unnest(left.node, collection, names, ordinality, outer), qualifier, on)
+
+    def _correlate(self, left: Relation, unnested: Unnest, qualifier: str | None,
+                   on: exp.Expression | None) -> Relation:
+        """The left rows joined with the rows an Unnest derives from each, filtered by an inner
+        join's condition (``ON TRUE`` keeps them all)."""
         extra = [ScopeColumn(qualifier, f.name, f.type) for f in unnested.element_fields]
         node: LogicalNode = unnested
         scope = Scope(left.scope.columns + extra)
-        if on is not None and not outer and not (isinstance(on, exp.Boolean) and on.this is True):
+        if on is not None and not unnested.left and not (isinstance(on, exp.Boolean) and on.this is True):
             condition = ExprBinder(scope, zone=self.zone).bind(on)
             require_boolean(condition, on, "JOIN ON")
             node = Filter(node, condition)
         return Relation(node, scope)
+
+    def _bind_lateral_table(self, left: Relation, lateral: exp.Lateral, outer: bool, on: exp.Expression | None,
+                            join: exp.Expression) -> Relation:
+        """``[CROSS] JOIN LATERAL TABLE(f(x)) [AS t(a, b)]`` or ``LEFT JOIN ... ON TRUE``: each left row
+        joined with the rows the Python table function yields for it (Flink's correlate). The
+        function's rows come as one ARRAY<ROW<...>> per left row (core.functions.udfs), unnested."""
+        call = lateral.this
+        if not (isinstance(call, exp.Anonymous) and call.name.upper() == "TABLE" and len(call.expressions) == 1
+                and isinstance(call.expressions[0], exp.Func)):
+            raise plan_error("LATERAL takes a table function call, LATERAL TABLE(f(...)); LATERAL subqueries are "
+                             "not supported", lateral)
+        fn = call.expressions[0]
+        name = fn.name.upper() if isinstance(fn, exp.Anonymous) else fn.sql_name()
+        types = USER_TABLE_FUNCTIONS.get(name)
+        if types is None:
+            known = sorted(USER_TABLE_FUNCTIONS)
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else (
+                f" Table functions: {', '.join(known)}" if known else
+                " Register one with CREATE FUNCTION ... LANGUAGE PYTHON (a @udtf generator or a TableFunction)")
+            raise plan_error(f"unknown table function '{name}'.{hint}", fn)
+        if outer and not (isinstance(on, exp.Boolean) and on.this is True):
+            raise plan_error("LEFT JOIN LATERAL TABLE(...) takes the condition ON TRUE only, as in Flink", on or join)
+        binder = ExprBinder(left.scope, zone=self.zone)
+        args = [binder.bind(a) for a in (fn.expressions if isinstance(fn, exp.Anonymous) else fn.args.values())
+                if isinstance(a, exp.Expression)]
+        rows = binder._call(table_function_call(name), args, fn)
+        alias = lateral.args.get("alias")
+        names = [c.name for c in alias.columns] if alias is not None and alias.columns else \
+            [f"f{i}" for i in range(len(types))]
+        if len(names) != len(types):
+            raise plan_error(f"table function {name} yields {len(types)} column(s), but the alias names "
+                             f"{len(names)}", alias)
+        qualifier = alias.name if alias is not None and alias.name else None
+        return self._correlate(left, Unnest(left.node, rows, names, False, outer), qualifier, on)
 
     def _bind_temporal_join(self, left: Relation, join: exp.Join, side: str) -> Relation:
         """FOR SYSTEM_TIME AS OF: a lookup join (processing time) or a temporal join (event time)."""

@@ -26,6 +26,7 @@ from sqlstream.core.physical import (
     IntervalJoinConfig,
     LimitConfig,
     LookupJoinConfig,
+    MatchRecognizeConfig,
     NotNullEnforcerConfig,
     OperatorConfig,
     OverAggConfig,
@@ -59,6 +60,7 @@ from sqlstream.planner.logical import (
     Join,
     LogicalNode,
     LookupJoin,
+    MatchRecognize,
     OverAggregate,
     Project,
     Rank,
@@ -210,6 +212,13 @@ class Lowering:
             keys, frame = node.partition_keys, node.frame
             return self.add("OverAggregate", node.describe(), schema, [Exchange(up, "hash", tuple(keys))],
                             config=OverAggConfig(keys, node.time_index, frame.kind, frame.preceding, node.aggs))
+        if isinstance(node, MatchRecognize):
+            up = self.lower(node.input)
+            keys = tuple(node.partition_keys)  # no PARTITION BY: one subtask (a hash exchange without keys)
+            config = MatchRecognizeConfig(node.partition_keys, node.time_index, len(node.input.schema), node.pattern, node.defines,
+                                          node.navigations, node.navigation_types, node.primitives, node.primitive_types, node.measures,
+                                          node.skip, node.within_ms, node.tie_order)
+            return self.add("MatchRecognize", node.describe(), schema, [Exchange(up, "hash", keys)], config=config)
         if isinstance(node, Rank):
             return self._lower_rank(node)
         if isinstance(node, StreamSort):

@@ -17,15 +17,14 @@ from sqlstream.planner.scope import plan_error
 
 # Select arguments the binder reads; each other one, when present, is refused below.
 _SELECT_READ = {"with_", "expressions", "distinct", "from_", "joins", "where", "group", "having",
-                "windows", "order", "limit", "offset", "hint", "kind"}
+                "windows", "order", "limit", "offset", "hint", "kind", "match"}
 
 # The clauses sqlglot knows that Flink SQL has no (supported) meaning for here: name and advice.
 _SELECT_REFUSED: dict[str, str] = {
-    "match": "MATCH_RECOGNIZE is not supported yet",
     "qualify": "QUALIFY is not supported; filter the window function's result in an outer query: "
                "SELECT * FROM (SELECT ..., ROW_NUMBER() OVER (...) AS rn FROM t) WHERE rn <= N",
-    "laterals": "LATERAL VIEW is not Flink SQL; Flink expands arrays with CROSS JOIN UNNEST, which is "
-                "not supported yet",
+    "laterals": "LATERAL VIEW is not Flink SQL; Flink expands arrays with CROSS JOIN UNNEST(...) and "
+                "joins table functions with LATERAL TABLE(f(...))",
     "pivots": "PIVOT / UNPIVOT is not supported; aggregate with CASE: SUM(CASE WHEN k = 'a' THEN v END)",
     "sample": "TABLESAMPLE is not supported",
     "connect": "CONNECT BY is not supported",
@@ -77,6 +76,9 @@ _GROUP_REFUSED: dict[str, str] = {
     "grouping_sets": "this GROUPING SETS form is not supported; write GROUP BY GROUPING SETS ((a), (b))",
 }
 
+# planner.match_recognize reads these parts of MATCH_RECOGNIZE (and refuses what it does not carry out)
+_MATCH_RECOGNIZE_READ = {"partition_by", "order", "measures", "rows", "after", "pattern", "within", "define",
+                         "alias"}
 _SET_OPERATION_READ = {"this", "expression", "distinct", "with_", "order", "limit"}
 _SUBQUERY_READ = {"this", "alias", "with_", "order", "limit"}
 
@@ -123,10 +125,11 @@ def check_query(node: exp.Expression) -> None:
             raise plan_error("WITH RECURSIVE is not supported", n)
         elif isinstance(n, exp.Subquery):
             _check_modifiers(n, _SUBQUERY_READ, "a parenthesised query")
-        elif isinstance(n, exp.Lateral):
-            raise plan_error("LATERAL is not supported yet (neither LATERAL TABLE(...) nor LATERAL subqueries)", n)
+        elif isinstance(n, exp.Lateral) and (not isinstance(n.parent, exp.Join) or n.args.get("view")):
+            raise plan_error("LATERAL is supported as a join with a table function, [CROSS | LEFT] JOIN LATERAL "
+                             "TABLE(f(...)); LATERAL subqueries and LATERAL VIEW are not", n)
         elif isinstance(n, exp.MatchRecognize):
-            raise plan_error(_SELECT_REFUSED["match"], n)
+            _check_modifiers(n, _MATCH_RECOGNIZE_READ, "MATCH_RECOGNIZE")
         elif isinstance(n, exp.Group):
             _check_args(n, _GROUP_REFUSED)
         elif isinstance(n, exp.WindowSpec) and n.args.get("exclude") is not None:

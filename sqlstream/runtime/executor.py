@@ -655,5 +655,6 @@ class JobExecutor:
                 total.late_records_dropped += m.late_records_dropped
                 for k, v in m.extra.items():
                     total.extra[k] = total.extra.get(k, 0) + v
+                total.commits.extend(m.commits)
             out[label] = total
         return out

@@ -43,6 +43,7 @@ gs://) are future work.  The nodes must be able to import sqlstream
 
 from __future__ import annotations
 
+import copy
 import queue
 import threading
 import time
@@ -247,7 +248,8 @@ class SubtaskActor:
         return out
 
     def metrics(self) -> dict[str, Metrics]:
-        return {label: Metrics(m.records_in, m.records_out, m.late_records_dropped, dict(m.extra))
+        return {label: Metrics(m.records_in, m.records_out, m.late_records_dropped, dict(m.extra),
+                               copy.copy(m.commits))
                 for label, ms in self.builder.subtask_metrics.items() for m in ms}
 
     def status(self) -> dict[int, SubtaskStatus]:

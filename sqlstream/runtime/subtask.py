@@ -163,6 +163,8 @@ class Subtask(threading.Thread):
         self.restored = restored
         self.source_metrics = source_metrics or Metrics()
         self.finished = threading.Event()
+        # set once the restored state is in place and before the first element: a restore's duration shows
+        self.ready = threading.Event()
         self.is_sink = chain.nodes[-1].sink is not None
         # barrier alignment
         self.pending_barrier: Barrier | None = None
@@ -212,6 +214,7 @@ class Subtask(threading.Thread):
     def run(self) -> None:
         try:
             self._restore()
+            self.ready.set()
             if self.reader is not None:
                 self._run_source()
             else:

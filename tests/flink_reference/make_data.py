@@ -192,6 +192,20 @@ def quoted() -> None:
     (DATA / "quoted.csv").write_text('1,""\n2,\n3,a\n4," "\n', encoding="utf-8")
 
 
+def ticks() -> None:
+    """Prices per symbol for MATCH_RECOGNIZE (V shapes, runs, a NULL price, a NULL symbol), in time
+    order: a row behind the watermark would be late, and which rows are depends on when the
+    source emits its watermark, so the answers would vary from run to run."""
+    acme = [12, 17, 19, 21, 25, 18, 15, 14, 24, 25, 19, None, 20, 16, 22]
+    taxes = [1, 2, 1, 3, 2, 1, 1, 2, 2, 1, 1, 1, 3, 2, 1]
+    rows = [["ACME", p, x, 1 + i] for i, (p, x) in enumerate(zip(acme, taxes, strict=True))]
+    rows += [["BETA", p, x, 3 + i] for i, (p, x) in enumerate(zip([5, 4, 3, 7, 7, 6, 9], [1, 1, 2, 1, 1, 3, 1],
+                                                                   strict=True))]
+    rows += [[None, p, 1, 2 + i] for i, p in enumerate([1, 0, 2])]
+    rows.sort(key=lambda r: r[3])  # stable: arrival order among equal times
+    write_csv("ticks.csv", [[s, p, x, ts(t * 1000)] for s, p, x, t in rows])
+
+
 def changes() -> None:
     """The same inventory changes as Debezium, Canal and Maxwell events (the changelog_formats group)."""
     def row(i: int, product: str | None, qty: int | None, price: str | None, t: int) -> dict[str, object]:
@@ -259,6 +273,7 @@ def main() -> None:
     nested_docs()
     bags()
     quoted()
+    ticks()
     changes()
 
 

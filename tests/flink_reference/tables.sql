@@ -44,3 +44,7 @@ CREATE TABLE quoted (
 CREATE TABLE quoted_default (
   k INT, s STRING
 ) WITH ('connector' = 'filesystem', 'path' = '{data}/quoted.csv', 'format' = 'csv');
+CREATE TABLE ticks (
+  sym STRING, price INT, tax INT, ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '{data}/ticks.csv', 'format' = 'csv', 'csv.null-literal' = '');

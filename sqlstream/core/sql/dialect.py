@@ -1311,6 +1311,29 @@ class Flink(Dialect):
                 with_collation=with_collation,
             )
 
+        def _parse_match_recognize(self) -> exp.MatchRecognize | None:
+            """sqlglot's MATCH_RECOGNIZE, plus Flink's ``WITHIN INTERVAL ...`` between PATTERN and
+            DEFINE (sqlglot reads none): :meth:`_match_text_seq` takes it where DEFINE is looked
+            for, and it becomes the node's ``within``."""
+            self._match_within: list[exp.Expr] | None = []
+            try:
+                node = super()._parse_match_recognize()
+            finally:
+                within, self._match_within = self._match_within, None
+            if node is not None and within:
+                node.set("within", within[0])
+            return node
+
+        def _match_text_seq(self, *texts: str, advance: bool = True) -> bool | None:
+            within = getattr(self, "_match_within", None)
+            if texts == ("DEFINE",) and within is not None and self._curr and self._curr.text.upper() == "WITHIN":
+                self._advance()
+                interval = self._parse_interval()
+                if interval is None:
+                    self.raise_error("Expecting an INTERVAL after WITHIN")
+                within.append(interval)
+            return super()._match_text_seq(*texts, advance=advance)
+
         def _parse_interval(
             self, require_interval: bool = True, parse_function_unit: bool = True
         ) -> exp.Add | exp.Interval | None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from sqlstream.planner.logical.base import LogicalNode, Prune, WindowColumns, time_columns
+from sqlstream.planner.logical.match_recognize import MatchRecognize
 from sqlstream.planner.logical.nodes import (
     JOIN_KINDS,
     Aggregate,
@@ -34,7 +35,8 @@ from sqlstream.planner.logical.over import (
 )
 
 __all__ = [
-    "JOIN_KINDS", "TOP_N_HINT", "Aggregate", "ChangelogNormalize", "Filter", "Join", "LogicalNode", "LookupJoin", "OverAggregate",
+    "JOIN_KINDS", "TOP_N_HINT", "Aggregate", "ChangelogNormalize", "Filter", "Join", "LogicalNode", "LookupJoin", "MatchRecognize",
+    "OverAggregate",
     "OverFrame", "Project", "Prune", "Rank", "ReplicateRows", "Scan", "SemiJoin", "Sink", "SortKey", "StreamSort", "TemporalJoin", "Union", "Unnest",
     "Values", "WatermarkAssign", "WindowAggregate", "WindowColumns", "WindowTVF", "explain", "time_columns",
 ]

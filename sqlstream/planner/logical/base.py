@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
@@ -91,6 +91,32 @@ class LogicalNode(ABC):
     def window_properties(self) -> tuple[WindowColumns, ...]:
         """Window columns this node makes or passes on; most nodes have none."""
         return ()
+
+
+class OneInput(LogicalNode):
+    """A node over one input, its dataclass field ``input``: what rebuilding a tree needs."""
+
+    input: LogicalNode
+
+    @property
+    def inputs(self) -> list[LogicalNode]:
+        return [self.input]
+
+    def with_inputs(self, inputs: list[LogicalNode]) -> LogicalNode:
+        return replace(self, input=inputs[0])  # type: ignore[type-var]
+
+
+class KeepsTime(OneInput):
+    """A one-input node whose output keeps its input's columns in place, so its time attribute
+    and window columns are the input's (a filter, a correlate appending columns)."""
+
+    @property
+    def rowtime(self) -> int | None:
+        return self.input.rowtime
+
+    @property
+    def window_properties(self) -> tuple[WindowColumns, ...]:
+        return self.input.window_properties
 
 
 def time_columns(node: LogicalNode) -> set[int]:

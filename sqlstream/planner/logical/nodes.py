@@ -13,7 +13,14 @@ from sqlstream.core.aggregates import AggCall
 from sqlstream.core.expressions import ColumnRef, Expr, Literal, referenced_columns, remap_columns
 from sqlstream.core.tables import TableDef
 from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
-from sqlstream.planner.logical.base import LogicalNode, Prune, WindowColumns, time_columns
+from sqlstream.planner.logical.base import (
+    KeepsTime,
+    LogicalNode,
+    OneInput,
+    Prune,
+    WindowColumns,
+    time_columns,
+)
 
 
 def _identity(node: LogicalNode) -> dict[int, int]:
@@ -80,7 +87,7 @@ class Scan(LogicalNode):
 
 
 @dataclass
-class ChangelogNormalize(LogicalNode):
+class ChangelogNormalize(OneInput):
     """Flink's ChangelogNormalize: an upsert changelog (+I/+U/-D by key, a -D perhaps carrying
     only its key) into a full one, keeping the last row per key: the first row of a key is +I,
     a later one -U of the kept row and +U (an identical row is dropped), a -D retracts the kept
@@ -102,13 +109,6 @@ class ChangelogNormalize(LogicalNode):
     def updating(self) -> bool:
         return True
 
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.input]
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> ChangelogNormalize:
-        return replace(self, input=inputs[0])
-
     def describe(self) -> str:
         names = self.input.schema.names
         return f"ChangelogNormalize(key=[{', '.join(names[k] for k in self.keys)}])"
@@ -119,7 +119,7 @@ class ChangelogNormalize(LogicalNode):
 
 
 @dataclass
-class WatermarkAssign(LogicalNode):
+class WatermarkAssign(OneInput):
     """Declares column ``rowtime_index`` the event-time attribute, with its watermark expression."""
 
     input: LogicalNode
@@ -140,13 +140,6 @@ class WatermarkAssign(LogicalNode):
     def window_properties(self) -> tuple[WindowColumns, ...]:
         return self.input.window_properties
 
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.input]
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> WatermarkAssign:
-        return replace(self, input=inputs[0])
-
     def map_expressions(self, fn: Callable[[Expr], Expr]) -> WatermarkAssign:
         return replace(self, watermark=fn(self.watermark))
 
@@ -162,7 +155,7 @@ class WatermarkAssign(LogicalNode):
 
 
 @dataclass
-class Project(LogicalNode):
+class Project(OneInput):
     input: LogicalNode
     exprs: list[Expr]
     names: list[str]
@@ -185,13 +178,6 @@ class Project(LogicalNode):
                 mapping.setdefault(e.index, i)
         moved = (w.through(mapping) for w in self.input.window_properties)
         return tuple(w for w in moved if w is not None)
-
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.input]
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> Project:
-        return replace(self, input=inputs[0])
 
     def map_expressions(self, fn: Callable[[Expr], Expr]) -> Project:
         return replace(self, exprs=[fn(e) for e in self.exprs])
@@ -216,28 +202,13 @@ class Project(LogicalNode):
 
 
 @dataclass
-class Filter(LogicalNode):
+class Filter(KeepsTime):
     input: LogicalNode
     predicate: Expr
 
     @property
     def schema(self) -> pa.Schema:
         return self.input.schema
-
-    @property
-    def rowtime(self) -> int | None:
-        return self.input.rowtime
-
-    @property
-    def window_properties(self) -> tuple[WindowColumns, ...]:
-        return self.input.window_properties
-
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.input]
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> Filter:
-        return replace(self, input=inputs[0])
 
     def map_expressions(self, fn: Callable[[Expr], Expr]) -> Filter:
         return replace(self, predicate=fn(self.predicate))
@@ -251,7 +222,7 @@ class Filter(LogicalNode):
 
 
 @dataclass
-class WindowTVF(LogicalNode):
+class WindowTVF(OneInput):
     """Input columns plus window_start, window_end, window_time (one row per window a row is in)."""
 
     input: LogicalNode
@@ -272,13 +243,6 @@ class WindowTVF(LogicalNode):
         width = len(self.input.schema)
         return (*self.input.window_properties, WindowColumns(self.window, width, width + 1, width + 2))
 
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.input]
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> WindowTVF:
-        return replace(self, input=inputs[0])
-
     def describe(self) -> str:
         return f"WindowTableFunction({self.window.describe()})"
 
@@ -294,7 +258,7 @@ class WindowTVF(LogicalNode):
 
 
 @dataclass
-class Aggregate(LogicalNode):
+class Aggregate(OneInput):
     """GROUP BY ``keys``: updating output (a changelog keyed by the group keys)."""
 
     input: LogicalNode
@@ -314,13 +278,6 @@ class Aggregate(LogicalNode):
     def updating(self) -> bool:
         return True
 
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.input]
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> Aggregate:
-        return replace(self, input=inputs[0])
-
     def describe(self) -> str:
         keys = ", ".join(f"${k}" for k in self.keys)
         return f"GroupAggregate(keys=[{keys}], aggs=[{', '.join(a.describe() for a in self.aggs)}])"
@@ -333,7 +290,7 @@ class Aggregate(LogicalNode):
 
 
 @dataclass
-class WindowAggregate(LogicalNode):
+class WindowAggregate(OneInput):
     """GROUP BY window_start, window_end, keys over windowed rows: append-only, fires on watermark.
 
     ``outputs`` lists, in output order, what each grouping column is: a window
@@ -384,13 +341,6 @@ class WindowAggregate(LogicalNode):
     @property
     def updating(self) -> bool:
         return False
-
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.input]
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> WindowAggregate:
-        return replace(self, input=inputs[0])
 
     def describe(self) -> str:
         outs = ", ".join(o if isinstance(o, str) else f"${o}" for o in self.outputs)
@@ -696,7 +646,7 @@ class Union(LogicalNode):
 
 
 @dataclass
-class ReplicateRows(LogicalNode):
+class ReplicateRows(OneInput):
     """Each row repeated as often as its column ``times`` says (none when 0 or less): the ALL forms
     of INTERSECT and EXCEPT.  An updating input's -U/-D rows are repeated as their +I/+U were."""
 
@@ -707,13 +657,6 @@ class ReplicateRows(LogicalNode):
     def schema(self) -> pa.Schema:
         return self.input.schema
 
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.input]
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> ReplicateRows:
-        return replace(self, input=inputs[0])
-
     def describe(self) -> str:
         return f"ReplicateRows(times=${self.times})"
 
@@ -723,7 +666,7 @@ class ReplicateRows(LogicalNode):
 
 
 @dataclass
-class Unnest(LogicalNode):
+class Unnest(KeepsTime):
     """Each input row joined with the elements of a collection it holds: ``CROSS JOIN UNNEST(c) AS
     t(...)`` (and ``LEFT JOIN ... ON TRUE``, where a row whose collection is NULL or empty is kept
     once with NULLs), Flink's correlate over $UNNEST_ROWS.  The output is the input's columns, then
@@ -753,21 +696,6 @@ class Unnest(LogicalNode):
     @property
     def schema(self) -> pa.Schema:
         return pa.schema(list(self.input.schema) + self.element_fields)
-
-    @property
-    def rowtime(self) -> int | None:
-        return self.input.rowtime
-
-    @property
-    def window_properties(self) -> tuple[WindowColumns, ...]:
-        return self.input.window_properties
-
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.input]
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> Unnest:
-        return replace(self, input=inputs[0])
 
     def map_expressions(self, fn: Callable[[Expr], Expr]) -> Unnest:
         return replace(self, collection=fn(self.collection))
@@ -813,7 +741,7 @@ class Values(LogicalNode):
 
 
 @dataclass
-class Sink(LogicalNode):
+class Sink(OneInput):
     """INSERT INTO ``table``; ``table`` None means collect the rows for the client (SELECT)."""
 
     input: LogicalNode
@@ -823,13 +751,6 @@ class Sink(LogicalNode):
     @property
     def schema(self) -> pa.Schema:
         return self.input.schema
-
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.input]
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> Sink:
-        return replace(self, input=inputs[0])
 
     def describe(self) -> str:
         return f"Sink(table={self.table.name if self.table else '<client>'}, columns=[{_names(self.schema)}])"

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from sqlstream.core.aggregates import AggCall
 from sqlstream.core.errors import PlanError
-from sqlstream.planner.logical.base import LogicalNode, Prune
+from sqlstream.planner.logical.base import LogicalNode, OneInput, Prune
 
 TOP_N_HINT = (
     "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn FROM ...) "
@@ -36,7 +36,7 @@ class OverFrame:
 
 
 @dataclass
-class OverAggregate(LogicalNode):
+class OverAggregate(OneInput):
     """Input columns plus one column per aggregate over the row's frame in its partition."""
 
     input: LogicalNode
@@ -57,19 +57,12 @@ class OverAggregate(LogicalNode):
     def updating(self) -> bool:
         return False
 
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.input]
-
     def describe(self) -> str:
         keys = ", ".join(f"${k}" for k in self.partition_keys)
         return (
             f"OverAggregate(partition=[{keys}], order=${self.time_index}, {self.frame.describe()}, "
             f"aggs=[{', '.join(a.describe() for a in self.aggs)}])"
         )
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> OverAggregate:
-        return replace(self, input=inputs[0])
 
     def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
         width = len(self.input.schema)
@@ -214,7 +207,7 @@ class Rank(LogicalNode):
 
 
 @dataclass
-class StreamSort(LogicalNode):
+class StreamSort(OneInput):
     """ORDER BY <time attribute> [, ...] [LIMIT n] (``order`` set), or LIMIT n alone: append-only."""
 
     input: LogicalNode
@@ -233,19 +226,12 @@ class StreamSort(LogicalNode):
     def updating(self) -> bool:
         return False
 
-    @property
-    def inputs(self) -> list[LogicalNode]:
-        return [self.input]
-
     def describe(self) -> str:
         limit = "" if self.limit is None else f"limit={self.limit}"
         if not self.order:
             return f"Limit({limit})"
         order = ", ".join(k.describe() for k in self.order)
         return f"Sort(order=[{order}]{', ' + limit if limit else ''})"
-
-    def with_inputs(self, inputs: list[LogicalNode]) -> StreamSort:
-        return replace(self, input=inputs[0])
 
     def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
         needed = set(required) | {k.index for k in self.order}

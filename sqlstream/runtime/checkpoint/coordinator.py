@@ -59,6 +59,7 @@ class CheckpointStats:
     checkpoint_id: int
     duration_s: float
     size_bytes: int
+    completed_ms: float = 0.0  # epoch ms when it completed (sinks commit from then on)
 
 
 HISTORY_SIZE = 10  # checkpoints a status lists (the counts cover all): Flink's web.checkpoints.history default
@@ -372,7 +373,8 @@ class CheckpointCoordinator:
                 assert self.storage is not None
                 path = self.storage.complete(pending.checkpoint_id, metadata)
             duration_s = time.monotonic() - pending.started
-            self.completed.append(CheckpointStats(pending.checkpoint_id, duration_s, size))
+            self.completed.append(CheckpointStats(pending.checkpoint_id, duration_s, size,
+                                                  time.time_ns() / 1e6))
             self.history.finish(pending.checkpoint_id, COMPLETED, duration_ms=round(duration_s * 1000, 1),
                                 size_bytes=size)
             # a savepoint may complete after a newer checkpoint: the latest never goes back

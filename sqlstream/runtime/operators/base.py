@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,12 +14,27 @@ from sqlstream.runtime.state.base import StateBackend
 Output = list[Chunk | Watermark]
 
 
+COMMIT_HISTORY = 1000  # commits a sink subtask remembers (about a quarter of an hour at one per second)
+
+
+@dataclass(frozen=True)
+class CommitTiming:
+    """One commit of a sink's pre-committed output, for the commit latency after a checkpoint
+    completes (its completion time is in the checkpoint's stats; the difference is the latency)."""
+
+    checkpoint_id: int  # the completed checkpoint whose notification committed it
+    end_ms: float  # epoch ms when the writer's commit returned
+    duration_ms: float  # time spent in the writer's commit itself
+
+
 @dataclass
 class Metrics:
     records_in: int = 0
     records_out: int = 0
     late_records_dropped: int = 0
     extra: dict[str, int] = field(default_factory=dict)
+    # a sink's recent commits, oldest first (bounded: a long job commits every checkpoint)
+    commits: deque[CommitTiming] = field(default_factory=lambda: deque(maxlen=COMMIT_HISTORY))
 
 
 @dataclass

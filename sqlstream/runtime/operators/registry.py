@@ -116,6 +116,12 @@ def _not_null_enforcer(c: p.NotNullEnforcerConfig, schema: pa.Schema) -> Operato
     return NotNullEnforcer(c.columns, c.names, c.not_null_enforcer)
 
 
+def _match_recognize(c: p.MatchRecognizeConfig, schema: pa.Schema) -> Operator:
+    from sqlstream.runtime.operators.match_recognize import MatchRecognizeOperator
+
+    return MatchRecognizeOperator(c, schema)
+
+
 def _over_agg(c: p.OverAggConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.over_agg import OverAggOperator
 
@@ -176,6 +182,7 @@ BUILDERS: dict[type[p.OperatorConfig], Callable[[Any, pa.Schema], Operator]] = {
     p.ReplicateRowsConfig: _replicate_rows,
     p.UnnestConfig: _unnest,
     p.NotNullEnforcerConfig: _not_null_enforcer,
+    p.MatchRecognizeConfig: _match_recognize,
     p.OverAggConfig: _over_agg,
     p.TopNConfig: _top_n,
     p.ChangelogNormalizeConfig: _changelog_normalize,

@@ -20,12 +20,13 @@ one are undone before its rows are written again.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from sqlstream.runtime.checkpoint.storage import CommitJournal
 from sqlstream.runtime.connectors.base import SinkWriter
 from sqlstream.runtime.elements import Chunk
-from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
+from sqlstream.runtime.operators.base import CommitTiming, Operator, OperatorContext, Output
 
 FINAL_CHECKPOINT = 2**62  # the pre-commit made when a bounded job ends
 
@@ -116,7 +117,10 @@ class SinkOperator(Operator):
     def _commit(self, notified: int, committables: dict[int, Any]) -> None:
         if self.journal is not None:
             self.journal.record(notified, committables)  # before the commit: it may be undone later
+        started = time.perf_counter()
         self.writer.commit([committables[n] for n in sorted(committables)])
+        self.ctx.metrics.commits.append(CommitTiming(notified, time.time_ns() / 1e6,
+                                                     (time.perf_counter() - started) * 1000))
 
     def close(self) -> None:
         self.writer.close()

@@ -1,0 +1,352 @@
+"""MATCH_RECOGNIZE on event time: Flink's CEP NFA per partition key, ONE ROW PER MATCH.
+
+As Flink's CepOperator, rows wait in keyed state until the watermark passes their timestamp,
+then are fed in timestamp order (arrival order among equal timestamps) to the pattern of their
+key; a row whose time the watermark has already passed is late and dropped.
+
+The NFA follows Flink's (NFACompiler, strict contiguity as MATCH_RECOGNIZE's concatenation):
+every row may start a partial match; quantifiers are greedy (Flink's translation makes ``+ *
+{n,} {n,m}`` greedy), so a partial match that can take the row into its current variable does
+(it proceeds to the next variable only for a row the variable's condition rejects, even once
+its maximum count is reached), except after an optional ``v?``, which Flink leaves non-greedy:
+that partial match forks into both; one that can do neither dies.  The pattern ends in a variable that is not greedy (Flink
+refuses a greedy last one), so a match completes each time its last variable has taken its
+minimum count of rows or more.  A completed match
+waits until no partial match that started strictly earlier is still open, then is emitted and prunes
+the partial and completed matches its AFTER MATCH SKIP strategy discards
+(NFA.processMatchesAccordingToSkipStrategy: SKIP PAST LAST ROW those that started at or before
+its last row, SKIP TO NEXT ROW at or before its first row, SKIP TO FIRST/LAST v before v's
+first/last row).
+
+Per key the state holds the rows its open matches still reach (one Arrow batch, with the
+sequence number of its first row) and the open partial and completed matches as plain tuples
+(start, variable, count, the variable of each row), so checkpoints and savepoints carry them.
+
+Why per-row Python: a row's transitions depend on the match so far (which variable each earlier
+row took, and DEFINE conditions may read FIRST/LAST of those rows), so the NFA walks rows one by
+one.  DEFINE conditions that read only the current row are evaluated vectorized once per firing;
+only those that navigate into the match are evaluated per (partial match, row).
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sqlstream.core.aggregates import wrap_integer
+from sqlstream.core.errors import DataError
+from sqlstream.core.evaluator import as_array, compile_expr
+from sqlstream.core.expressions import referenced_columns
+from sqlstream.core.physical import MatchRecognizeConfig
+from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
+from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
+from sqlstream.runtime.operators.keyed import key_group_column
+from sqlstream.runtime.operators.rank import KeyTimers, group_rows, on_time
+from sqlstream.runtime.operators.window_agg import event_times
+
+# a partial match: (start sequence number, pattern term, rows taken by that term, variable per row)
+Partial = tuple[int, int, int, tuple[int, ...]]
+# a completed match waiting for its turn: (start sequence number, variable per row)
+Completed = tuple[int, tuple[int, ...]]
+
+
+class _KeyRows:
+    """The rows of one key the NFA can reach: retained rows then this firing's due rows."""
+
+    def __init__(self, batch: pa.RecordBatch, base: int, due_offset: int) -> None:
+        self.batch = batch
+        self.base = base  # sequence number of batch row 0
+        self.due_offset = due_offset  # batch row of the first due row
+        self.columns: dict[int, list[Any]] = {}
+
+    def value(self, column: int, seq: int) -> Any:
+        values = self.columns.get(column)
+        if values is None:
+            values = self.columns[column] = self.batch.column(column).to_pylist()
+        return values[seq - self.base]
+
+
+class MatchRecognizeOperator(Operator):
+    name = "MatchRecognize"
+    keyed = True
+
+    def __init__(self, config: MatchRecognizeConfig, schema: pa.Schema) -> None:
+        self.config = config
+        self.keys = list(config.partition_keys)
+        self.time_index = config.time_index
+        self.pattern = config.pattern
+        self.schema = schema
+        self.compiled = [None if d is None else compile_expr(d) for d in config.defines]
+        # a DEFINE that reads a column past the input row's navigates into the match so far
+        self.navigating = [d is not None and any(i >= config.input_width for i in referenced_columns(d))
+                           for d in config.defines]
+        self.measures = [compile_expr(m) for m in config.measures]
+        self.due_timers = KeyTimers()  # key group -> its earliest waiting row
+        self.watermark = MIN_WATERMARK
+
+    def open(self, ctx: OperatorContext) -> None:
+        super().open(ctx)
+        # key group -> batches of its rows that wait for the watermark, in arrival order
+        self.waiting = ctx.keyed_state.state("waiting")
+        # (key group, partition key) -> (sequence number of the first retained row, the retained rows,
+        # the next sequence number, partial matches, completed matches waiting to be emitted); a key
+        # with no open match has no entry
+        self.nfa = ctx.keyed_state.state("nfa")
+
+    # ------------------------------------------------------------ input
+    def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
+        batch, ts = on_time(self.ctx, chunk.batch, self.time_index, self.watermark)
+        if batch.num_rows == 0:
+            return []
+        kg = key_group_column(batch, self.keys, self.ctx.max_parallelism).to_numpy()
+        order = np.argsort(kg, kind="stable")
+        groups = kg[order]
+        bounds = np.flatnonzero(np.diff(groups, prepend=-1, append=-1))
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            group, idx = int(groups[a]), order[a:b]
+            stored = self.waiting.get(group, ())
+            self.waiting.put(group, (), (stored or ()) + (batch.take(pa.array(idx)),))
+            self.due_timers.register(group, (), int(ts[idx].min()))
+        return []
+
+    # ------------------------------------------------------------ firing
+    def on_watermark(self, timestamp: int) -> Output:
+        self.watermark = timestamp
+        visited = [(kg, self.waiting.get(kg, ())) for kg, _ in self.due_timers.pop_due(timestamp)]
+        visited = [(kg, w) for kg, w in visited if w]
+        due_pieces: list[pa.RecordBatch] = []
+        for kg, waiting in visited:
+            rows = waiting[0] if len(waiting) == 1 else pa.concat_batches(list(waiting))
+            ts = event_times(rows, self.time_index).to_numpy(zero_copy_only=False)
+            due = ts <= timestamp
+            if (~due).any():
+                self.waiting.put(kg, (), (rows.filter(pa.array(~due)),))
+                self.due_timers.register(kg, (), int(ts[~due].min()))
+            else:
+                self.waiting.delete(kg, ())
+            if due.any():
+                due_pieces.append(rows.filter(pa.array(due)))
+        if not due_pieces:
+            return []
+        out = self._fire(due_pieces[0] if len(due_pieces) == 1 else pa.concat_batches(due_pieces), timestamp)
+        return [Chunk(out)] if out.num_rows else []
+
+    def _fire(self, due_rows: pa.RecordBatch, watermark: int) -> pa.RecordBatch:
+        groups = group_rows(due_rows, self.keys, self.ctx.max_parallelism)
+        # each key's due rows in event-time order, rows of equal times by the further ORDER BY
+        # columns, then in arrival order
+        n = due_rows.num_rows
+        columns = {"$ts": event_times(due_rows, self.time_index)}
+        spec: list[tuple[str, str] | tuple[str, str, str]] = [("$ts", "ascending")]
+        for i, (column, desc, nulls_first) in enumerate(self.config.tie_order):
+            columns[f"s{i}"] = due_rows.column(column)
+            spec.append((f"s{i}", "descending" if desc else "ascending", "at_start" if nulls_first else "at_end"))
+        columns["$arrival"] = pa.array(np.arange(n))
+        spec.append(("$arrival", "ascending"))
+        rank = np.empty(n, dtype=np.int64)
+        rank[pc.sort_indices(pa.table(columns), sort_keys=spec).to_numpy()] = np.arange(n)
+        ordered = [g[2][np.argsort(rank[g[2]])] for g in groups]
+        rows = due_rows.take(pa.array(np.concatenate(ordered)))
+        current_only = self._current_row_conditions(rows)
+        emitted: list[tuple[_KeyRows, int, tuple[int, ...]]] = []
+        offset = 0
+        for (kg, key, _), idx in zip(groups, ordered, strict=True):
+            n = len(idx)
+            self._run_key(kg, key, rows.slice(offset, n), [c if c is None else c[offset:offset + n]
+                                                           for c in current_only], emitted, watermark)
+            offset += n
+        return self._output(emitted)
+
+    def _current_row_conditions(self, rows: pa.RecordBatch) -> list[list[bool] | None]:
+        """Per variable, its DEFINE over each due row when it reads only the current row (NULL is
+        false); None where the condition navigates into the match (or there is none)."""
+        out: list[list[bool] | None] = []
+        for run, navigating in zip(self.compiled, self.navigating, strict=True):
+            if run is None or navigating:
+                out.append(None)
+                continue
+            value = as_array(run(rows), rows.num_rows, pa.bool_())
+            out.append(pc.fill_null(value, False).to_pylist())
+        return out
+
+    def _run_key(self, kg: int, key: tuple, due: pa.RecordBatch, current_only: list[list[bool] | None],
+                 emitted: list[tuple[_KeyRows, int, tuple[int, ...]]], watermark: int) -> None:
+        stored = self.nfa.get(kg, key)
+        if stored is None:
+            base, kept, next_seq, partials, completed = 0, None, 0, (), ()
+        else:
+            base, kept, next_seq, partials, completed = stored
+        batch = due if kept is None else pa.concat_batches([kept, due])
+        rows = _KeyRows(batch, base, next_seq - base)
+        partial: list[Partial] = list(partials)
+        pending: list[Completed] = list(completed)
+        last_term = len(self.pattern) - 1
+        last = self.pattern[last_term]
+        within = self.config.within_ms
+        times = event_times(batch, self.time_index).to_numpy(zero_copy_only=False) if within is not None else None
+
+        def advance_time(now: int) -> None:
+            # WITHIN: a partial match whose first row is ``within`` or more before ``now`` times out
+            # (NFA.advanceTime, before the rows of ``now`` and at the watermark)
+            nonlocal partial
+            if times is not None:
+                partial = [p for p in partial if now - int(times[p[0] - base]) < within]
+
+        def emit() -> None:
+            # a completed match is emitted once no partial match that started strictly earlier is
+            # open (NFA.isEarlier: <=), and prunes what its AFTER MATCH SKIP discards
+            nonlocal partial, pending
+            while pending and (not partial or pending[0][0] <= partial[0][0]):
+                match = pending.pop(0)
+                keep = self._survives(match)
+                partial = [p for p in partial if keep(p[0])]
+                pending = [m for m in pending if keep(m[0])]
+                emitted.append((rows, match[0], match[1]))
+
+        for i in range(due.num_rows):
+            seq = next_seq + i
+            if times is not None:
+                advance_time(int(times[seq - base]))
+                emit()
+            advanced: list[Partial] = []
+            for pm in [*partial, (seq, 0, 0, ())]:
+                for step in self._step(pm, seq, i, rows, current_only):
+                    if step[1] == last_term and step[2] >= last.min:
+                        pending.append((step[0], step[3]))
+                        if last.max is not None and step[2] == last.max:
+                            continue  # a reluctant last variable may take more rows: more matches
+                    advanced.append(step)
+            partial = advanced
+            pending.sort(key=lambda m: m[0])  # stable: of equal starts, the one completed first
+            emit()
+        if times is not None:
+            advance_time(watermark)
+            emit()
+        next_seq += due.num_rows
+        starts = [p[0] for p in partial] + [m[0] for m in pending]
+        if not starts:
+            self.nfa.delete(kg, key)  # no open match: the key's sequence numbers may start over
+            return
+        first = min(starts)
+        kept_rows = batch.slice(first - base)
+        self.nfa.put(kg, key, (first, kept_rows, next_seq, tuple(partial), tuple(pending)))
+
+    def _step(self, pm: Partial, seq: int, due_index: int, rows: _KeyRows,
+              current_only: list[list[bool] | None]) -> list[Partial]:
+        """The partial match's successors after ``seq``.  A greedy quantifier takes the row into its
+        variable if it can, and proceeds to the next variable only for a row its own condition
+        rejects, even once its maximum is reached (Flink's NFACompiler adds NOT(take) to the next
+        state's transitions); a non-greedy one (``v?``, reluctant) forks into both; a count below
+        the minimum must take."""
+        start, term, count, labels = pm
+        t = self.pattern[term]
+        out: list[Partial] = []
+        room = t.max is None or count < t.max
+        accepted = (room or t.greedy) and self._accepts(t.variable, labels, start, seq, due_index, rows,
+                                                        current_only)
+        if room and accepted:
+            out.append((start, term, count + 1, (*labels, t.variable)))
+        if count >= t.min and term + 1 < len(self.pattern) and not (t.greedy and accepted):
+            out += self._step((start, term + 1, 0, labels), seq, due_index, rows, current_only)
+        return out
+
+    def _accepts(self, variable: int, labels: tuple[int, ...], start: int, seq: int, due_index: int,
+                 rows: _KeyRows, current_only: list[list[bool] | None]) -> bool:
+        run = self.compiled[variable]
+        if run is None:
+            return True
+        precomputed = current_only[variable]
+        if precomputed is not None:
+            return precomputed[due_index]
+        # the current row, then the navigations into the match as it would be with the row as ``variable``
+        row = rows.batch.slice(seq - rows.base, 1)
+        arrays = list(row.columns)
+        for nav, t in zip(self.config.navigations, self.config.navigation_types, strict=True):
+            var = nav[1]
+            taken = [start + j for j, v in enumerate(labels) if var < 0 or v == var]
+            if var < 0 or var == variable:
+                taken.append(seq)
+            arrays.append(pa.array([self._read(nav, t, taken, rows)], t))
+        names = [f"c{j}" for j in range(len(arrays))]
+        result = as_array(run(pa.RecordBatch.from_arrays(arrays, names=names)), 1, pa.bool_())
+        return bool(result[0].as_py())
+
+    def _survives(self, match: Completed) -> Any:
+        """Which start sequence numbers the match's AFTER MATCH SKIP strategy keeps."""
+        start, labels = match
+        kind, variable = self.config.skip
+        if kind == "PAST LAST ROW":
+            last = start + len(labels) - 1
+            return lambda s: s > last
+        if kind == "TO NEXT ROW":
+            return lambda s: s > start
+        positions = [start + j for j, v in enumerate(labels) if v == variable]
+        if not positions:
+            raise DataError(f"Could not skip to {'first' if kind == 'TO FIRST' else 'last'} element of a match.")
+        target = positions[0] if kind == "TO FIRST" else positions[-1]
+        return lambda s: s >= target
+
+    # ------------------------------------------------------------ output
+    def _output(self, emitted: list[tuple[_KeyRows, int, tuple[int, ...]]]) -> pa.RecordBatch:
+        n = len(emitted)
+        key_columns = [pa.array([rows.value(k, start) for rows, start, _ in emitted], self.schema.field(j).type)
+                       for j, k in enumerate(self.keys)]
+        primitives = [pa.array([self._primitive(p, t, rows, start, labels) for rows, start, labels in emitted], t)
+                      for p, t in zip(self.config.primitives, self.config.primitive_types, strict=True)]
+        measures_in = pa.RecordBatch.from_arrays(primitives, names=[f"m{i}" for i in range(len(primitives))]) \
+            if primitives else pa.RecordBatch.from_arrays([pa.nulls(n)], names=["none"])
+        width = len(self.keys)
+        measures = [as_array(run(measures_in), n, self.schema.field(width + j).type)
+                    for j, run in enumerate(self.measures)]
+        return pa.RecordBatch.from_arrays(key_columns + measures, schema=self.schema)
+
+    def _primitive(self, primitive: tuple[str, int, int, int], t: pa.DataType, rows: _KeyRows, start: int,
+                   labels: tuple[int, ...]) -> Any:
+        variable = primitive[1]
+        return self._read(primitive, t, [start + j for j, v in enumerate(labels) if variable < 0 or v == variable],
+                          rows)
+
+    @staticmethod
+    def _read(what: tuple[str, int, int, int], t: pa.DataType, taken: list[int], rows: _KeyRows) -> Any:
+        """FIRST/LAST(col, offset) or an aggregate of col (of type ``t``) over the rows ``taken``."""
+        kind, _, column, offset = what
+        if kind in ("FIRST", "LAST"):
+            at = offset if kind == "FIRST" else len(taken) - 1 - offset
+            return rows.value(column, taken[at]) if 0 <= at < len(taken) else None
+        if column < 0:  # COUNT(*)
+            return len(taken)
+        values = [v for v in (rows.value(column, s) for s in taken) if v is not None]
+        if kind == "COUNT":
+            return len(values)
+        if not values:
+            return None
+        if kind == "MIN":
+            return min(values)
+        if kind == "MAX":
+            return max(values)
+        total = sum(values)
+        if kind == "SUM":
+            return wrap_integer(total, t) if pa.types.is_integer(t) else total
+        # AVG: integers truncate toward zero, a DECIMAL rounds HALF_UP to its scale (Flink)
+        if pa.types.is_integer(t):
+            return wrap_integer(abs(total) // len(values) * (1 if total >= 0 else -1), t)
+        if pa.types.is_decimal(t):
+            with localcontext() as ctx:
+                ctx.prec = 80
+                return (Decimal(total) / len(values)).quantize(Decimal(1).scaleb(-t.scale), rounding=ROUND_HALF_UP)
+        return total / len(values)
+
+    # ------------------------------------------------------------ checkpoints
+    def snapshot_state(self, checkpoint_id: int) -> Any:
+        return {"watermark": self.watermark}
+
+    def restore_state(self, state: Any) -> None:
+        if state is not None:
+            self.watermark = state["watermark"]
+        for kg, _, waiting in self.waiting.items():
+            first = min(int(pc.min(event_times(b, self.time_index)).as_py()) for b in waiting)
+            self.due_timers.register(kg, (), first)

@@ -1,0 +1,88 @@
+-- MATCH_RECOGNIZE on event time: patterns, quantifiers, AFTER MATCH SKIP variants, measures.
+-- ticks (tables.sql) is in time order: late rows would make Flink's answers vary between runs.
+
+-- case: v_shape
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES S.price AS start_price, LAST(DOWN.price) AS bottom, LAST(UP.price) AS top, MATCH_ROWTIME() AS mt ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (S DOWN+ UP) DEFINE DOWN AS (LAST(DOWN.price, 1) IS NULL AND DOWN.price < S.price) OR DOWN.price < LAST(DOWN.price, 1), UP AS UP.price > LAST(DOWN.price)) AS r;
+-- case: v_shape_default_skip
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(DOWN.price) AS fd, COUNT(DOWN.price) AS n ONE ROW PER MATCH PATTERN (S DOWN+ UP) DEFINE DOWN AS (LAST(DOWN.price, 1) IS NULL AND DOWN.price < S.price) OR DOWN.price < LAST(DOWN.price, 1), UP AS UP.price > LAST(DOWN.price)) AS r;
+-- case: skip_to_next_row
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, LAST(A.price) AS a1, B.price AS b ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN (A+ B) DEFINE A AS A.price > 10, B AS B.price < LAST(A.price)) AS r;
+-- case: skip_to_first
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a, FIRST(B.price) AS b, C.price AS c ONE ROW PER MATCH AFTER MATCH SKIP TO FIRST B PATTERN (A B+ C) DEFINE B AS B.price > LAST(A.price), C AS C.price <= LAST(B.price)) AS r;
+-- case: skip_to_last
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a, LAST(B.price) AS b, C.price AS c ONE ROW PER MATCH AFTER MATCH SKIP TO LAST B PATTERN (A B+ C) DEFINE B AS B.price > LAST(A.price), C AS C.price <= LAST(B.price)) AS r;
+-- case: star_quantifier
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a, COUNT(B.price) AS nb, SUM(B.tax) AS sb, C.price AS c ONE ROW PER MATCH PATTERN (A B* C) DEFINE A AS A.price > 15, B AS B.price > 15, C AS C.price <= 15) AS r;
+-- case: optional_quantifier
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, B.price AS b, C.price AS c ONE ROW PER MATCH PATTERN (A B? C) DEFINE A AS A.tax = 1, B AS B.tax = 2, C AS C.tax >= 1) AS r;
+-- case: exact_quantifier
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, LAST(A.price) AS a1, B.price AS b ONE ROW PER MATCH PATTERN (A{3} B) DEFINE A AS A.price >= 3, B AS B.tax >= 1) AS r;
+-- case: range_quantifier
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(A.price) AS n, MIN(A.price) AS lo, MAX(A.price) AS hi, AVG(A.price) AS av, B.price AS b ONE ROW PER MATCH PATTERN (A{2,3} B) DEFINE A AS A.price > 15, B AS B.tax = 1) AS r;
+-- case: at_least_quantifier
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(A.price) AS n, SUM(A.price) AS s, B.price AS b ONE ROW PER MATCH PATTERN (A{2,} B) DEFINE A AS LAST(A.price, 1) IS NULL OR A.price > LAST(A.price, 1), B AS B.price < LAST(A.price)) AS r;
+-- case: prev_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, MATCH_ROWTIME() AS mt ONE ROW PER MATCH PATTERN (A) DEFINE A AS A.price > PREV(A.price, 2)) AS r;
+-- case: nulls_in_conditions
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, B.price AS b ONE ROW PER MATCH PATTERN (A B) DEFINE A AS A.price IS NULL OR A.price > 18, B AS B.tax > 0) AS r;
+-- case: no_partition
+SELECT * FROM ticks MATCH_RECOGNIZE (ORDER BY ts MEASURES FIRST(A.ts) AS t0, COUNT(A.price) AS n, B.sym AS bs ONE ROW PER MATCH PATTERN (A+ B) DEFINE A AS A.price < 10, B AS B.price >= 10) AS r;
+-- case: first_offset_in_define
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, LAST(A.price) AS a1, FIRST(A.price, 1) AS a01, LAST(A.price, 1) AS a11, B.price AS b ONE ROW PER MATCH PATTERN (A{2,} B) DEFINE A AS A.price >= FIRST(A.price), B AS B.price < FIRST(A.price, 1)) AS r;
+-- case: unqualified_in_define_and_measures
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES price AS last_price, COUNT(*) AS n, MATCH_ROWTIME() AS mt ONE ROW PER MATCH PATTERN (A B+ C) DEFINE B AS tax = 1, C AS price > A.price) AS r;
+-- case: match_rowtime_window
+CREATE VIEW m AS SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES MATCH_ROWTIME() AS mt, A.price AS a ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+SELECT sym, window_start, COUNT(*) AS n_matches FROM TABLE(TUMBLE(TABLE m, DESCRIPTOR(mt), INTERVAL '5' SECOND)) GROUP BY sym, window_start, window_end;
+-- case: no_match
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A B) DEFINE A AS A.price > 1000, B AS B.price > 0) AS r;
+-- case: orders_increasing_qty
+SELECT * FROM orders MATCH_RECOGNIZE (PARTITION BY user_id ORDER BY ts MEASURES FIRST(A.order_id) AS first_id, LAST(A.order_id) AS last_id, B.order_id AS b_id, SUM(A.amount) AS total, MATCH_ROWTIME() AS mt ONE ROW PER MATCH PATTERN (A+ B) DEFINE A AS A.price > 20, B AS B.price <= 20 OR B.price IS NULL) AS r;
+-- case: events_partitions
+SELECT * FROM events MATCH_RECOGNIZE (PARTITION BY uid ORDER BY ts MEASURES A.id AS a_id, B.id AS b_id, B.score - A.score AS diff ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.score > A.score) AS r;
+-- case: select_measures_only
+SELECT bottom, sym FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES LAST(DOWN.price) AS bottom ONE ROW PER MATCH PATTERN (S DOWN+ UP) DEFINE DOWN AS (LAST(DOWN.price, 1) IS NULL AND DOWN.price < S.price) OR DOWN.price < LAST(DOWN.price, 1), UP AS UP.price > LAST(DOWN.price)) AS r WHERE bottom < 16;
+-- case: order_by_not_rowtime
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY price MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A B) DEFINE A AS A.price > 1) AS r;
+-- case: greedy_last_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS B.price > 1) AS r;
+-- case: undefined_variable_in_measures
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES Z.price AS z ONE ROW PER MATCH PATTERN (A B) DEFINE A AS A.price > 1) AS r;
+-- case: reluctant_plus
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, COUNT(A.price) AS n, B.price AS b ONE ROW PER MATCH PATTERN (A+? B) DEFINE A AS A.price > 15, B AS B.tax = 1) AS r;
+-- case: reluctant_star
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES S.price AS s, COUNT(A.price) AS n, B.price AS b ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (S A*? B) DEFINE A AS A.price > S.price, B AS B.price > LAST(A.price) OR B.tax = 3) AS r;
+-- case: reluctant_range
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(A.price) AS n, SUM(A.price) AS s, B.price AS b ONE ROW PER MATCH PATTERN (A{2,3}? B) DEFINE A AS A.price > 15, B AS B.price > 15) AS r;
+-- case: reluctant_last
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, COUNT(B.price) AS n, LAST(B.price) AS b ONE ROW PER MATCH PATTERN (A B+?) DEFINE A AS A.tax = 2, B AS B.price > A.price) AS r;
+-- case: exact_last
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, FIRST(B.price) AS b0, LAST(B.price) AS b1 ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B{2}) DEFINE B AS B.price > A.price) AS r;
+-- case: greedy_stops_at_max_for_next
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(A.price) AS n, B.price AS b ONE ROW PER MATCH PATTERN (A{1,2} B) DEFINE A AS A.price > 10, B AS B.price > 0) AS r;
+-- case: reluctant_optional_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A?? B) DEFINE B AS B.price > 1) AS r;
+-- case: skip_to_first_missing_variable
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, C.price AS c ONE ROW PER MATCH AFTER MATCH SKIP TO FIRST B PATTERN (A B? C) DEFINE A AS A.tax = 1, B AS B.tax = 2, C AS C.tax = 3) AS r;
+-- case: aggregate_in_define_running_sum
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, COUNT(A.price) AS n, SUM(A.price) AS s, B.price AS b ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A+ B) DEFINE A AS SUM(A.price) < 60, B AS B.tax = 1) AS r;
+-- case: aggregate_in_define_avg_of_other
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(A.price) AS n, AVG(A.price) AS av, B.price AS b ONE ROW PER MATCH PATTERN (A{2,} B) DEFINE A AS A.price > 10, B AS B.price < AVG(A.price) - 2) AS r;
+-- case: aggregate_in_define_count_star
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(*) AS n, MAX(A.tax) AS mx, LAST(B.price) AS b ONE ROW PER MATCH PATTERN (A+ B) DEFINE A AS COUNT(*) <= 3 AND A.price IS NOT NULL, B AS MIN(A.price) < B.price) AS r;
+-- case: within_v_shape
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES S.price AS s, LAST(DOWN.price) AS bottom, UP.price AS top, MATCH_ROWTIME() AS mt ONE ROW PER MATCH PATTERN (S DOWN+ UP) WITHIN INTERVAL '4' SECOND DEFINE DOWN AS (LAST(DOWN.price, 1) IS NULL AND DOWN.price < S.price) OR DOWN.price < LAST(DOWN.price, 1), UP AS UP.price > LAST(DOWN.price)) AS r;
+-- case: within_times_out_long_runs
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, COUNT(A.price) AS n, B.price AS b ONE ROW PER MATCH PATTERN (A+ B) WITHIN INTERVAL '2' SECOND DEFINE A AS A.price > 15, B AS B.price <= 15) AS r;
+-- case: within_unblocks_pending_match
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, COUNT(B.price) AS n, C.price AS c ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+? C) WITHIN INTERVAL '3' SECOND DEFINE B AS B.price > 10, C AS C.tax = 3) AS r;
+-- case: alternation_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A (B | C)) DEFINE B AS B.price > 1, C AS C.price < 1) AS r;
+-- case: group_pattern_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN ((A B)+ C) DEFINE B AS B.price > 1) AS r;
+-- case: duplicate_variable_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A B A) DEFINE B AS B.price > 1) AS r;
+-- case: ties_ordered_by_further_columns
+SELECT * FROM ticks MATCH_RECOGNIZE (ORDER BY ts, price DESC MEASURES A.sym AS a_sym, A.price AS a, B.sym AS b_sym, B.price AS b ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: order_by_rowtime_descending_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts DESC MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > 1) AS r;
