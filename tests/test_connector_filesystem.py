@@ -94,7 +94,7 @@ def visible(path: Path) -> list[str]:
     return sorted(p.name for p in path.iterdir() if not p.name.startswith((".", "_")))
 
 
-@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "avro", "orc"])
 def test_sink_then_source_round_trip(tmp_path: Path, fmt: str) -> None:
     out = write_files(tmp_path, fmt, [10, 5, 20])
     assert len(visible(out)) == 3
@@ -134,7 +134,7 @@ def test_files_are_split_among_subtasks(tmp_path: Path) -> None:
     assert ids == [[0, 2, 4], [1, 3]]
 
 
-@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "avro", "orc"])
 def test_projection_and_batch_size(tmp_path: Path, fmt: str) -> None:
     out = write_files(tmp_path, fmt, [25])
     reader = source(table(out, fmt), columns=["ts", "id"], batch_size=10)
@@ -148,7 +148,7 @@ def test_projection_and_batch_size(tmp_path: Path, fmt: str) -> None:
     assert sizes == [10, 10, 5]
 
 
-@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "avro", "orc"])
 def test_snapshot_and_restore_at_every_point(tmp_path: Path, fmt: str) -> None:
     out = write_files(tmp_path, fmt, [7, 1, 12])
     t = table(out, fmt)
@@ -211,8 +211,12 @@ def test_option_validation(tmp_path: Path) -> None:
         FS.validate(TableDef("t", COLUMNS, {"connector": "filesystem", "format": "csv"}))
     with pytest.raises(ConnectorError, match="requires option 'format'"):
         FS.validate(TableDef("t", COLUMNS, {"connector": "filesystem", "path": "x"}))
-    with pytest.raises(ConnectorError, match="must be one of csv, json, parquet"):
-        FS.validate(table(tmp_path, "avro"))
+    with pytest.raises(ConnectorError, match="must be one of csv, json, parquet, avro, raw, orc"):
+        FS.validate(table(tmp_path, "protobuf"))
+    with pytest.raises(ConnectorError, match="'raw' format only supports single physical column"):
+        FS.validate(table(tmp_path, "raw"))
+    with pytest.raises(ConnectorError, match="applies to format 'avro'"):
+        FS.validate(table(tmp_path, "orc", **{"avro.codec": "xz"}))
     with pytest.raises(ConnectorError, match="applies to format 'json'"):
         FS.validate(table(tmp_path, "csv", **{"json.fail-on-missing-field": "true"}))
     with pytest.raises(ConnectorError, match="must be a single character"):
@@ -256,7 +260,7 @@ def sink_for(path: Path, fmt: str, subtask: int = 0, **options: str):
     return sink
 
 
-@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "avro", "orc"])
 def test_two_phase_commit(tmp_path: Path, fmt: str) -> None:
     out = tmp_path / "out"
     sink = sink_for(out, fmt, subtask=1)
@@ -393,3 +397,31 @@ def test_abort_on_failure_keeps_what_a_completed_checkpoint_holds(tmp_path: Path
     # the restore commits what checkpoint 1 staged
     OperatorHarness(SinkOperator(FS.create_sink(SinkContext(t, FS.validate(t), t.physical_schema))), None, restore=held)
     assert read_all(table(out, "csv")).column("id").to_pylist() == [0, 1, 2]
+
+
+def test_metadata_columns_read_the_file_of_each_row(tmp_path: Path) -> None:
+    out = write_files(tmp_path, "parquet", [2, 3])
+    files = sorted(p for p in out.iterdir())
+    script = f"""
+        CREATE TABLE t (
+            id INT, name STRING, ts TIMESTAMP(3),
+            p STRING METADATA FROM 'file.path' VIRTUAL,
+            `file.name` STRING METADATA VIRTUAL,
+            size BIGINT METADATA FROM 'file.size' VIRTUAL,
+            modified TIMESTAMP_LTZ(3) METADATA FROM 'file.modification-time' VIRTUAL
+        ) WITH ('connector' = 'filesystem', 'path' = '{out}', 'format' = 'parquet');
+        SELECT id, `file.name`, size, p, modified FROM t;
+    """
+    rows = Session().execute_script(script)[-1].table.to_pylist()
+    by_file = {f.name: f for f in files}
+    assert sorted(r["id"] for r in rows) == [0, 1, 2, 3, 4]
+    for r in rows:
+        f = by_file[r["file.name"]]
+        assert r["p"] == str(f) and r["size"] == f.stat().st_size
+        assert r["modified"] == dt.datetime.fromtimestamp(f.stat().st_mtime_ns // 1_000_000 / 1000, dt.UTC)
+    with pytest.raises(ConnectorError, match="declares persistable metadata columns, but connector 'filesystem' writes no metadata"):
+        Session().execute_script(f"""
+            CREATE TABLE w (id INT, p STRING METADATA FROM 'file.path')
+            WITH ('connector' = 'filesystem', 'path' = '{tmp_path}/w', 'format' = 'csv');
+            INSERT INTO w VALUES (1, 'x');
+        """)

@@ -443,3 +443,14 @@ def test_checkpoints_on_a_store_are_refused_on_ray(s3_server: S3Server, bucket: 
             CREATE TABLE out (id BIGINT) WITH ('connector' = 'blackhole');
             INSERT INTO out SELECT id FROM gen;
         """)
+
+
+def test_metadata_columns_of_an_object(s3_server: S3Server, bucket: str) -> None:
+    s3_server.client().put_object(Bucket=bucket, Key="meta/a.csv", Body=b"1,a\n2,b\n")
+    got = run_sql(s3_server.set_statements() + f"""
+        CREATE TABLE t (id INT, name STRING, p STRING METADATA FROM 'file.path' VIRTUAL,
+                        n STRING METADATA FROM 'file.name' VIRTUAL, s BIGINT METADATA FROM 'file.size' VIRTUAL)
+        WITH ('connector' = 'filesystem', 'path' = 's3://{bucket}/meta', 'format' = 'csv');
+        SELECT id, p, n, s FROM t;
+    """)
+    assert got.to_pylist() == [{"id": i, "p": f"s3://{bucket}/meta/a.csv", "n": "a.csv", "s": 8} for i in (1, 2)]

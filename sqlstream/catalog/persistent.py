@@ -42,7 +42,7 @@ from sqlstream.core.errors import CatalogError, SqlError
 from sqlstream.core.home import home
 from sqlstream.core.sql import dialect
 from sqlstream.core.sql.script import Statement, line_col, parse_script
-from sqlstream.core.tables import ColumnDef, TableDef, ViewDef, WatermarkDef
+from sqlstream.core.tables import ColumnDef, MetadataDef, TableDef, ViewDef, WatermarkDef
 from sqlstream.core.types import parse_type, sql_type_name
 
 DEFAULT_CATALOG = "default_catalog"
@@ -78,7 +78,8 @@ def object_to_json(obj: CatalogObject) -> str:
         "kind": "TABLE",
         "name": obj.name,
         "columns": [
-            {"name": c.name, "type": _type_text(c.type), "nullable": c.nullable, "computed": c.computed}
+            {"name": c.name, "type": _type_text(c.type), "nullable": c.nullable, "computed": c.computed,
+             "metadata": None if c.metadata is None else {"key": c.metadata.key, "virtual": c.metadata.virtual}}
             for c in obj.columns
         ],
         "options": obj.options,
@@ -94,7 +95,9 @@ def object_from_json(text: str) -> CatalogObject:
     if d["kind"] == "VIEW":
         return ViewDef(d["name"], d["query"])
     columns = tuple(
-        ColumnDef(c["name"], _parse_type_text(c["type"]), c["nullable"], c["computed"]) for c in d["columns"]
+        ColumnDef(c["name"], _parse_type_text(c["type"]), c["nullable"], c["computed"],
+                  None if c.get("metadata") is None else MetadataDef(c["metadata"]["key"], c["metadata"]["virtual"]))
+        for c in d["columns"]
     )
     wm = d["watermark"]
     watermark = None if wm is None else WatermarkDef(wm["column"], wm["expression"])

@@ -17,9 +17,12 @@ from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Self
 
+import pyarrow as pa
+
 from sqlstream.core.durations import parse_duration_ms, parse_memory_size
 from sqlstream.core.errors import ConnectorError
-from sqlstream.core.tables import TableDef
+from sqlstream.core.tables import ColumnDef, TableDef
+from sqlstream.core.types import sql_type_name
 
 ENTRY_POINT_GROUP = "sqlstream.connectors"
 
@@ -136,6 +139,29 @@ class ConnectorOptions:
         """Rules across options; ConnectorError naming the options of table ``table`` otherwise."""
 
 
+@dataclass(frozen=True)
+class MetadataKey:
+    """One metadata key a connector offers to ``METADATA`` columns (Flink's readable/writable metadata).
+
+    ``refused`` (with ``type`` None) names a key Flink has that this engine cannot offer, and why.
+    """
+
+    type: pa.DataType | None
+    writable: bool = False
+    refused: str = ""
+
+
+def _castable(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether values of ``source`` cast to ``target`` (Flink asks for an explicit cast to exist)."""
+    if source == target:
+        return True
+    try:
+        pa.array([], source).cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return False
+    return True
+
+
 @dataclass
 class ConnectorSpec:
     """A connector's declared options and capabilities (the runtime's ``Connector`` adds factories)."""
@@ -157,6 +183,8 @@ class ConnectorSpec:
     # the changelog a table's source emits and its sink takes, when it depends on the table (its
     # format): 'insert-only', 'all' (+I/-U/+U/-D, a CDC format) or 'upsert' (+I/+U/-D by primary key)
     changelog: Callable[[TableDef], str] | None = None
+    # metadata keys for METADATA columns; none: the connector refuses metadata columns
+    metadata: Mapping[str, MetadataKey] = field(default_factory=dict)
     _by_key: dict[str, Option] = field(init=False, repr=False)
 
     @property
@@ -225,9 +253,59 @@ class ConnectorSpec:
                 typed[opt.key] = opt.default
         if self.options_type is not None:
             self.options_type.from_options(typed, table.name)
+        for column in table.metadata_columns:
+            self._metadata_key(table, column, writing=False)
         if self.validate_extra is not None:
             self.validate_extra(table, given)
         return typed
+
+    def metadata_type(self, column: ColumnDef) -> pa.DataType:
+        """The type the connector reads and writes metadata column ``column`` as (validate() has
+        checked the key); the planner casts between it and the declared type, in the session zone."""
+        found = self.metadata[column.metadata_key or ""]
+        assert found.type is not None
+        return found.type
+
+    def check_writable_metadata(self, table: TableDef) -> None:
+        """INSERT INTO ``table``: each persisted (non-VIRTUAL) metadata column must be writable."""
+        for column in table.persisted_columns:
+            if column.metadata is not None:
+                self._metadata_key(table, column, writing=True)
+
+    def _metadata_key(self, table: TableDef, column: ColumnDef, writing: bool) -> MetadataKey:
+        """The metadata ``column`` reads (or writes); ConnectorError in Flink's words otherwise."""
+        key = column.metadata_key or ""
+        if not self.metadata:
+            raise ConnectorError(
+                f"Table '{table.name}' declares metadata columns, but connector '{self.name}' offers no "
+                f"metadata. Therefore, metadata cannot be {'written to' if writing else 'read from'} the given table."
+            )
+        found = self.metadata.get(key)
+        if found is not None and found.refused:
+            raise ConnectorError(f"metadata column '{column.name}' of table '{table.name}': {found.refused}")
+        usable = sorted(k for k, m in self.metadata.items() if not m.refused and (m.writable or not writing))
+        if writing and not usable:
+            raise ConnectorError(
+                f"Table '{table.name}' declares persistable metadata columns, but connector '{self.name}' writes no "
+                "metadata. If the column should not be persisted, it can be declared with the VIRTUAL keyword."
+            )
+        if found is None or (writing and not found.writable):
+            hint = " Declare the column VIRTUAL to only read it." if found is not None else ""
+            raise ConnectorError(
+                f"Invalid metadata key '{key}' in column '{column.name}' of table '{table.name}'. Connector "
+                f"'{self.name}' supports the following metadata keys for {'writing' if writing else 'reading'}: "
+                f"{', '.join(usable)}.{hint}"
+            )
+        assert found.type is not None
+        source, target = (column.type, found.type) if writing else (found.type, column.type)
+        if not _castable(source, target):
+            direction = "to" if writing else "from"
+            raise ConnectorError(
+                f"Invalid data type for metadata column '{column.name}' of table '{table.name}'. The column cannot "
+                f"be declared as '{sql_type_name(column.type)}' because the type must be castable {direction} "
+                f"metadata type '{sql_type_name(found.type)}'."
+            )
+        return found
 
 
 @cache

@@ -251,7 +251,7 @@ class Session:
             rows = []
             for c in obj.columns:
                 wm = obj.watermark.expression if obj.watermark and obj.watermark.column.lower() == c.name.lower() else None
-                extras = f"AS {c.computed}" if c.computed else None
+                extras = f"AS {c.computed}" if c.computed else (c.metadata.sql() if c.metadata else None)
                 key = f"PRI({', '.join(obj.primary_key)})" if c.name in obj.primary_key else None
                 rows.append((c.name, sql_type_name(c.type), c.nullable, key, extras, wm))
         cols = list(zip(*rows, strict=True)) if rows else [[]] * 6
@@ -304,7 +304,8 @@ def show_create(obj: TableDef | ViewDef) -> str:
         if c.computed:
             lines.append(f"  `{c.name}` AS {c.computed}")
         else:
-            lines.append(f"  `{c.name}` {sql_type_name(c.type)}{'' if c.nullable else ' NOT NULL'}")
+            metadata = f" {c.metadata.sql()}" if c.metadata else ""
+            lines.append(f"  `{c.name}` {sql_type_name(c.type)}{'' if c.nullable else ' NOT NULL'}{metadata}")
     if obj.watermark:
         lines.append(f"  WATERMARK FOR `{obj.watermark.column}` AS {obj.watermark.expression}")
     if obj.primary_key:

@@ -273,9 +273,16 @@ class QueryBinder:
         connector = connector_spec(table.connector)
         if not connector.readable:
             raise PlanError(f"table '{table.name}' (connector '{table.connector}') can only be written to, not read")
-        physical = [c.name for c in table.physical_columns]
+        physical = [c.name for c in table.source_columns]
         changelog = connector.changelog_mode(table)
-        node: LogicalNode = Scan(table, physical, changelog)
+        # metadata columns come from the connector in its metadata types and are cast to the declared
+        # ones in the session zone, as Flink's planner casts them (TIMESTAMP_LTZ 'timestamp' into TIMESTAMP)
+        read = tuple(
+            dataclasses.replace(c, type=connector.metadata_type(c)) if c.metadata is not None else c
+            for c in table.columns
+        )
+        scanned = dataclasses.replace(table, columns=read) if read != table.columns else table
+        node: LogicalNode = Scan(scanned, physical, changelog)
         if changelog == "upsert":
             if not table.primary_key:
                 raise PlanError(
@@ -286,6 +293,11 @@ class QueryBinder:
             if computed:
                 raise PlanError(f"table '{table.name}': the primary key column '{computed[0]}' is not a physical column")
             node = ChangelogNormalize(node, [physical.index(k) for k in table.primary_key])
+        if read != table.columns:
+            casts = [coerce(ColumnRef(i, c.name, r.type), c.type, zone=self.zone)
+                     for i, (c, r) in enumerate(zip(table.source_columns,
+                                                    (r for r in read if r.computed is None), strict=True))]
+            node = Project(node, casts, physical)
         if any(c.computed is not None for c in table.columns):
             phys_scope = Scope.of(node.schema)
             exprs: list[Expr] = []

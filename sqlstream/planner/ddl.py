@@ -13,7 +13,7 @@ from sqlstream.core.connectors import connector_spec
 from sqlstream.core.errors import ConnectorError, PlanError
 from sqlstream.core.sql import dialect
 from sqlstream.core.sql.script import parse_one
-from sqlstream.core.tables import ColumnDef, TableDef, ViewDef, WatermarkDef
+from sqlstream.core.tables import ColumnDef, MetadataDef, TableDef, ViewDef, WatermarkDef
 from sqlstream.core.types import arrow_type
 from sqlstream.planner.scope import plan_error
 from sqlstream.planner.surface import check_create_table
@@ -32,6 +32,7 @@ def table_def(create: exp.Create, catalog: Catalog | None = None) -> TableDef:
     for item in schema.expressions if isinstance(schema, exp.Schema) else []:
         if isinstance(item, exp.ColumnDef):
             computed = None
+            metadata = None
             nullable = True
             for c in item.args.get("constraints") or []:
                 kind = c.args.get("kind")
@@ -43,7 +44,8 @@ def table_def(create: exp.Create, catalog: Catalog | None = None) -> TableDef:
                     _require_not_enforced(kind, item)
                     primary_key = (item.name,)
                 elif isinstance(kind, dialect.MetadataColumnConstraint):
-                    raise plan_error("METADATA columns are not supported yet", item)
+                    key = kind.this.name if isinstance(kind.this, exp.Expression) else None
+                    metadata = MetadataDef(key, bool(kind.args.get("virtual")))
                 elif not isinstance(kind, exp.CommentColumnConstraint | exp.NotNullColumnConstraint):
                     raise plan_error(f"column constraint '{c.sql(dialect=dialect.Flink)}' of '{item.name}' is not "
                                      "supported; Flink columns take NOT NULL, PRIMARY KEY NOT ENFORCED and COMMENT",
@@ -51,10 +53,16 @@ def table_def(create: exp.Create, catalog: Catalog | None = None) -> TableDef:
             if computed is None:
                 if item.args.get("kind") is None:
                     raise plan_error(f"column '{item.name}' needs a type", item, item.name)
-                col_type = arrow_type(item.args["kind"])
+                try:
+                    col_type = arrow_type(item.args["kind"])
+                except PlanError as e:
+                    if metadata is None:
+                        raise
+                    raise plan_error(f"metadata column '{item.name}' ({metadata.sql()}): unsupported SQL type "
+                                     f"{item.args['kind'].sql(dialect=dialect.Flink)}", item, item.name) from e
             else:
                 col_type = None
-            columns.append(ColumnDef(item.name, col_type, nullable, computed))  # type: ignore[arg-type]
+            columns.append(ColumnDef(item.name, col_type, nullable, computed, metadata))  # type: ignore[arg-type]
         elif isinstance(item, exp.PrimaryKey):
             _require_not_enforced(item, item)
             primary_key = tuple(e.name for e in item.expressions)
@@ -161,7 +169,8 @@ def _merge_like(
     watermarks: list[WatermarkDef], options: dict[str, str],
 ) -> tuple[list[ColumnDef], tuple[str, ...], list[WatermarkDef], dict[str, str]]:
     """Flink's CREATE TABLE ... LIKE: the source's columns first (physical ones always, computed
-    ones per GENERATED), then the new ones; key, watermarks and options merged per strategy."""
+    ones per GENERATED, metadata ones per METADATA), then the new ones; key, watermarks and options
+    merged per strategy."""
     source_name = like.this.name
     source = catalog.get(source_name) if catalog is not None else None
     if source is None:
@@ -171,7 +180,9 @@ def _merge_like(
         raise plan_error(f"Source table '{source_name}' of the LIKE clause can not be a VIEW", like.this, source_name)
     strategy = like_strategies(like)
 
-    merged = [c for c in source.columns if c.computed is None or strategy["GENERATED"] != "EXCLUDING"]
+    merged = [c for c in source.columns
+              if (c.computed is None or strategy["GENERATED"] != "EXCLUDING")
+              and (c.metadata is None or strategy["METADATA"] != "EXCLUDING")]
     for c in columns:
         existing = next((i for i, m in enumerate(merged) if m.name.lower() == c.name.lower()), None)
         if existing is None:
@@ -180,6 +191,11 @@ def _merge_like(
             if strategy["GENERATED"] == "INCLUDING":
                 raise plan_error(f"A generated column named '{c.name}' already exists in the base table. "
                                  "You might want to specify EXCLUDING GENERATED or OVERWRITING GENERATED.", like)
+            merged[existing] = c
+        elif c.metadata is not None and merged[existing].metadata is not None:
+            if strategy["METADATA"] == "INCLUDING":
+                raise plan_error(f"A metadata column named '{c.name}' already exists in the base table. "
+                                 "You might want to specify EXCLUDING METADATA or OVERWRITING METADATA.", like)
             merged[existing] = c
         else:
             raise plan_error(f"A column named '{c.name}' already exists in the base table.", like)
@@ -223,7 +239,7 @@ def _type_computed_columns(table: TableDef, create: exp.Create) -> TableDef:
     from sqlstream.planner.expr_binder import ExprBinder
     from sqlstream.planner.scope import Scope
 
-    scope = Scope.of(table.physical_schema)
+    scope = Scope.of(table.source_schema)
     columns = []
     for c in table.columns:
         if c.computed is None:

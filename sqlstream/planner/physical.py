@@ -262,7 +262,7 @@ class Lowering:
 
     def _enforce_not_null(self, up: int, table: TableDef, schema: pa.Schema) -> int:
         """A ConstraintEnforcer before a sink with NOT NULL columns, as Flink plans one."""
-        required = [(i, c.name) for i, c in enumerate(table.physical_columns) if not c.nullable]
+        required = [(i, c.name) for i, c in enumerate(table.persisted_columns) if not c.nullable]
         if not required:
             return up
         columns, names = (tuple(x) for x in zip(*required, strict=True))

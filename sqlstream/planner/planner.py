@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from sqlstream.catalog.catalog import Catalog
 from sqlstream.core.config import setting
+from sqlstream.core.connectors import connector_spec
 from sqlstream.core.expressions import ColumnRef, Expr, Literal
 from sqlstream.core.physical import Dataflow
 from sqlstream.core.tables import TableDef
@@ -64,12 +65,14 @@ def insert_plan(catalog: Catalog, insert: exp.Insert, settings: Mapping[str, str
             f"(execution.runtime-mode = '{setting(settings or {}, 'execution.runtime-mode')}'); "
             "Flink only overwrites in batch mode. Use INSERT INTO", insert)
     obj = with_hint_options(obj, target, settings or {})
+    if obj.metadata_columns:
+        connector_spec(obj.connector).check_writable_metadata(obj)
     static = _static_partition(obj, target, settings or {})
     query = insert.expression
     rel = QueryBinder(catalog, settings).bind_query(query)
     node = rel.node
-    # the query produces the columns the static partition does not fix (Flink's rule)
-    sink_cols = [c for c in obj.physical_columns if c.name.lower() not in static]
+    # the query produces the persisted columns the static partition does not fix (Flink's rule)
+    sink_cols = [c for c in obj.persisted_columns if c.name.lower() not in static]
     produced = list(node.schema)
     if columns_node:
         named = [c.name.lower() for c in columns_node]
@@ -94,13 +97,13 @@ def insert_plan(catalog: Catalog, insert: exp.Insert, settings: Mapping[str, str
             )
         source_for = {c.name.lower(): i for i, c in enumerate(sink_cols)}
     exprs: list[Expr] = []
-    for c in obj.physical_columns:
+    for c in obj.persisted_columns:
         if c.name.lower() in static:
             exprs.append(static[c.name.lower()])
             continue
         i = source_for.get(c.name.lower())
         if i is None:
-            exprs.append(Literal(None, c.type))
+            exprs.append(Literal(None, c.type if c.metadata is None else connector_spec(obj.connector).metadata_type(c)))
             continue
         f = produced[i]
         if not _assignable(f.type, c.type):
@@ -109,8 +112,12 @@ def insert_plan(catalog: Catalog, insert: exp.Insert, settings: Mapping[str, str
                 f"{sql_type_name(f.type)} ('{f.name}'); add a CAST",
                 query,
             )
-        exprs.append(coerce(ColumnRef(i, f.name, f.type), c.type, zone=setting(settings or {}, "table.local-time-zone")))
-    names = [c.name for c in obj.physical_columns]
+        zone = setting(settings or {}, "table.local-time-zone")
+        expr = coerce(ColumnRef(i, f.name, f.type), c.type, zone=zone)
+        if c.metadata is not None:  # the connector writes it in its metadata type (Flink casts it so)
+            expr = coerce(expr, connector_spec(obj.connector).metadata_type(c), zone=zone)
+        exprs.append(expr)
+    names = [c.name for c in obj.persisted_columns]
     identity = all(isinstance(e, ColumnRef) and e.index == k for k, e in enumerate(exprs)) and len(exprs) == len(produced)
     if not identity or node.schema.names != names:
         node = Project(node, exprs, names)

@@ -53,7 +53,7 @@ class Scan(LogicalNode):
 
     @property
     def schema(self) -> pa.Schema:
-        full = self.table.physical_schema
+        full = self.table.source_schema
         return pa.schema([full.field(c) for c in self.columns])
 
     def partitions_text(self) -> str:

@@ -36,7 +36,7 @@ class SourceContext:
 
     table: TableDef
     options: dict[str, Any]  # validated, typed
-    columns: list[str]  # physical columns to produce, in this order (projection pushdown)
+    columns: list[str]  # physical and metadata columns to produce, in this order (projection pushdown)
     subtask_index: int = 0
     parallelism: int = 1
     batch_size: int = DEFAULT_BATCH_SIZE
@@ -50,7 +50,7 @@ class SourceContext:
 
     @property
     def schema(self) -> pa.Schema:
-        full = self.table.physical_schema
+        full = self.table.source_schema
         return pa.schema([full.field(c) for c in self.columns])
 
 

@@ -245,13 +245,15 @@ class UpsertKafkaSink(KafkaSink):
     def read_options(cls, ctx: SinkContext) -> KafkaOptions:
         return UpsertKafkaOptions.from_options(ctx.options, ctx.table.name).kafka(ctx.table)
 
-    def _encode(self, batch: pa.RecordBatch, kinds: pa.Array | None) -> tuple[list[bytes | None], list[bytes | None]]:
+    def _encode(
+        self, batch: pa.RecordBatch, kinds: pa.Array | None
+    ) -> tuple[list[bytes | None], list[bytes | None], list[int]]:
         assert self._key_format is not None
         keys: list[bytes | None] = list(self._key_format.encode_messages(batch.select(self._key_fields)))
         value_batch = batch if self._value_columns is None else batch.select(self._value_columns)
         values: list[bytes | None] = list(self._format.encode_messages(value_batch))
         if kinds is None:
-            return keys, values
+            return keys, values, [0] * len(values)
         retracted = np.asarray(pc.is_in(kinds, _RETRACTIONS).to_numpy(zero_copy_only=False)).tolist()
         # A retraction followed in the batch by an upsert of its key is superseded by it: no tombstone,
         # as Flink writes an aggregation's -U/+U into an upsert sink keyed by the group key (+U only).
@@ -266,8 +268,8 @@ class UpsertKafkaSink(KafkaSink):
                 keep.append(i)
         keep.reverse()
         if len(keep) == len(values):
-            return keys, values
-        return [keys[i] for i in keep], [values[i] for i in keep]
+            return keys, values, [0] * len(values)
+        return [keys[i] for i in keep], [values[i] for i in keep], [0] * len(keep)
 
 
 def _assemble(schema: pa.Schema, parts: list[pa.RecordBatch], rows: int) -> pa.RecordBatch:

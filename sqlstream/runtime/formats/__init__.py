@@ -1,9 +1,10 @@
 """Record formats: bytes on disk or on the wire <-> Arrow record batches.
 
 The filesystem connector reads and writes whole files through
-:class:`FileFormat`; a message-queue connector (Kafka) uses the text formats
-one record per message through :meth:`TextFormat.decode_messages` and
-:meth:`TextFormat.encode_messages`.
+:class:`FileFormat`; a message-queue connector (Kafka) uses the formats that
+are also a :class:`MessageFormat` (the text formats, avro, raw) one record per
+message through :meth:`MessageFormat.decode_messages` and
+:meth:`MessageFormat.encode_messages`.
 
 Decoding is vectorized: Arrow's readers parse, and text is converted to the
 column types with Arrow casts.  Only when a cast fails does a slow path look
@@ -29,7 +30,7 @@ from sqlstream.core.types import sql_type_name
 
 # Changelog formats: each record is a change event (Flink's debezium-json, canal-json, maxwell-json).
 CHANGELOG_FORMATS: tuple[str, ...] = ("debezium-json", "canal-json", "maxwell-json")
-FORMAT_NAMES: tuple[str, ...] = ("csv", "json", "parquet", *CHANGELOG_FORMATS)
+FORMAT_NAMES: tuple[str, ...] = ("csv", "json", "parquet", "avro", "raw", "orc", *CHANGELOG_FORMATS)
 # A changelog format decodes into, and encodes from, batches ending with this int8 RowKind column.
 ROW_KIND_COLUMN = "$row_kind"
 # format name -> (module under sqlstream.runtime.formats, class)
@@ -37,9 +38,18 @@ _CLASSES: dict[str, tuple[str, str]] = {
     "csv": ("csv", "CsvFormat"),
     "json": ("json", "JsonFormat"),
     "parquet": ("parquet", "ParquetFormat"),
+    "avro": ("avro", "AvroFormat"),
+    "raw": ("raw", "RawFormat"),
+    "orc": ("orc", "OrcFormat"),
     "debezium-json": ("changelog_json", "DebeziumJsonFormat"),
     "canal-json": ("changelog_json", "CanalJsonFormat"),
     "maxwell-json": ("changelog_json", "MaxwellJsonFormat"),
+}
+
+# Flink formats this engine refuses, with the reason (named in the error of a table using one).
+REFUSED_FORMATS: dict[str, str] = {
+    "avro-confluent": "it needs a Confluent Schema Registry, which cannot be run or reached here; "
+    "use 'avro' (schemaless Avro binary records, Flink's 'avro' format) instead",
 }
 
 GENERIC_OPTIONS: tuple[Option, ...] = (
@@ -65,12 +75,10 @@ Locate = Callable[[int], str]
 
 def format_options(name: str) -> tuple[Option, ...]:
     """The options a format understands (besides the generic ones), for a connector's schema."""
-    if name == "parquet":
-        return ()
     module_name, class_name = _CLASSES[name]
     module = importlib.import_module(f"sqlstream.runtime.formats.{module_name}")
     # a module of one format declares them at module level, one of several formats on each class
-    return getattr(getattr(module, class_name), "OPTIONS", None) or module.OPTIONS
+    return getattr(getattr(module, class_name), "OPTIONS", None) or getattr(module, "OPTIONS", ())
 
 
 def all_format_options() -> tuple[Option, ...]:
@@ -94,6 +102,8 @@ def create_format(
     missing keys take their defaults.  Bad option values raise ConnectorError
     naming ``table``.
     """
+    if name in REFUSED_FORMATS:
+        raise ConnectorError(f"table '{table}': format '{name}' is not supported: {REFUSED_FORMATS[name]}")
     if name not in _CLASSES:
         raise ConnectorError(
             f"table '{table}': unknown format '{name}'; supported formats: {', '.join(FORMAT_NAMES)}"
@@ -199,7 +209,26 @@ class FileFormat(ABC):
         yield from it
 
 
-class TextFormat(FileFormat):
+class MessageFormat(ABC):
+    """A format that also encodes and decodes single records, one per message (Kafka)."""
+
+    # A null message (a Kafka tombstone) decodes to a row (raw: a NULL value) instead of being skipped.
+    null_messages_are_rows: bool = False
+
+    @abstractmethod
+    def decode_messages(self, messages: Sequence[bytes | None], where: Locate) -> pa.RecordBatch:
+        """One record per message -> a batch of the projected columns.
+
+        ``where(i)`` describes message ``i`` in error messages, e.g. "topic 'orders'
+        partition 0 offset 17".
+        """
+
+    @abstractmethod
+    def encode_messages(self, batch: pa.RecordBatch) -> list[bytes | None]:
+        """One encoded record per row (None: a null message)."""
+
+
+class TextFormat(FileFormat, MessageFormat):
     """A line-oriented text format, usable per file and per message."""
 
     @abstractmethod

@@ -1,5 +1,9 @@
 """The 'filesystem' connector: csv / json / parquet files in a file or directory.
 
+METADATA columns read Flink's 'file.path', 'file.name', 'file.size' and
+'file.modification-time' of the file a row comes from ('file.path' is the
+absolute local path, or the object's URI on a store).
+
 With a changelog format (debezium-json, canal-json, maxwell-json) the source
 emits the events' +I/-U/+U/-D rows and the sink writes update and delete rows
 as events.
@@ -34,7 +38,7 @@ from sqlstream.runtime.connectors.filesystem.options import (
     validate_table,
 )
 from sqlstream.runtime.connectors.filesystem.sink import FileSystemSink
-from sqlstream.runtime.connectors.filesystem.source import FileSystemSource
+from sqlstream.runtime.connectors.filesystem.source import METADATA, FileSystemSource
 
 CONNECTOR = Connector(
     "filesystem",
@@ -44,9 +48,11 @@ CONNECTOR = Connector(
     create_sink=FileSystemSink,
     accepts_updates=False,
     validate_extra=validate_table,
+    metadata=METADATA,
     changelog=changelog_mode,
     partitioned=True,
-    description="csv, json lines, parquet or change-event (debezium/canal/maxwell json) files in a file or directory",
+    description="csv, json lines, parquet, avro, raw, orc or change-event (debezium/canal/maxwell json) files in a "
+    "file or directory",
 )
 
 __all__ = ["CONNECTOR", "FileSystemOptions", "FileSystemSink", "FileSystemSource"]

@@ -31,7 +31,7 @@ class FileSystemOptions(ConnectorOptions):
         "format",
         required=True,
         choices=FORMAT_NAMES,
-        description="csv, json, parquet, or a changelog format: debezium-json, canal-json, maxwell-json",
+        description="csv, json, parquet, avro, raw, orc, or a changelog format: debezium-json, canal-json, maxwell-json",
     )
     format_options: Mapping[str, Any] = option_group(all_format_options())
     monitor_interval_ms: int | None = option(

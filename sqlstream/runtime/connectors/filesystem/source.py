@@ -12,12 +12,32 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from sqlstream.core.connectors import MetadataKey
 from sqlstream.core.errors import ConnectorError, DataError
 from sqlstream.runtime.connectors.base import SourceContext, SourceReader
 from sqlstream.runtime.connectors.filesystem.options import FileSystemOptions
 from sqlstream.runtime.connectors.filesystem.partitions import parse_partition, prune, typed_values
 from sqlstream.runtime.formats import FileFormat, create_format, split_row_kinds
 from sqlstream.runtime.fs import StorageError, resolve
+
+# Flink's filesystem source metadata (FileSystemTableSource.ReadableFileInfo), all read-only.
+METADATA: dict[str, MetadataKey] = {
+    "file.path": MetadataKey(pa.string()),
+    "file.name": MetadataKey(pa.string()),
+    "file.size": MetadataKey(pa.int64()),
+    "file.modification-time": MetadataKey(pa.timestamp("ms", tz="UTC")),
+}
+
+
+def file_metadata(path: str, info: pafs.FileInfo, name: str) -> dict[str, pa.Scalar]:
+    """The METADATA values of one file: ``path`` as shown (absolute, or the object's URI), its store info."""
+    mtime_ns = info.mtime_ns if info.mtime_ns is not None else 0
+    return {
+        "file.path": pa.scalar(path),
+        "file.name": pa.scalar(name),
+        "file.size": pa.scalar(info.size, pa.int64()),
+        "file.modification-time": pa.scalar(mtime_ns // 1_000_000, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+    }
 
 
 def _hidden(name: str) -> bool:
@@ -36,12 +56,15 @@ class FileSystemSource(SourceReader):
             self._location = resolve(options.path, ctx.settings)
         except StorageError as e:
             raise ConnectorError(f"table '{self._table}': {e}") from None
-        # partition columns come from the directory names, the others from the files
+        # partition columns come from the directory names, metadata columns ('file.path', ...) from the
+        # file itself, the others from the files' contents
         self._keys = list(ctx.table.partition_keys)
+        self._metadata = {c.name: c.metadata_key for c in ctx.table.metadata_columns if c.name in ctx.columns}
+        self._file_info: dict[str, pa.Scalar] = {}  # the current file's METADATA values
         self._default_name = options.default_partition_name
         self._partition_filter = ctx.partition_filter
         data_schema = pa.schema([f for f in ctx.table.physical_schema if f.name not in self._keys])
-        data_columns = [c for c in ctx.columns if c not in self._keys]
+        data_columns = [c for c in ctx.columns if c not in self._keys and c not in self._metadata]
         if self._keys and not data_columns:  # only partition columns read: one column counts the rows
             data_columns = [data_schema.names[0]]
         self._format: FileFormat = create_format(
@@ -221,7 +244,11 @@ class FileSystemSource(SourceReader):
                 continue
             self._offset += batch.num_rows
             batch, self._kinds = split_row_kinds(batch)
-            return self._with_partition(batch) if self._keys else batch
+            if self._metadata:
+                batch = self._with_metadata(batch)
+            if self._keys:
+                return self._with_partition(batch)
+            return batch.select(self._out_schema.names) if self._metadata else batch
 
     def _start_next(self) -> bool:
         """Begin the next file (resuming the restored one first); False if there is none now."""
@@ -239,11 +266,28 @@ class FileSystemSource(SourceReader):
             self._batches = self._file_batches(os.path.join(self._root, self._current), self._offset)
         return True
 
-    def _file_batches(self, path: str, skip: int) -> Iterator[pa.RecordBatch]:
+    def _file_batches(
+        self, path: str, skip: int, metadata: dict[str, pa.Scalar] | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        """``metadata``: the file's METADATA values (default: those of the local file ``path``)."""
         size = self._ctx.batch_size
+        if self._metadata:
+            if metadata is None:
+                local = pafs.LocalFileSystem().get_file_info(path)
+                metadata = file_metadata(os.path.abspath(path), local, os.path.basename(path))
+            self._file_info = metadata
         for batch in self._format.read_file(path, skip):
             for start in range(0, batch.num_rows, size):
                 yield batch.slice(start, size)
+
+    def _with_metadata(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The batch with the current file's METADATA columns appended (cast to their declared types)."""
+        n = batch.num_rows
+        for name, key in self._metadata.items():
+            value = self._file_info[key]
+            column = pa.repeat(value, n).cast(self._out_schema.field(name).type)
+            batch = batch.append_column(pa.field(name, column.type), column)
+        return batch
 
     def _remote_batches(self, name: str, skip: int) -> Iterator[pa.RecordBatch]:
         """The batches of an object, decoded from a local copy (the formats read local files,
@@ -253,10 +297,11 @@ class FileSystemSource(SourceReader):
             local = os.path.join(tmp, os.path.basename(name))
             try:
                 obj.download(local)
+                metadata = file_metadata(obj.uri, obj.info(), obj.name) if self._metadata else None
             except StorageError as e:
                 raise ConnectorError(f"table '{self._table}': {e}") from None
             try:
-                yield from self._file_batches(local, skip)
+                yield from self._file_batches(local, skip, metadata)
             except DataError as e:
                 raise type(e)(str(e).replace(local, obj.uri)) from None
 

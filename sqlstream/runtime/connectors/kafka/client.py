@@ -74,7 +74,7 @@ def topic_partitions(md: ClusterMetadata, topic: str, bootstrap: str, table: str
 
 
 def read_committed_consumer(bootstrap: str, properties: Mapping[str, str], errors: ClientErrors) -> Consumer:
-    """A consumer for assign() at explicit offsets that never commits and reports partition ends."""
+    """A consumer for assign() at explicit offsets that reports partition ends; it commits only when told to."""
     config: dict[str, Any] = {
         **base_config(bootstrap, errors),
         "group.id": _DUMMY_GROUP,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -9,32 +10,40 @@ from typing import Any, Literal, get_args
 
 import pyarrow as pa
 
-from sqlstream.core.connectors import ConnectorOptions, option, option_group
+from sqlstream.core.connectors import ConnectorOptions, Option, option, option_group
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
+from sqlstream.runtime.connectors.kafka.layout import RecordLayout
 from sqlstream.runtime.formats import (
     CHANGELOG_FORMATS,
     FORMAT_NAMES,
+    GENERIC_OPTIONS,
     TextFormat,
     all_format_options,
     create_format,
 )
 
-MessageFormat = Literal["csv", "json", "debezium-json", "canal-json", "maxwell-json"]
+MessageFormat = Literal["csv", "json", "avro", "raw", "avro-confluent", "debezium-json", "canal-json", "maxwell-json"]
+# a Kafka message key's formats; upsert-kafka's keys (and values) are csv or json
+KafkaKeyFormat = Literal["csv", "json", "avro", "raw", "avro-confluent"]
 KeyFormat = Literal["csv", "json"]
-StartupMode = Literal["earliest-offset", "latest-offset", "specific-offsets"]
+StartupMode = Literal["earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets"]
+FieldsInclude = Literal["all", "except_key"]
 BoundedMode = Literal["unbounded", "latest-offset"]
 DeliveryGuarantee = Literal["none", "at-least-once", "exactly-once"]
 Partitioner = Literal["default", "fixed", "round-robin"]
 
 MESSAGE_FORMATS: tuple[str, ...] = get_args(MessageFormat)
+KAFKA_KEY_FORMATS: tuple[str, ...] = get_args(KafkaKeyFormat)
 KEY_FORMATS: tuple[str, ...] = get_args(KeyFormat)
 PROPERTIES = "properties."
+# A KafkaSource setting given among the client properties, as in Flink; not passed to librdkafka.
+COMMIT_ON_CHECKPOINT = "properties.commit.offsets.on.checkpoint"
 _SPECIFIC_OFFSET = re.compile(r"^\s*partition\s*:\s*(\d+)\s*,\s*offset\s*:\s*(\d+)\s*$")
 # Properties the connector sets itself; a user value would break its guarantees.
 _RESERVED_PROPERTIES = {
     "transactional.id": "set 'sink.transactional-id-prefix' instead",
-    "enable.auto.commit": "positions are kept in checkpoints, never committed to Kafka",
+    "enable.auto.commit": "positions are kept in checkpoints and committed to 'properties.group.id' when one completes",
     "isolation.level": "the source reads committed records only (read_committed)",
 }
 
@@ -57,6 +66,24 @@ def parse_specific_offsets(text: str, table: str) -> dict[int, int]:
     return out
 
 
+KEY = "key."
+VALUE = "value."
+
+
+def _prefixed(prefix: str) -> tuple[Option, ...]:
+    """The formats' own options under ``prefix``, as Flink spells a key or value format's options.
+
+    Without defaults: an option not given is left to the format (and never overrides an unprefixed one).
+    """
+    return tuple(
+        dataclasses.replace(o, key=prefix + o.key, default=None) for o in all_format_options() if o not in GENERIC_OPTIONS
+    )
+
+
+KEY_FORMAT_OPTIONS = _prefixed(KEY)  # 'key.json.ignore-parse-errors', ...
+VALUE_FORMAT_OPTIONS = _prefixed(VALUE)  # with 'value.format': 'value.json.fail-on-missing-field', ...
+
+
 @dataclass(frozen=True)
 class KafkaOptions(ConnectorOptions):
     """What a Kafka source or sink is configured with ('properties.*' client settings aside)."""
@@ -65,24 +92,43 @@ class KafkaOptions(ConnectorOptions):
     bootstrap_servers: str = option(
         "properties.bootstrap.servers", required=True, description="Kafka brokers, e.g. 'localhost:9092'"
     )
-    format: MessageFormat = option(
+    format: MessageFormat | None = option(
         "format",
-        required=True,
         choices=MESSAGE_FORMATS,
-        description="message format: csv, json, or a changelog format (debezium-json, canal-json, maxwell-json)",
+        description="value format: csv, json, avro, raw, or a changelog format (debezium-json, canal-json, "
+        "maxwell-json); or 'value.format'",
     )
     format_options: Mapping[str, Any] = option_group(all_format_options())
-    key_format: KeyFormat | None = option(
-        "key.format", choices=KEY_FORMATS, description="sink: format of the message key (csv or json)"
+    value_format: MessageFormat | None = option(
+        "value.format", choices=MESSAGE_FORMATS, description="the value format, when not given as 'format'"
     )
+    value_format_options: Mapping[str, Any] = option_group(VALUE_FORMAT_OPTIONS)
+    key_format: KafkaKeyFormat | None = option(
+        "key.format", choices=KAFKA_KEY_FORMATS, description="format of the message key: csv, json, avro or raw"
+    )
+    key_format_options: Mapping[str, Any] = option_group(KEY_FORMAT_OPTIONS)
     key_fields: tuple[str, ...] = option(
-        "key.fields", "list", default=(), description="sink: columns encoded into the message key, separated by ';'"
+        "key.fields", "list", default=(), description="columns held by the message key, separated by ';'"
+    )
+    key_fields_prefix: str = option(
+        "key.fields-prefix", default="", description="prefix of the key columns' names that the key format drops"
+    )
+    value_fields_include: FieldsInclude = option(
+        "value.fields-include",
+        default="all",
+        choices=get_args(FieldsInclude),
+        description="ALL: the value holds every physical column; EXCEPT_KEY: all but the key fields",
     )
     startup_mode: StartupMode = option(
         "scan.startup.mode",
         default="earliest-offset",
         choices=get_args(StartupMode),
-        description="where a fresh source starts (no group offsets: the default is earliest-offset)",
+        description="where a fresh source starts (default earliest-offset, Flink's is group-offsets)",
+    )
+    startup_timestamp_ms: int | None = option(
+        "scan.startup.timestamp-millis",
+        "int",
+        description="'timestamp' mode: start at the first record with a timestamp at or after this (epoch ms)",
     )
     specific_offsets_text: str | None = option(
         "scan.startup.specific-offsets",
@@ -131,7 +177,22 @@ class KafkaOptions(ConnectorOptions):
         """The topic of exactly-once commit markers."""
         return self.commit_marker_topic or f"{self.topic}.__sqlstream_commits"
 
+    @property
+    def message_format(self) -> str:
+        """The value format, given as 'format' or as 'value.format' (check() has made sure of one)."""
+        return self.format or self.value_format or ""
+
+    @property
+    def message_format_options(self) -> dict[str, Any]:
+        """The value format's options, given unprefixed or (with 'value.format') prefixed with 'value.'."""
+        prefixed = {k[len(VALUE):]: v for k, v in self.value_format_options.items() if v is not None}
+        return {**self.format_options, **prefixed}
+
     def check(self, table: str) -> None:
+        if (self.format is None) == (self.value_format is None):
+            raise ConnectorError(
+                f"table '{table}': connector 'kafka' requires option 'format' (or 'value.format'), exactly one of them"
+            )
         if self.startup_mode == "specific-offsets" and self.specific_offsets_text is None:
             raise ConnectorError(
                 f"table '{table}': 'scan.startup.mode' = 'specific-offsets' requires option "
@@ -151,21 +212,51 @@ class KafkaOptions(ConnectorOptions):
             )
         if bool(self.key_fields) != (self.key_format is not None):
             raise ConnectorError(f"table '{table}': options 'key.format' and 'key.fields' must be given together")
+        if self.key_fields_prefix and self.value_fields_include == "all":
+            raise ConnectorError(
+                f"table '{table}': a key prefix is not allowed when option 'value.fields-include' is set to 'ALL'. "
+                "Set it to 'EXCEPT_KEY' instead to avoid field overlaps."
+            )
+        unprefixed = [f for f in self.key_fields if not f.startswith(self.key_fields_prefix)]
+        if unprefixed:
+            raise ConnectorError(
+                f"table '{table}': all fields in 'key.fields' must be prefixed with '{self.key_fields_prefix}' when "
+                f"option 'key.fields-prefix' is set but field '{unprefixed[0]}' is not prefixed."
+            )
+        if (self.startup_mode == "timestamp") != (self.startup_timestamp_ms is not None):
+            raise ConnectorError(
+                f"table '{table}': 'scan.startup.mode' = 'timestamp' and option 'scan.startup.timestamp-millis' "
+                "go together"
+            )
 
 
-def text_format(
-    name: str, schema: pa.Schema, options: Mapping[str, Any], columns: list[str] | None, table: str
-) -> TextFormat:
-    """A format that encodes and decodes single messages (csv or json)."""
-    fmt = create_format(name, schema, options, columns, table)
-    if not isinstance(fmt, TextFormat):
-        raise ConnectorError(f"table '{table}': format '{name}' cannot encode single Kafka messages")
-    return fmt
+def record_layout(options: KafkaOptions, table: TableDef, columns: list[str] | None = None) -> RecordLayout:
+    """How the table's rows map to Kafka records (``columns``: what a source produces; None for a sink)."""
+    return RecordLayout(
+        table,
+        options.message_format,
+        options.message_format_options,
+        options.key_format,
+        {k[len(KEY):]: v for k, v in options.key_format_options.items() if v is not None},
+        options.key_fields,
+        options.key_fields_prefix,
+        options.value_fields_include == "except_key",
+        columns,
+    )
 
 
 def client_properties(table: TableDef) -> dict[str, str]:
-    """The table's 'properties.*' options as librdkafka settings."""
-    return {k[len(PROPERTIES):]: v for k, v in table.options.items() if k.startswith(PROPERTIES)}
+    """The table's 'properties.*' options as librdkafka settings (without those Flink's KafkaSource reads itself)."""
+    return {
+        k[len(PROPERTIES):]: v
+        for k, v in table.options.items()
+        if k.startswith(PROPERTIES) and k != COMMIT_ON_CHECKPOINT
+    }
+
+
+def commits_on_checkpoint(table: TableDef) -> bool:
+    """Flink's KafkaSource property 'commit.offsets.on.checkpoint' (default true)."""
+    return table.options.get(COMMIT_ON_CHECKPOINT, "true").strip().lower() == "true"
 
 
 def check_properties(table: str, given: Mapping[str, str]) -> None:
@@ -181,30 +272,57 @@ def check_properties(table: str, given: Mapping[str, str]) -> None:
 def validate_table(table: TableDef, given: dict[str, str]) -> None:
     """Checks against the table and the options not typed: formats, reserved client properties, key columns."""
     name = table.name
-    fmt = given.get("format", "").lower()
+    fmt = (given.get("format") or given.get("value.format") or "").lower()
+    key_fmt = given.get("key.format", "").lower()
     for key in given:
         prefix = key.split(".", 1)[0]
+        if prefix in FORMAT_NAMES and "value.format" in given:
+            raise ConnectorError(
+                f"table '{name}': option '{key}' goes with 'format'; with 'value.format' write '{VALUE}{key}'"
+            )
         if prefix in FORMAT_NAMES and prefix != fmt:
             raise ConnectorError(
                 f"table '{name}': option '{key}' applies to format '{prefix}', but the table's format is '{fmt}'"
             )
+        for side, chosen in ((KEY, key_fmt), (VALUE, fmt)):
+            side_prefix = key[len(side):].split(".", 1)[0] if key.startswith(side) else ""
+            if side_prefix in FORMAT_NAMES and side_prefix != chosen:
+                raise ConnectorError(
+                    f"table '{name}': option '{key}' applies to {side[:-1]} format '{side_prefix}', but the table's "
+                    f"'{side}format' is '{chosen or '(none)'}'"
+                )
+        if key.startswith(VALUE) and key[len(VALUE):].split(".", 1)[0] in FORMAT_NAMES and "value.format" not in given:
+            raise ConnectorError(f"table '{name}': option '{key}' needs 'value.format' (with 'format', write it unprefixed)")
     check_properties(name, given)
-    if given.get("csv.header", "false").lower() == "true":
-        raise ConnectorError(f"table '{name}': 'csv.header' does not apply to Kafka messages (one record each)")
+    if given.get(COMMIT_ON_CHECKPOINT, "true").strip().lower() not in ("true", "false"):
+        raise ConnectorError(f"table '{name}': option '{COMMIT_ON_CHECKPOINT}' must be 'true' or 'false'")
+    for header in ("csv.header", "key.csv.header"):
+        if given.get(header, "false").lower() == "true":
+            raise ConnectorError(f"table '{name}': '{header}' does not apply to Kafka messages (one record each)")
     schema = table.physical_schema
     key_fields = [f.strip() for f in given.get("key.fields", "").split(";") if f.strip()]
     missing = [f for f in key_fields if schema.get_field_index(f) < 0]
     if missing:
-        raise ConnectorError(f"table '{name}': key field '{missing[0]}' is not a column of {schema.names}")
-    declared = {o.key: o for o in all_format_options()}
-    typed = {k: declared[k].convert(v, name) for k, v in given.items() if k in declared}
+        raise ConnectorError(f"table '{name}': key field '{missing[0]}' is not a physical column of {schema.names}")
+    if given.get("properties.group.id") is None and given.get("scan.startup.mode", "").lower() == "group-offsets":
+        raise ConnectorError(f"table '{name}': 'scan.startup.mode' = 'group-offsets' requires 'properties.group.id'")
     # Building the formats checks their option values and the column types they support.
-    text_format(fmt, schema, typed, None, name)
-    key_format = given.get("key.format")
-    if key_format is not None:
-        text_format(key_format.lower(), pa.schema([schema.field(f) for f in key_fields]), {}, None, name)
+    declared = {o.key: o for o in KafkaOptions.declared()}
+    typed = {k: declared[k].convert(v, name) for k, v in given.items() if k in declared}
+    record_layout(KafkaOptions.from_options(typed, name), table)
+
+
+def text_format(
+    name: str, schema: pa.Schema, options: Mapping[str, Any], columns: list[str] | None, table: str
+) -> TextFormat:
+    """A text format that encodes and decodes single messages (csv or json; upsert-kafka's formats)."""
+    fmt = create_format(name, schema, options, columns, table)
+    if not isinstance(fmt, TextFormat):
+        raise ConnectorError(f"table '{table}': format '{name}' cannot encode single Kafka messages")
+    return fmt
 
 
 def changelog_mode(table: TableDef) -> str:
     """'all' with a changelog format (the source emits, the sink writes +I/-U/+U/-D), else 'insert-only'."""
-    return "all" if table.options.get("format", "").lower() in CHANGELOG_FORMATS else "insert-only"
+    value_format = table.options.get("format") or table.options.get("value.format") or ""
+    return "all" if value_format.lower() in CHANGELOG_FORMATS else "insert-only"

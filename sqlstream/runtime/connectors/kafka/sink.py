@@ -37,9 +37,13 @@ from sqlstream.runtime.connectors.kafka.client import (
     read_committed_consumer,
     topic_partitions,
 )
-from sqlstream.runtime.connectors.kafka.options import KafkaOptions, client_properties, text_format
+from sqlstream.runtime.connectors.kafka.options import (
+    KafkaOptions,
+    client_properties,
+    record_layout,
+)
 from sqlstream.runtime.elements import RowKind
-from sqlstream.runtime.formats import CHANGELOG_FORMATS, TextFormat, with_row_kinds
+from sqlstream.runtime.formats import CHANGELOG_FORMATS
 
 
 def _order(checkpoint_id: int) -> float:
@@ -64,12 +68,11 @@ class KafkaSink(SinkWriter):
         self._topic = options.topic
         self._bootstrap = options.bootstrap_servers
         self._guarantee = options.delivery_guarantee
-        self._format = text_format(options.format, ctx.schema, options.format_options, None, self._table)
+        self._layout = record_layout(options, ctx.table)
+        # the value and key formats and key columns (upsert-kafka encodes with them directly)
+        self._format = self._layout.value
+        self._key_format = self._layout.key
         self._key_fields = list(options.key_fields)
-        self._key_format: TextFormat | None = None
-        if options.key_format is not None:
-            key_schema = pa.schema([ctx.schema.field(f) for f in self._key_fields])
-            self._key_format = text_format(options.key_format, key_schema, {}, None, self._table)
         self._partitioner = options.partitioner
         self._next_partition = ctx.subtask_index  # round-robin: subtasks start apart
         self._prefix = options.transactional_id_prefix or ""
@@ -80,7 +83,8 @@ class KafkaSink(SinkWriter):
         self._partitions = 0
         self._delivery_error: KafkaError | None = None
         # exactly-once state
-        self._buffer: list[tuple[int, bytes | None, bytes | None]] = []  # (partition or -1, key, value)
+        # (partition or -1, key, value, timestamp in epoch ms or 0 for the producer's time)
+        self._buffer: list[tuple[int, bytes | None, bytes | None, int]] = []
         self._run = uuid.uuid4().hex
         self._run_floor = -math.inf  # highest checkpoint order known in the run continued from a restore
         self._prepared = False
@@ -221,31 +225,31 @@ class KafkaSink(SinkWriter):
             return
         assert self._producer is not None, "open() first"
         batch = conform(batch, self._ctx.schema)
-        keys, values = self._encode(batch, kinds)
+        keys, values, timestamps = self._encode(batch, kinds)
         partitions = self._assign_partitions(len(values))
         if self.exactly_once:
-            self._buffer.extend(zip(partitions, keys, values, strict=True))
+            self._buffer.extend(zip(partitions, keys, values, timestamps, strict=True))
             return
-        for partition, key, value in zip(partitions, keys, values, strict=True):
-            self._produce(self._topic, value, key, partition, self._on_delivery)
+        for partition, key, value, timestamp in zip(partitions, keys, values, timestamps, strict=True):
+            self._produce(self._topic, value, key, partition, self._on_delivery, timestamp)
         self._producer.poll(0)
         self._check_delivery()
 
-    def _encode(self, batch: pa.RecordBatch, kinds: pa.Array | None) -> tuple[list[bytes | None], list[bytes | None]]:
-        """The messages (key, value) of the rows: one per row here; a changelog format writes update and
-        delete rows as events."""
-        if self._format.name in CHANGELOG_FORMATS:
-            values: list[bytes | None] = list(self._format.encode_messages(with_row_kinds(batch, kinds)))
-        elif kinds is not None and pc.any(pc.not_equal(kinds, int(RowKind.INSERT))).as_py():
+    def _encode(
+        self, batch: pa.RecordBatch, kinds: pa.Array | None
+    ) -> tuple[list[bytes | None], list[bytes | None], list[int]]:
+        """The messages (key, value, timestamp in epoch ms or 0) of the rows: one per row here; a changelog
+        format writes update and delete rows as events."""
+        if (
+            self._format.name not in CHANGELOG_FORMATS
+            and kinds is not None
+            and pc.any(pc.not_equal(kinds, int(RowKind.INSERT))).as_py()
+        ):
             raise ConnectorError(
                 f"table '{self._table}': the kafka sink is append-only and cannot write update or delete rows; "
                 "use the 'upsert-kafka' connector or a changelog format such as 'format' = 'debezium-json'"
             )
-        else:
-            values = list(self._format.encode_messages(batch))
-        if self._key_format is None:
-            return [None] * batch.num_rows, values
-        return list(self._key_format.encode_messages(batch.select(self._key_fields))), values
+        return self._layout.encode(batch, kinds)
 
     def _on_delivery(self, err: KafkaError | None, _msg: Message) -> None:
         if err is not None and self._delivery_error is None:
@@ -265,16 +269,15 @@ class KafkaSink(SinkWriter):
         key: bytes | None,
         partition: int,
         on_delivery: Callable[[KafkaError | None, Message], None] | None = None,
+        timestamp: int = 0,
     ) -> None:
-        """Produce one message, waiting for room while librdkafka's queue is full."""
+        """Produce one message (``timestamp`` 0: the current time), waiting for room while librdkafka's queue is full."""
         assert self._producer is not None
         deadline = time.monotonic() + TXN_TIMEOUT_S
+        extra: dict[str, Any] = {} if on_delivery is None else {"on_delivery": on_delivery}
         while True:
             try:
-                if on_delivery is None:
-                    self._producer.produce(topic, value=value, key=key, partition=partition)
-                else:
-                    self._producer.produce(topic, value=value, key=key, partition=partition, on_delivery=on_delivery)
+                self._producer.produce(topic, value=value, key=key, partition=partition, timestamp=timestamp, **extra)
                 return
             except BufferError:
                 if time.monotonic() > deadline:
@@ -301,7 +304,8 @@ class KafkaSink(SinkWriter):
 
         The committable is a plain dict (picklable): topic, transactional_id,
         subtask, run, checkpoint and records, a list of (partition or -1 for
-        the client's partitioner, key bytes or None, value bytes).
+        the client's partitioner, key bytes or None, value bytes or None,
+        timestamp in epoch milliseconds or 0 for the producer's current time).
         """
         if not self.exactly_once:
             if self._guarantee == "at-least-once" and self._producer is not None:
@@ -355,8 +359,8 @@ class KafkaSink(SinkWriter):
         marker = json.dumps({"run": c["run"], "checkpoint": c["checkpoint"]}).encode()
         try:
             producer.begin_transaction()
-            for partition, key, value in c["records"]:
-                self._produce(c["topic"], value, key, partition)
+            for partition, key, value, *timestamp in c["records"]:  # no timestamp in older checkpoints
+                self._produce(c["topic"], value, key, partition, None, *timestamp)
             self._produce(self._marker_topic, marker, c["transactional_id"].encode(), -1)
             producer.commit_transaction(TXN_TIMEOUT_S)
         except KafkaException as e:

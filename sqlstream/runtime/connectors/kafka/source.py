@@ -19,7 +19,12 @@ from sqlstream.runtime.connectors.kafka.client import (
     read_committed_consumer,
     topic_partitions,
 )
-from sqlstream.runtime.connectors.kafka.options import KafkaOptions, client_properties, text_format
+from sqlstream.runtime.connectors.kafka.options import (
+    KafkaOptions,
+    client_properties,
+    commits_on_checkpoint,
+    record_layout,
+)
 from sqlstream.runtime.formats import Locate, split_row_kinds
 
 
@@ -53,11 +58,18 @@ class KafkaSource(SourceReader):
         options = self.read_options(ctx)
         self._topic = options.topic
         self._bootstrap = options.bootstrap_servers
-        self._format = text_format(
-            options.format, ctx.table.physical_schema, options.format_options, ctx.columns, self._table
-        )
+        self._layout = record_layout(options, ctx.table, ctx.columns)
+        self._format = self._layout.value  # the value format (upsert-kafka decodes with it directly)
         self._startup = options.startup_mode
         self._specific = options.specific_offsets
+        self._startup_ms = options.startup_timestamp_ms
+        self._properties = client_properties(ctx.table)
+        if self._properties.get("auto.offset.reset", "").lower() == "none":  # Flink's spelling of librdkafka's
+            self._properties["auto.offset.reset"] = "error"
+        # offsets are committed to the group when checkpoints complete, unless turned off (as in Flink)
+        self._group = self._properties.get("group.id")
+        self._commit = self._group is not None and commits_on_checkpoint(ctx.table)
+        self._taken: dict[int, dict[int, int]] = {}  # checkpoint id -> positions, until it completes
         self.bounded = options.bounded_mode == "latest-offset"
         self._errors = ClientErrors()
         self._consumer: Consumer | None = None
@@ -69,6 +81,7 @@ class KafkaSource(SourceReader):
         # Consumed but not yet returned: partition -> (messages, end-of-partition offset seen after them).
         self._pending: dict[int, tuple[list[Message], int | None]] = {}
         self._split: str | None = None
+        self._seeking: set[int] = set()  # 'timestamp' mode: partitions not yet at the startup time
         self._kinds: pa.Array | None = None  # RowKinds of the last batch (a changelog format)
 
     @classmethod
@@ -78,28 +91,79 @@ class KafkaSource(SourceReader):
 
     def open(self) -> None:
         consumer = read_committed_consumer(
-            self._bootstrap, {**LATENCY_DEFAULTS, **client_properties(self._ctx.table)}, self._errors
+            self._bootstrap, {**LATENCY_DEFAULTS, "on_commit": self._on_commit, **self._properties}, self._errors
         )
         self._consumer = consumer
         md = cluster_metadata(consumer, self._errors, self._bootstrap, self._table)
         everything = topic_partitions(md, self._topic, self._bootstrap, self._table)
         ctx = self._ctx
         self._partitions = [p for p in everything if p % ctx.parallelism == ctx.subtask_index]
+        fresh = [p for p in self._partitions if p not in self._restored]
+        if self._startup == "timestamp":
+            self._seeking = set(fresh)
+        found: dict[int, int] = {}
+        if self._startup in ("group-offsets", "timestamp"):
+            found = self._lookup_start(fresh)
+        elif self._startup == "specific-offsets" and self._group is not None:
+            # as Flink's specified-offsets initializer: unlisted partitions resume from the group's offsets
+            found = self._lookup_start([p for p in fresh if p not in self._specific])
         for p in self._partitions:
             low, high = _watermarks(consumer, self._topic, p, self._table)
-            self._positions[p] = self._start_offset(p, low, high)
+            self._positions[p] = self._start_offset(p, low, high, found.get(p, -1))
         consumer.assign([TopicPartition(self._topic, p, self._positions[p]) for p in self._partitions])
         if self.bounded:
             self._await_end_offsets()
 
-    def _start_offset(self, partition: int, low: int, high: int) -> int:
+    def _lookup_start(self, partitions: list[int]) -> dict[int, int]:
+        """The group's committed offsets (timestamp mode: the first offset at or after the time).
+
+        -1 where there is none.
+        """
+        assert self._consumer is not None
+        if not partitions:
+            return {}
+        try:
+            if self._startup != "timestamp":
+                asked = [TopicPartition(self._topic, p) for p in partitions]
+                answer = self._consumer.committed(asked, timeout=METADATA_TIMEOUT_S)
+            else:
+                asked = [TopicPartition(self._topic, p, self._startup_ms) for p in partitions]
+                answer = self._consumer.offsets_for_times(asked, timeout=METADATA_TIMEOUT_S)
+        except KafkaException as e:
+            what = f"the offsets of consumer group '{self._group}'" if self._startup != "timestamp" else (
+                f"the offsets at timestamp {self._startup_ms}")
+            raise ConnectorError(
+                f"table '{self._table}': cannot read {what} for topic '{self._topic}': {e.args[0].str()}"
+            ) from None
+        return {tp.partition: tp.offset if tp.offset >= 0 else -1 for tp in answer}
+
+    def _start_offset(self, partition: int, low: int, high: int, found: int) -> int:
+        """Where a partition starts: a restored position, else per 'scan.startup.mode' (``found``: the
+        group's committed offset or the offset for the startup timestamp, -1 for none)."""
         if partition in self._restored:
             return self._restored[partition]
         if self._startup == "latest-offset":
             return high
         if self._startup == "specific-offsets" and partition in self._specific:
             return self._specific[partition]
-        return low  # earliest-offset, and partitions specific-offsets does not list
+        if self._startup == "timestamp":
+            return found if found >= 0 else high  # no record at or after the timestamp: the end
+        if self._startup == "group-offsets" and found < 0:
+            reset = self._properties.get("auto.offset.reset", "error").lower()
+            if reset in ("earliest", "smallest", "beginning"):
+                return low
+            if reset in ("latest", "largest", "end"):
+                return high
+            raise ConnectorError(
+                f"table '{self._table}': consumer group '{self._group}' has no committed offset for topic "
+                f"'{self._topic}' partition {partition}, and 'properties.auto.offset.reset' is '{reset}' "
+                "(set it to 'earliest' or 'latest' to start without one, as in Flink)"
+            )
+        if self._startup == "group-offsets":
+            return found
+        if self._startup == "specific-offsets" and found >= 0:
+            return found  # a partition it does not list, with a committed group offset
+        return low  # earliest-offset, and partitions specific-offsets does not list (nor the group)
 
     def _await_end_offsets(self) -> None:
         """Fix each partition's end at the high watermark of its first fetch response.
@@ -181,13 +245,18 @@ class KafkaSource(SourceReader):
         if end is not None:
             messages = [m for m in messages if m.offset() < end]
         batch = None
+        kinds: pa.Array | None = None
         if messages:
-            offsets = [m.offset() for m in messages]
-            topic = self._topic
-            batch, kinds = self._decode(
-                messages, lambda i: f"topic '{topic}' partition {partition} offset {offsets[i]}"
-            )
-            self._positions[partition] = offsets[-1] + 1
+            after = messages[-1].offset() + 1
+            if partition in self._seeking:
+                messages = self._skip_earlier(partition, messages)
+            if messages:
+                offsets = [m.offset() for m in messages]
+                topic = self._topic
+                batch, kinds = self._decode(
+                    messages, lambda i: f"topic '{topic}' partition {partition} offset {offsets[i]}"
+                )
+            self._positions[partition] = after
         if eof is not None:
             # Transaction markers may follow the last record: the end-of-partition offset skips them.
             self._positions[partition] = max(self._positions[partition], eof if end is None else min(eof, end))
@@ -201,9 +270,21 @@ class KafkaSource(SourceReader):
         self._kinds = kinds
         return batch
 
+    def _skip_earlier(self, partition: int, messages: list[Message]) -> list[Message]:
+        """'timestamp' mode: drop the records before the first one at or after the startup time.
+
+        The broker's ListOffsets answer already points there; this also holds where a broker
+        answers by record batch or not at all (tansu answers offset 0 for every timestamp).
+        """
+        for i, m in enumerate(messages):
+            if m.timestamp()[1] >= (self._startup_ms or 0):
+                self._seeking.discard(partition)
+                return messages[i:]
+        return []
+
     def _decode(self, messages: list[Message], where: Locate) -> tuple[pa.RecordBatch, pa.Array | None]:
         """The rows of one partition's messages and their RowKinds (None: inserts)."""
-        return split_row_kinds(self._format.decode_messages([m.value() or b"" for m in messages], where))
+        return split_row_kinds(self._layout.decode(messages, where))
 
     @property
     def current_kinds(self) -> pa.Array | None:
@@ -243,7 +324,7 @@ class KafkaSource(SourceReader):
     @property
     def parse_errors(self) -> int:
         """Malformed messages skipped so far (with ignore-parse-errors)."""
-        return self._format.parse_errors
+        return self._format.parse_errors + self._layout.key_parse_errors
 
     def snapshot_position(self) -> Any:
         return dict(self._positions)
@@ -251,6 +332,29 @@ class KafkaSource(SourceReader):
     def restore_position(self, position: Any) -> None:
         """Resume at ``{partition: next offset}``; partitions it does not list start per scan.startup.mode."""
         self._restored = {int(p): int(o) for p, o in (position or {}).items()}
+
+    def checkpoint_taken(self, checkpoint_id: int) -> None:
+        """Remember the positions the checkpoint holds, to commit them to the group once it completes."""
+        if self._commit:
+            self._taken[checkpoint_id] = dict(self._positions)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Commit the checkpoint's positions to 'properties.group.id' (asynchronously, as Flink's KafkaSource
+        does) so that lag tools see progress; the checkpoints stay the source of truth for restores."""
+        position = self._taken.get(checkpoint_id)
+        self._taken = {k: v for k, v in self._taken.items() if k > checkpoint_id}
+        if not self._commit or self._consumer is None or not position:
+            return
+        offsets = [TopicPartition(self._topic, p, o) for p, o in position.items()]
+        try:
+            self._consumer.commit(offsets=offsets, asynchronous=True)
+        except KafkaException as e:  # a failed commit only delays what lag tools see, as in Flink
+            LOG.warning("table '%s': committing offsets of checkpoint %s to group '%s' failed: %s",
+                        self._table, checkpoint_id, self._group, e.args[0].str())
+
+    def _on_commit(self, err: KafkaError | None, _partitions: list[TopicPartition]) -> None:
+        if err is not None:
+            LOG.warning("table '%s': committing offsets to group '%s' failed: %s", self._table, self._group, err.str())
 
     def close(self) -> None:
         if self._consumer is not None:
