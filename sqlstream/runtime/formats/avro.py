@@ -34,7 +34,6 @@ import struct
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import fastavro
 import pyarrow as pa
 
 from sqlstream.core.connectors import Option
@@ -71,6 +70,18 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 _READ_BATCH = 8192
+
+
+def _fastavro() -> Any:
+    """fastavro, imported when an avro table is first used (the optional 'avro' extra)."""
+    try:
+        import fastavro
+        import fastavro.write
+    except ImportError:
+        raise ConnectorError("the 'avro' format needs fastavro: pip install 'sqlstream[avro]'") from None
+    return fastavro
+
+
 # What fastavro raises for bytes that are not a record of the schema.
 _DECODE_ERRORS = (
     EOFError, ValueError, IndexError, KeyError, TypeError, OverflowError, AttributeError, struct.error
@@ -149,7 +160,7 @@ class AvroFormat(FileFormat, MessageFormat):
         super().__init__(schema, options, columns, table)
         legacy = options.get("avro.timestamp_mapping.legacy")
         self._schema_json = avro_schema(schema, True if legacy is None else bool(legacy), table)
-        self._parsed = fastavro.parse_schema(self._schema_json)
+        self._parsed = _fastavro().parse_schema(self._schema_json)
         self._codec = options.get("avro.codec") or "snappy"
         self._json = options.get("avro.encoding") == "json"
         self.ignore_errors = ignore_parse_errors(options, "avro")
@@ -177,7 +188,7 @@ class AvroFormat(FileFormat, MessageFormat):
     def read_file(self, path: str, skip_rows: int = 0) -> Iterator[pa.RecordBatch]:
         with open(path, "rb") as f:
             try:
-                blocks = fastavro.block_reader(f)
+                blocks = _fastavro().block_reader(f)
             except _DECODE_ERRORS as e:
                 raise DataError(f"cannot read Avro file {path}: {e}") from None
             fields = {fld["name"] for fld in blocks.writer_schema.get("fields", ())}
@@ -240,14 +251,14 @@ class AvroFormat(FileFormat, MessageFormat):
 
     def _decode_binary(self, message: bytes) -> dict[str, Any]:
         buffer = io.BytesIO(message)
-        record = fastavro.schemaless_reader(buffer, self._parsed, None)
+        record = _fastavro().schemaless_reader(buffer, self._parsed, None)
         left = len(message) - buffer.tell()
         if left:
             raise ValueError(f"{left} bytes left over after the record")
         return record
 
     def _decode_json(self, message: bytes) -> dict[str, Any]:
-        records = list(fastavro.json_reader(io.StringIO(message.decode()), self._parsed))
+        records = list(_fastavro().json_reader(io.StringIO(message.decode()), self._parsed))
         if len(records) != 1:
             raise ValueError(f"expected one JSON-encoded record, got {len(records)}")
         return records[0]
@@ -255,7 +266,7 @@ class AvroFormat(FileFormat, MessageFormat):
     def encode_messages(self, batch: pa.RecordBatch) -> list[bytes | None]:
         if self._json:
             text = io.StringIO()
-            fastavro.json_writer(text, self._parsed, _plain(batch))
+            _fastavro().json_writer(text, self._parsed, _plain(batch))
             lines = text.getvalue().split("\n") if batch.num_rows else []
             return [json.dumps(json.loads(line), separators=(",", ":"), ensure_ascii=False).encode() for line in lines]
         out: list[bytes | None] = []
@@ -263,7 +274,7 @@ class AvroFormat(FileFormat, MessageFormat):
         for row in _plain(batch):
             buffer.seek(0)
             buffer.truncate()
-            fastavro.schemaless_writer(buffer, self._parsed, row)
+            _fastavro().schemaless_writer(buffer, self._parsed, row)
             out.append(buffer.getvalue())
         return out
 
@@ -273,7 +284,7 @@ class AvroFileWriter(FileWriter):
 
     def __init__(self, path: str, schema: Any, codec: str) -> None:
         self._file = open(path, "wb")  # noqa: SIM115 - closed in close()
-        self._writer = fastavro.write.Writer(self._file, schema, codec=codec)
+        self._writer = _fastavro().write.Writer(self._file, schema, codec=codec)
 
     def write(self, batch: pa.RecordBatch) -> None:
         for row in _plain(batch):
