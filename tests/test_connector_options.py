@@ -92,16 +92,17 @@ def test_postgres_options_parse_to_python_values_and_defaults() -> None:
 def test_filesystem_options_parse_to_python_values_and_defaults(tmp_path: Path) -> None:
     opts = typed("filesystem", {
         "path": str(tmp_path), "format": "csv", "source.monitor-interval": "500 ms",
-        "sink.rolling-policy.file-size": "128MB", "csv.field-delimiter": ";",
+        "sink.rolling-policy.file-size": "64MB", "csv.field-delimiter": ";",
     }, FileSystemOptions)
     assert isinstance(opts, FileSystemOptions)
     assert opts.path == str(tmp_path) and opts.format == "csv"
     assert opts.monitor_interval_ms == 500
-    assert opts.rolling_file_size == 128 * 1024 * 1024
+    assert opts.rolling_file_size == 64 * 1024 * 1024
     assert opts.format_options["csv.field-delimiter"] == ";"
     plain = typed("filesystem", {"path": str(tmp_path), "format": "parquet"}, FileSystemOptions)
     assert isinstance(plain, FileSystemOptions)
-    assert plain.monitor_interval_ms is None and plain.rolling_file_size is None
+    # Flink's defaults: no monitoring (a bounded source), part files rolled at 128 MB
+    assert plain.monitor_interval_ms is None and plain.rolling_file_size == 128 * 1024 * 1024
 
 
 @pytest.mark.parametrize(
