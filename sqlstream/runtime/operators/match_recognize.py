@@ -44,8 +44,8 @@ from sqlstream.core.expressions import referenced_columns
 from sqlstream.core.physical import MatchRecognizeConfig
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
-from sqlstream.runtime.operators.keyed import key_group_column
-from sqlstream.runtime.operators.rank import KeyTimers, group_rows, on_time
+from sqlstream.runtime.operators.rank import KeyTimers, group_rows
+from sqlstream.runtime.operators.waiting import take_due, wait_for_watermark
 from sqlstream.runtime.operators.window_agg import event_times
 
 # a partial match: (start sequence number, pattern term, rows taken by that term, variable per row)
@@ -99,40 +99,17 @@ class MatchRecognizeOperator(Operator):
 
     # ------------------------------------------------------------ input
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
-        batch, ts = on_time(self.ctx, chunk.batch, self.time_index, self.watermark)
-        if batch.num_rows == 0:
-            return []
-        kg = key_group_column(batch, self.keys, self.ctx.max_parallelism).to_numpy()
-        order = np.argsort(kg, kind="stable")
-        groups = kg[order]
-        bounds = np.flatnonzero(np.diff(groups, prepend=-1, append=-1))
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-            group, idx = int(groups[a]), order[a:b]
-            stored = self.waiting.get(group, ())
-            self.waiting.put(group, (), (stored or ()) + (batch.take(pa.array(idx)),))
-            self.due_timers.register(group, (), int(ts[idx].min()))
+        wait_for_watermark(self.ctx, self.waiting, self.due_timers, chunk.batch, self.keys, self.time_index,
+                           self.watermark)
         return []
 
     # ------------------------------------------------------------ firing
     def on_watermark(self, timestamp: int) -> Output:
         self.watermark = timestamp
-        visited = [(kg, self.waiting.get(kg, ())) for kg, _ in self.due_timers.pop_due(timestamp)]
-        visited = [(kg, w) for kg, w in visited if w]
-        due_pieces: list[pa.RecordBatch] = []
-        for kg, waiting in visited:
-            rows = waiting[0] if len(waiting) == 1 else pa.concat_batches(list(waiting))
-            ts = event_times(rows, self.time_index).to_numpy(zero_copy_only=False)
-            due = ts <= timestamp
-            if (~due).any():
-                self.waiting.put(kg, (), (rows.filter(pa.array(~due)),))
-                self.due_timers.register(kg, (), int(ts[~due].min()))
-            else:
-                self.waiting.delete(kg, ())
-            if due.any():
-                due_pieces.append(rows.filter(pa.array(due)))
-        if not due_pieces:
+        due = take_due(self.waiting, self.due_timers, self.time_index, timestamp)
+        if due is None:
             return []
-        out = self._fire(due_pieces[0] if len(due_pieces) == 1 else pa.concat_batches(due_pieces), timestamp)
+        out = self._fire(due, timestamp)
         return [Chunk(out)] if out.num_rows else []
 
     def _fire(self, due_rows: pa.RecordBatch, watermark: int) -> pa.RecordBatch:

@@ -39,8 +39,8 @@ import pyarrow.compute as pc
 from sqlstream.core.aggregates import AggCall
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
-from sqlstream.runtime.operators.keyed import key_group_column
-from sqlstream.runtime.operators.rank import KeyTimers, group_rows, on_time
+from sqlstream.runtime.operators.rank import KeyTimers, group_rows
+from sqlstream.runtime.operators.waiting import take_due, wait_for_watermark
 from sqlstream.runtime.operators.window_agg import event_times
 
 Frame = tuple[np.ndarray, ...]  # contribution columns, sorted by time
@@ -233,44 +233,17 @@ class OverAggOperator(Operator):
 
     # ------------------------------------------------------------ input
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
-        batch, ts = on_time(self.ctx, chunk.batch, self.time_index, self.watermark)
-        if batch.num_rows == 0:
-            return []
-        kg = key_group_column(batch, self.keys, self.ctx.max_parallelism).to_numpy()
-        order = np.argsort(kg, kind="stable")
-        groups = kg[order]
-        bounds = np.flatnonzero(np.diff(groups, prepend=-1, append=-1))
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-            group, idx = int(groups[a]), order[a:b]
-            stored = self.waiting.get(group, ())
-            self.waiting.put(group, (), (stored or ()) + (batch.take(pa.array(idx)),))
-            self.due_timers.register(group, (), int(ts[idx].min()))
+        wait_for_watermark(self.ctx, self.waiting, self.due_timers, chunk.batch, self.keys, self.time_index,
+                           self.watermark)
         return []
 
     # ------------------------------------------------------------ firing
     def on_watermark(self, timestamp: int) -> Output:
         self.watermark = timestamp
         output: list[Chunk] = []
-        visited = [(kg, self.waiting.get(kg, ())) for kg, _ in self.due_timers.pop_due(timestamp)]
-        visited = [(kg, w) for kg, w in visited if w]
-        if visited:
-            # the waiting rows of every due key group, split into due and later in one pass
-            pieces = [b for _, w in visited for b in w]
-            rows = pieces[0] if len(pieces) == 1 else pa.concat_batches(pieces)
-            owner = np.repeat(np.arange(len(visited)), [sum(b.num_rows for b in w) for _, w in visited])
-            ts = event_times(rows, self.time_index).to_numpy(zero_copy_only=False)
-            due = ts <= timestamp
-            waits = np.flatnonzero(~due)
-            bounds = np.searchsorted(owner[waits], np.arange(len(visited) + 1))
-            for i, (kg, _) in enumerate(visited):
-                keep = waits[bounds[i]:bounds[i + 1]]
-                if len(keep):
-                    self.waiting.put(kg, (), (rows.take(pa.array(keep)),))
-                    self.due_timers.register(kg, (), int(ts[keep].min()))
-                else:
-                    self.waiting.delete(kg, ())
-            if due.any():
-                output.append(Chunk(self._fire(rows.filter(pa.array(due)), timestamp)))
+        due = take_due(self.waiting, self.due_timers, self.time_index, timestamp)
+        if due is not None:
+            output.append(Chunk(self._fire(due, timestamp)))
         for kg, key in self.cleanup_timers.pop_due(timestamp):
             frame = self.frames.get(kg, key)
             if frame is None or self.range_ms is None:
