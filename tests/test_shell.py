@@ -7,6 +7,7 @@ import os
 import pty
 import re
 import select
+import signal
 import sys
 import time
 from pathlib import Path
@@ -30,9 +31,11 @@ BOUNDED = """CREATE TABLE nums (k INT, v BIGINT) WITH ('connector' = 'datagen', 
 class Terminal:
     """The shell in a pseudo-terminal: what a person types goes in, what the screen shows comes out."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, ignore_sigint: bool = False) -> None:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: the shell, with the pty as its controlling terminal
+            if ignore_sigint:  # as under nohup, or started by a parent that ignores Ctrl-C
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
             os.environ.update(SQLSTREAM_HOME=str(home), TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1",
                               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
             os.chdir(ROOT)
@@ -123,6 +126,23 @@ def test_a_session_in_a_terminal(tmp_path: Path) -> None:
     history = (tmp_path / "sql_history").read_text()
     assert "SHOW TABLES;" in history and "COUNT(*) AS n FROM clicks" in history
     assert (tmp_path / "sql_history").stat().st_mode & 0o777 == 0o600  # typed statements may hold passwords
+
+
+def test_ctrl_c_cancels_a_query_even_when_the_shell_started_with_sigint_ignored(tmp_path: Path) -> None:
+    term = Terminal(tmp_path, ignore_sigint=True)
+    try:
+        term.expect("sqlstream>")
+        term.type(UNBOUNDED + "\r")
+        term.expect(r"\[INFO\] Execute statement succeeded")
+        term.type("SELECT user_id, COUNT(*) AS n FROM clicks GROUP BY user_id;\r")
+        term.expect(r"\| \+U \|")
+        term.type("\x03")
+        term.expect(r"Query terminated, received a total of \d+ rows")
+        term.type("QUIT;\r")
+        term.expect("Exiting")
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
 
 
 def test_the_live_table_view_redraws_in_place_in_a_terminal(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import re
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -441,6 +442,9 @@ class SqlShell:
     def run(self) -> int:
         print("sqlstream shell: Flink SQL, statements end with ';'. HELP; lists the commands, QUIT; leaves.",
               file=self.out)
+        # Ctrl-C cancels the running query whatever disposition the parent left (Python keeps SIGINT
+        # ignored when it started ignored, e.g. under nohup or a parent that ignores it)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         prompt = self.prompt_session()
         while True:
             try:
