@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sqlstream.core.connectors import Option
-from sqlstream.core.errors import ConnectorError
+from sqlstream.core.errors import ConnectorError, DataError
 from sqlstream.core.types import sql_type_name
 
 # Changelog formats: each record is a change event (Flink's debezium-json, canal-json, maxwell-json).
@@ -290,6 +290,22 @@ def make_batch(arrays: Sequence[pa.Array], schema: pa.Schema, rows: int) -> pa.R
     if arrays:
         return pa.RecordBatch.from_arrays(list(arrays), schema=schema)
     return pa.record_batch([pa.nulls(rows)], names=["_"]).select([])
+
+
+def conform_columns(batch: pa.RecordBatch, schema: pa.Schema, where: str) -> pa.RecordBatch:
+    """A batch read from a columnar file (parquet, ORC) with exactly ``schema``'s columns, cast to the
+    table's types; a column that cannot be is a DataError naming ``where`` (the file)."""
+    arrays = []
+    for f in schema:
+        arr = batch.column(f.name)
+        if arr.type != f.type:
+            try:
+                arr = arr.cast(f.type)
+            except CONVERSION_ERRORS as e:
+                raise DataError(f"{where}: column '{f.name}' of type {sql_type_name(arr.type)} "
+                                f"cannot be read as {sql_type_name(f.type)}: {e}") from None
+        arrays.append(arr)
+    return make_batch(arrays, schema, batch.num_rows)
 
 
 def concat_values(strings: pa.Array) -> bytes:

@@ -21,7 +21,7 @@ import pyarrow.orc as orc
 from sqlstream.core.connectors import Option
 from sqlstream.core.errors import ConnectorError, DataError
 from sqlstream.core.types import sql_type_name
-from sqlstream.runtime.formats import CONVERSION_ERRORS, FileFormat, FileWriter, make_batch
+from sqlstream.runtime.formats import FileFormat, FileWriter, conform_columns
 
 OPTIONS: tuple[Option, ...] = (
     Option(
@@ -75,25 +75,7 @@ class OrcFormat(FileFormat):
             if skip_rows:
                 batch = batch.slice(skip_rows)
                 skip_rows = 0
-            yield self._conform(batch, path)
-
-    def _conform(self, batch: pa.RecordBatch, path: str) -> pa.RecordBatch:
-        """The batch with exactly the projected columns, cast to the table's types."""
-        if not self.columns:
-            return make_batch([], self.output_schema, batch.num_rows)
-        arrays = []
-        for f in self.output_schema:
-            arr = batch.column(f.name)
-            if arr.type != f.type:
-                try:
-                    arr = arr.cast(f.type)
-                except CONVERSION_ERRORS as e:
-                    raise DataError(
-                        f"ORC file {path}: column '{f.name}' of type {sql_type_name(arr.type)} "
-                        f"cannot be read as {sql_type_name(f.type)}: {e}"
-                    ) from None
-            arrays.append(arr)
-        return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema)
+            yield conform_columns(batch, self.output_schema, f"ORC file {path}")
 
     def open_writer(self, path: str, schema: pa.Schema) -> FileWriter:
         return OrcFileWriter(path, schema, self._compression)

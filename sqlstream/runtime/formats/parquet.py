@@ -14,8 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sqlstream.core.errors import DataError
-from sqlstream.core.types import sql_type_name
-from sqlstream.runtime.formats import CONVERSION_ERRORS, FileFormat, FileWriter
+from sqlstream.runtime.formats import FileFormat, FileWriter, conform_columns
 
 _READ_BATCH = 65536
 _ROW_GROUP_ROWS = 65536  # small written batches are buffered up to this many rows per row group
@@ -55,25 +54,7 @@ class ParquetFormat(FileFormat):
                 if skip_rows:
                     batch = batch.slice(skip_rows)
                     skip_rows = 0
-                yield self._conform(batch, path)
-
-    def _conform(self, batch: pa.RecordBatch, path: str) -> pa.RecordBatch:
-        """The batch with exactly the projected columns, cast to the table's types."""
-        if not self.columns:
-            return batch.select([])
-        arrays = []
-        for f in self.output_schema:
-            arr = batch.column(f.name)
-            if arr.type != f.type:
-                try:
-                    arr = arr.cast(f.type)
-                except CONVERSION_ERRORS as e:
-                    raise DataError(
-                        f"parquet file {path}: column '{f.name}' of type {sql_type_name(arr.type)} "
-                        f"cannot be read as {sql_type_name(f.type)}: {e}"
-                    ) from None
-            arrays.append(arr)
-        return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema)
+                yield conform_columns(batch, self.output_schema, f"parquet file {path}")
 
     def open_writer(self, path: str, schema: pa.Schema) -> FileWriter:
         return ParquetFileWriter(path, schema)
