@@ -73,7 +73,7 @@ def test_optional_imports_belong_to_an_extra() -> None:
 # Libraries only some jobs use: importing them costs start-up time (pandas alone ~0.15-0.25 s),
 # so the command line and a plain job must not import them until a job needs one.
 OPTIONAL_HEAVY = ("pandas", "ray", "duckdb", "confluent_kafka", "psycopg")
-JOB_OPTIONAL = ("ray", "duckdb", "confluent_kafka", "psycopg", "pyiceberg", "deltalake", "fastavro",
+JOB_OPTIONAL = ("pandas", "ray", "duckdb", "confluent_kafka", "psycopg", "pyiceberg", "deltalake", "fastavro",
                 "prometheus_client", "rocksdict")
 
 
@@ -98,7 +98,23 @@ def test_a_values_to_print_job_imports_no_connector_library_it_does_not_use(tmp_
     script = tmp_path / "job.sql"
     script.write_text("CREATE TABLE out_t (a INT) WITH ('connector' = 'print');\n"
                       "INSERT INTO out_t SELECT a FROM (VALUES (1), (2)) AS t(a);\n")
-    # pandas is left out: pyarrow imports it itself when it first converts a Python list
+    # pandas too: pyarrow would import it on its first list conversion (core.pandas_deferral)
     loaded = _modules_after(f"from sqlstream.frontend.cli import main\nmain(['run', {str(script)!r}])")
     assert "pyarrow" in loaded  # the job did run
     assert loaded.isdisjoint(JOB_OPTIONAL), sorted(loaded & set(JOB_OPTIONAL))
+
+
+def test_pandas_objects_convert_as_pyarrow_converts_them_once_pandas_is_restored() -> None:
+    code = ("import sys, pyarrow as pa, sqlstream.core\n"
+            "from sqlstream.core.pandas_deferral import restore_pandas\n"
+            "print('pandas' in sys.modules)\n"
+            "import pandas as pd\n"
+            "df = pd.DataFrame({'c': pd.Categorical(['x', 'y', 'x'])})\n"
+            "restore_pandas()\n"
+            "print(pa.Table.from_pandas(df).schema.field('c').type)")
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                         timeout=120).stdout.splitlines()
+    # without restore_pandas the first column of the first conversion, categorical, reads as plain strings
+    assert out == ["False", "dictionary<values=large_string, indices=int8, ordered=0>"]

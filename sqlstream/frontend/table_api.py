@@ -40,6 +40,7 @@ from sqlstream.catalog.persistent import FunctionDef, parse_statements
 from sqlstream.core import config as config_keys
 from sqlstream.core.errors import PlanError, SqlStreamError
 from sqlstream.core.functions import udfs
+from sqlstream.core.pandas_deferral import restore_pandas
 from sqlstream.core.sql import dialect
 from sqlstream.core.sql.script import parse_one
 from sqlstream.core.tables import ViewDef
@@ -930,6 +931,7 @@ class TableEnvironment:
         return Table(self, _Spec(f"({values_query(table)}) AS {quote(alias)}"))
 
     def from_pandas(self, df: Any) -> Table:
+        restore_pandas()
         return self.from_arrow(pa.Table.from_pandas(df, preserve_index=False))
 
     def create_temporary_function(self, name: str, function: Callable[..., Any],
