@@ -1,0 +1,160 @@
+-- case: tumble_hour_shanghai
+-- hour windows on a TIMESTAMP_LTZ rowtime: bounds are Shanghai wall-clock time
+SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 1200000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' HOUR)) GROUP BY window_start, window_end;
+-- case: tumble_day_shanghai
+-- a day window starts at Shanghai midnight (16:00 UTC)
+SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 7200000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' DAY)) GROUP BY window_start, window_end;
+-- case: tumble_hour_kolkata_half_hour_offset
+-- a zone half an hour off UTC shifts hour windows by 30 minutes
+SET 'table.local-time-zone' = 'Asia/Kolkata';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 600000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' HOUR)) GROUP BY window_start, window_end;
+-- case: tumble_hour_la_spring_forward
+-- 2026-03-08 02:00 does not exist in Los Angeles: no [02:00, 03:00) window
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1772942400000 + order_id * 1800000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' HOUR)) GROUP BY window_start, window_end;
+-- case: tumble_day_la_spring_forward
+-- the 2026-03-08 day window in Los Angeles holds 23 hours
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1772942400000 + order_id * 3600000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' DAY)) GROUP BY window_start, window_end;
+-- case: tumble_hour_la_fall_back
+-- 01:00-02:00 happens twice on 2026-11-01 in Los Angeles: the window holds both hours
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' HOUR)) GROUP BY window_start, window_end;
+-- case: tumble_day_la_fall_back
+-- the 2026-11-01 day window in Los Angeles holds 25 hours
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793473200000 + order_id * 3600000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' DAY)) GROUP BY window_start, window_end;
+-- case: tumble_tvf_columns_la_fall_back
+-- the TVF alone: window_start/window_end TIMESTAMP(3) wall-clock, window_time TIMESTAMP_LTZ(3)
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT order_id, lt, window_start, window_end, window_time FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' HOUR)) WHERE order_id BETWEEN 2 AND 14;
+-- case: tumble_window_time_la_fall_back
+-- window_time of an aggregated window, and the cast of the bounds
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, window_time, CAST(window_start AS STRING) AS s, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' HOUR)) GROUP BY window_start, window_end, window_time;
+-- case: hop_shanghai
+-- HOP on a TIMESTAMP_LTZ rowtime, aligned in Shanghai
+SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 3600000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(HOP(TABLE t, DESCRIPTOR(lt), INTERVAL '6' HOUR, INTERVAL '1' DAY)) GROUP BY window_start, window_end;
+-- case: hop_la_spring_forward
+-- HOP across the spring-forward gap in Los Angeles
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1772942400000 + order_id * 1800000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(HOP(TABLE t, DESCRIPTOR(lt), INTERVAL '1' HOUR, INTERVAL '2' HOUR)) GROUP BY window_start, window_end;
+-- case: cumulate_shanghai
+-- CUMULATE on a TIMESTAMP_LTZ rowtime, aligned in Shanghai
+SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 3600000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(lt), INTERVAL '6' HOUR, INTERVAL '1' DAY)) GROUP BY window_start, window_end;
+-- case: cumulate_la_fall_back
+-- CUMULATE over the day that repeats an hour in Los Angeles
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793473200000 + order_id * 3600000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(lt), INTERVAL '8' HOUR, INTERVAL '1' DAY)) GROUP BY window_start, window_end;
+-- case: session_shanghai
+-- SESSION on a TIMESTAMP_LTZ rowtime: bounds in Shanghai wall-clock time
+SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 1200000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT user_id, window_start, window_end, COUNT(*) AS c FROM TABLE(SESSION(TABLE t PARTITION BY user_id, DESCRIPTOR(lt), INTERVAL '50' MINUTE)) GROUP BY user_id, window_start, window_end;
+-- case: session_la_fall_back
+-- SESSION across the repeated hour in Los Angeles
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c FROM TABLE(SESSION(TABLE t, DESCRIPTOR(lt), INTERVAL '20' MINUTE)) WHERE order_id NOT IN (9, 10, 11) GROUP BY window_start, window_end;
+-- case: group_window_tumble_shanghai
+-- legacy GROUP BY TUMBLE on a TIMESTAMP_LTZ rowtime with TUMBLE_START/END/ROWTIME
+SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 7200000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT TUMBLE_START(lt, INTERVAL '1' DAY) AS s, TUMBLE_END(lt, INTERVAL '1' DAY) AS e, TUMBLE_ROWTIME(lt, INTERVAL '1' DAY) AS r, COUNT(*) AS c FROM t GROUP BY TUMBLE(lt, INTERVAL '1' DAY);
+-- case: group_window_tumble_la_fall_back
+-- legacy GROUP BY TUMBLE over the repeated hour in Los Angeles
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT TUMBLE_START(lt, INTERVAL '1' HOUR) AS s, TUMBLE_END(lt, INTERVAL '1' HOUR) AS e, COUNT(*) AS c FROM t GROUP BY TUMBLE(lt, INTERVAL '1' HOUR);
+-- case: group_window_hop_session_shanghai
+-- legacy HOP and SESSION group windows on a TIMESTAMP_LTZ rowtime
+SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 3600000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT HOP_START(lt, INTERVAL '6' HOUR, INTERVAL '1' DAY) AS s, HOP_END(lt, INTERVAL '6' HOUR, INTERVAL '1' DAY) AS e, COUNT(*) AS c FROM t GROUP BY HOP(lt, INTERVAL '6' HOUR, INTERVAL '1' DAY);
+-- case: group_window_session_shanghai
+-- legacy SESSION group window on a TIMESTAMP_LTZ rowtime
+SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 1200000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT user_id, SESSION_START(lt, INTERVAL '50' MINUTE) AS s, SESSION_END(lt, INTERVAL '50' MINUTE) AS e, COUNT(*) AS c FROM t GROUP BY user_id, SESSION(lt, INTERVAL '50' MINUTE);
+-- case: window_topn_shanghai
+-- window Top-N over day windows aligned in Shanghai
+SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 7200000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT * FROM (SELECT window_start, window_end, order_id, amount, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY amount DESC) AS rn FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' DAY))) WHERE rn <= 2;
+-- case: window_join_shanghai
+-- window join of two TVFs on a TIMESTAMP_LTZ rowtime, day windows in Shanghai
+SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 7200000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT a.window_start, a.window_end, a.order_id, b.order_id AS other FROM (SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' DAY)) WHERE order_id % 5 = 0) AS a JOIN (SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' DAY)) WHERE order_id % 7 = 0) AS b ON a.window_start = b.window_start AND a.window_end = b.window_end;
+-- case: tumble_ltz_utc
+-- in UTC, windows on a TIMESTAMP_LTZ rowtime are typed TIMESTAMP(3) too
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 3600000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '6' HOUR)) GROUP BY window_start, window_end;
+-- case: tumble_offset_shanghai
+-- a window offset applies on top of the session-zone alignment
+SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 3600000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' DAY, INTERVAL '2' HOUR)) GROUP BY window_start, window_end;
