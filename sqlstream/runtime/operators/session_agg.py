@@ -66,13 +66,15 @@ class SessionWindowAggOperator(Operator):
         batch, ts_arrow = rows_with_event_time(batch, self.window.time_index, self.ctx.metrics)
         if batch.num_rows == 0:
             return []
+        # sessions on a TIMESTAMP_LTZ time attribute are cut on wall-clock time of the zone, as in Flink
+        # (so they are sorted by it: a repeated hour's second pass comes back in wall-clock order)
+        local = pa.array(self.clock.local(ts_arrow.to_numpy(zero_copy_only=False)))
         sort_keys = [(f"p{i}", "ascending") for i in range(len(self.partition))] + [("ts", "ascending")]
         cols = {f"p{i}": batch.column(k) for i, k in enumerate(self.partition)}
-        cols["ts"] = ts_arrow
+        cols["ts"] = local
         order = pc.sort_indices(pa.table(cols), sort_keys=sort_keys)
         batch = batch.take(order)
-        # sessions on a TIMESTAMP_LTZ time attribute are cut on wall-clock time of the zone, as in Flink
-        ts = self.clock.local(ts_arrow.take(order).to_numpy(zero_copy_only=False))
+        ts = local.take(order).to_numpy(zero_copy_only=False)
         new_session = np.ones(len(ts), dtype=bool)
         if len(ts) > 1:
             # a row exactly one gap after the previous one still joins its session: Flink merges
