@@ -158,3 +158,88 @@ CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECI
   currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 3600000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
   WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
 SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' DAY, INTERVAL '2' HOUR)) GROUP BY window_start, window_end;
+-- case: cascade_la_fall_back
+-- a window aggregation over a zoned window aggregation's window_start/window_end
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, SUM(c) AS total, COUNT(*) AS users FROM (SELECT window_start, window_end, user_id, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' HOUR)) GROUP BY window_start, window_end, user_id) GROUP BY window_start, window_end;
+-- case: tumble_over_window_time_la_fall_back
+-- window_time of a zoned window aggregation is a TIMESTAMP_LTZ time attribute: a day window over it aligns in the zone again
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+CREATE TEMPORARY VIEW hourly AS SELECT window_time AS wt, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' HOUR)) GROUP BY window_start, window_end, window_time;
+SELECT window_start, window_end, SUM(c) AS total FROM TABLE(TUMBLE(TABLE hourly, DESCRIPTOR(wt), INTERVAL '3' HOUR)) GROUP BY window_start, window_end;
+-- case: window_dedup_la_fall_back
+-- window deduplication (first row per wall-clock hour) over the repeated hour
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, order_id FROM (SELECT window_start, window_end, order_id, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY lt) AS rn FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' HOUR))) WHERE rn = 1;
+-- case: window_join_la_fall_back
+-- window join on hour windows over the repeated hour
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT a.window_start, a.window_end, COUNT(*) AS pairs FROM (SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' HOUR)) WHERE order_id % 2 = 0) AS a JOIN (SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' HOUR)) WHERE order_id % 2 = 1) AS b ON a.window_start = b.window_start AND a.window_end = b.window_end GROUP BY a.window_start, a.window_end;
+-- case: group_window_rowtime_la_fall_back
+-- TUMBLE_ROWTIME of a legacy window over the repeated hour is the earlier instant
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT TUMBLE_START(lt, INTERVAL '1' HOUR) AS s, TUMBLE_ROWTIME(lt, INTERVAL '1' HOUR) AS r, CAST(TUMBLE_ROWTIME(lt, INTERVAL '1' HOUR) AS STRING) AS rs, COUNT(*) AS c FROM t GROUP BY TUMBLE(lt, INTERVAL '1' HOUR);
+-- case: cumulate_kolkata
+-- CUMULATE in a zone half an hour off UTC
+SET 'table.local-time-zone' = 'Asia/Kolkata';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 1200000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(lt), INTERVAL '2' HOUR, INTERVAL '6' HOUR)) GROUP BY window_start, window_end;
+-- case: hop_offset_la_spring_forward
+-- HOP with an offset across the spring-forward gap
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1772942400000 + order_id * 1800000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c FROM TABLE(HOP(TABLE t, DESCRIPTOR(lt), INTERVAL '3' HOUR, INTERVAL '6' HOUR, INTERVAL '1' HOUR)) GROUP BY window_start, window_end;
+-- case: window_start_filter_shanghai
+-- window_start is TIMESTAMP wall-clock time: compared with a TIMESTAMP literal
+SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 3600000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '6' HOUR)) WHERE window_start >= TIMESTAMP '2024-03-01 12:00:00' GROUP BY window_start, window_end;
+-- case: tvf_window_time_cast_shanghai
+-- the TVF's window_time cast to STRING shows Shanghai wall-clock time
+SET 'table.local-time-zone' = 'Asia/Shanghai';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 18000000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT order_id, CAST(window_start AS STRING) AS s, CAST(window_time AS STRING) AS wt, window_time FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' DAY)) WHERE order_id <= 6;
+-- case: session_partitioned_la_fall_back
+-- SESSION PARTITION BY over the repeated hour
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT user_id, window_start, window_end, COUNT(*) AS c FROM TABLE(SESSION(TABLE t PARTITION BY user_id, DESCRIPTOR(lt), INTERVAL '40' MINUTE)) GROUP BY user_id, window_start, window_end;
+-- case: window_time_instant_la_fall_back
+-- window_time of the repeated hour's window is its earlier instant (119 minutes after 00:00 PDT, not 179)
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, TIMESTAMPDIFF(MINUTE, TO_TIMESTAMP_LTZ(1793516400000, 3), window_time) AS minutes, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' HOUR)) GROUP BY window_start, window_end, window_time;
+-- case: group_window_rowtime_instant_la_fall_back
+-- TUMBLE_ROWTIME of the repeated hour's window is its earlier instant
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT TUMBLE_START(lt, INTERVAL '1' HOUR) AS s, TIMESTAMPDIFF(MINUTE, TO_TIMESTAMP_LTZ(1793516400000, 3), TUMBLE_ROWTIME(lt, INTERVAL '1' HOUR)) AS minutes, COUNT(*) AS c FROM t GROUP BY TUMBLE(lt, INTERVAL '1' HOUR);
