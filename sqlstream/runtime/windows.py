@@ -50,6 +50,9 @@ class WindowClock:
         return _ms(instant(_stamps(ends - 1), self.zone, later_at_overlap=True))
 
     def fire_time(self, end: int) -> int:
+        """:meth:`fire_times` of one window end (operators ask it once per watermark and window)."""
+        if self.zone is None or self.zone == "UTC":
+            return end - 1
         return int(self.fire_times(np.array([end], np.int64))[0])
 
     def window_times(self, ends: np.ndarray) -> np.ndarray:
