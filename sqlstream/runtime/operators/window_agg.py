@@ -3,7 +3,10 @@
 process_batch assigns rows to windows, drops late rows (those whose earliest
 window already fired), pre-aggregates per (window, key) in Arrow and merges
 the partials into per-window accumulators in keyed state.  on_watermark
-emits every window whose end - 1 <= watermark, once, as append-only rows.
+emits every window whose end - 1 <= watermark, once, as append-only rows
+(windows on a TIMESTAMP_LTZ time attribute are assigned on the session zone's
+wall-clock time and fire when the watermark passes the instant of their last
+millisecond: runtime/windows.py's WindowClock).
 Timers (window end -> keys) are an in-memory index rebuilt from the keyed
 state on restore, so they need no snapshot of their own.
 

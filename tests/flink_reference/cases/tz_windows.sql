@@ -243,3 +243,18 @@ CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECI
   currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
   WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
 SELECT TUMBLE_START(lt, INTERVAL '1' HOUR) AS s, TIMESTAMPDIFF(MINUTE, TO_TIMESTAMP_LTZ(1793516400000, 3), TUMBLE_ROWTIME(lt, INTERVAL '1' HOUR)) AS minutes, COUNT(*) AS c FROM t GROUP BY TUMBLE(lt, INTERVAL '1' HOUR);
+-- case: session_window_time_la_fall_back
+-- a session ending in the repeated hour: window_time is the earlier instant
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+CREATE TEMPORARY VIEW early AS SELECT * FROM t WHERE order_id <= 6;
+SELECT window_start, window_end, TIMESTAMPDIFF(MINUTE, TO_TIMESTAMP_LTZ(1793516400000, 3), window_time) AS minutes, COUNT(*) AS c FROM TABLE(SESSION(TABLE early, DESCRIPTOR(lt), INTERVAL '20' MINUTE)) GROUP BY window_start, window_end, window_time;
+-- case: hop_window_time_la_fall_back
+-- HOP windows ending in the repeated hour: window_time is the earlier instant
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, TIMESTAMPDIFF(MINUTE, TO_TIMESTAMP_LTZ(1793516400000, 3), window_time) AS minutes, COUNT(*) AS c FROM TABLE(HOP(TABLE t, DESCRIPTOR(lt), INTERVAL '30' MINUTE, INTERVAL '1' HOUR)) WHERE order_id <= 16 GROUP BY window_start, window_end, window_time;
