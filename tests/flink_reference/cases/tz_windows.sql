@@ -258,3 +258,10 @@ CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECI
   currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1793516400000 + order_id * 900000, 3), WATERMARK FOR lt AS lt - INTERVAL '3' DAY)
   WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
 SELECT window_start, window_end, TIMESTAMPDIFF(MINUTE, TO_TIMESTAMP_LTZ(1793516400000, 3), window_time) AS minutes, COUNT(*) AS c FROM TABLE(HOP(TABLE t, DESCRIPTOR(lt), INTERVAL '30' MINUTE, INTERVAL '1' HOUR)) WHERE order_id <= 16 GROUP BY window_start, window_end, window_time;
+-- case: tumble_day_la_fired_mid_stream
+-- a 1-second watermark delay: Flink fires each Los Angeles day as the rows pass its end (a zone with daylight saving flushes its window buffer at the zone's day ends, so no row is lost)
+SET 'table.local-time-zone' = 'America/Los_Angeles';
+CREATE TEMPORARY TABLE t (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + order_id * 3600000, 3), WATERMARK FOR lt AS lt - INTERVAL '1' SECOND)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT window_start, window_end, COUNT(*) AS c, MIN(order_id) AS lo, MAX(order_id) AS hi FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(lt), INTERVAL '1' DAY)) GROUP BY window_start, window_end;
