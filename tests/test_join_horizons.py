@@ -171,3 +171,23 @@ def test_equal_window_ends_bound_both_sides_of_a_join_of_window_aggregations(tmp
         SELECT l.price, l.n, r.m, l.wend FROM
           (SELECT price, COUNT(*) AS n, wend FROM t GROUP BY price, wend) l
           JOIN (SELECT MAX(id) AS m, wend FROM t GROUP BY wend) r ON l.wend = r.wend""", bids=table)
+
+
+def test_window_ends_in_a_zones_wall_clock_time_give_no_horizon(tmp_path: Path) -> None:
+    """Windows on a TIMESTAMP_LTZ time attribute end in the session zone's wall-clock time, not on
+    the watermark's scale (Los Angeles' are 8 hours behind it): bounding by them would drop rows
+    that can still match, so the join keeps them, as it does in UTC only on TIMESTAMP."""
+    session = Session()
+    table, _ = _bids(10, 0, seed=0)
+    session.execute_script(_ddl(table, tmp_path / "bids.csv", 1) + "SET 'table.local-time-zone' = 'America/Los_Angeles';")
+    session.execute_script(f"""CREATE TABLE lb (id BIGINT, price BIGINT, ts TIMESTAMP(3),
+        lt AS CAST(ts AS TIMESTAMP_LTZ(3)), WATERMARK FOR lt AS lt - INTERVAL '5' SECOND)
+        WITH ('connector' = 'filesystem', 'path' = '{tmp_path / "bids.csv"}', 'format' = 'csv')""")
+    sql = """SELECT B.id FROM lb B JOIN (SELECT MAX(price) AS maxprice, window_end AS wend
+        FROM TABLE(TUMBLE(TABLE lb, DESCRIPTOR(lt), INTERVAL '10' SECOND)) GROUP BY window_start, window_end) B1
+        ON B.price = B1.maxprice WHERE B.ts BETWEEN B1.wend - INTERVAL '10' SECOND AND B1.wend"""
+    plan = optimize(select_plan(session.catalog, parse_one(sql), session.config))
+    stack = [plan]
+    while not isinstance(stack[-1], Join):
+        stack.extend(stack.pop().inputs)
+    assert _horizons(stack[-1]) == (None, None)

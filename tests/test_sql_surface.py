@@ -345,17 +345,20 @@ def test_drop_cascade_and_view_options_are_refused(session: Session) -> None:
     _refused(session, "CREATE VIEW w WITH ('k' = 'v') AS SELECT a FROM t", "CREATE VIEW takes no WITH options")
 
 
-def test_windows_on_an_ltz_time_attribute_are_refused_outside_utc(session: Session, tmp_path: Path) -> None:
-    # Flink aligns them in the session zone; sqlstream would align them in UTC, so it refuses
+def test_windows_on_an_ltz_time_attribute_align_in_the_session_zone(session: Session, tmp_path: Path) -> None:
+    # Flink aligns them in the session zone: a day starts at Tokyo midnight (15:00 UTC) and the
+    # bounds are TIMESTAMP wall-clock time; 2024-01-01 14:00 and 16:00 UTC fall on two Tokyo days
+    (tmp_path / "ms.csv").write_text("1704117600000\n1704124800000\n")
     session.execute_script(f"""
-        CREATE TABLE l (a INT, lt AS TO_TIMESTAMP_LTZ(a, 3), WATERMARK FOR lt AS lt)
-            WITH ('connector' = 'filesystem', 'path' = '{tmp_path / "a.csv"}', 'format' = 'csv');
+        CREATE TABLE l (a BIGINT, lt AS TO_TIMESTAMP_LTZ(a, 3), WATERMARK FOR lt AS lt)
+            WITH ('connector' = 'filesystem', 'path' = '{tmp_path / "ms.csv"}', 'format' = 'csv');
         SET 'table.local-time-zone' = 'Asia/Tokyo'""")
-    _refused(session, "SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE l, DESCRIPTOR(lt), INTERVAL '1' DAY)) "
-             "GROUP BY window_start, window_end", "TUMBLE windows on a TIMESTAMP_LTZ time attribute",
-             "'table.local-time-zone' is 'Asia/Tokyo'")
-    _refused(session, "SELECT COUNT(*) FROM l GROUP BY TUMBLE(lt, INTERVAL '1' DAY)",
-             "TUMBLE windows on a TIMESTAMP_LTZ time attribute")
+    tvf = _rows(session, "SELECT window_start, window_end, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE l, DESCRIPTOR(lt), "
+                "INTERVAL '1' DAY)) GROUP BY window_start, window_end")
+    legacy = _rows(session, "SELECT TUMBLE_START(lt, INTERVAL '1' DAY) AS s, TUMBLE_END(lt, INTERVAL '1' DAY) AS e, "
+                   "COUNT(*) AS c FROM l GROUP BY TUMBLE(lt, INTERVAL '1' DAY)")
+    days = [(dt.datetime(2024, 1, 1), dt.datetime(2024, 1, 2), 1), (dt.datetime(2024, 1, 2), dt.datetime(2024, 1, 3), 1)]
+    assert tvf == legacy == days
     # windows on a TIMESTAMP time attribute do not depend on the zone
     rows = _rows(session, "SELECT window_start, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), "
                  "INTERVAL '1' DAY)) GROUP BY window_start, window_end")

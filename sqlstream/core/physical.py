@@ -158,6 +158,7 @@ class WindowJoinConfig(OperatorConfig):
     left_schema: pa.Schema
     right_schema: pa.Schema
     columnar: bool = _choice(False)
+    zone: str | None = None  # windows on a TIMESTAMP_LTZ time attribute: their session zone (WindowSpec.zone)
 
 
 @dataclass(frozen=True)
@@ -302,6 +303,7 @@ class WindowRankConfig(OperatorConfig):
     end: int | None
     output_rank: bool
     newer_wins: bool
+    zone: str | None = None  # windows on a TIMESTAMP_LTZ time attribute: their session zone (WindowSpec.zone)
 
 
 @dataclass(frozen=True)

@@ -174,14 +174,16 @@ def wall_clock(value: pa.Array | pa.Scalar, zone: str) -> pa.Array | pa.Scalar:
     return pc.local_timestamp(pc.cast(value, pa.timestamp(value.type.unit, zone)))
 
 
-def instant(value: pa.Array | pa.Scalar, zone: str) -> pa.Array | pa.Scalar:
+def instant(value: pa.Array | pa.Scalar, zone: str, later_at_overlap: bool = False) -> pa.Array | pa.Scalar:
     """TIMESTAMP wall-clock times read in ``zone`` as TIMESTAMP_LTZ instants. As java.time does, a
-    time that occurs twice (clocks turned back) is the earlier instant; one skipped by clocks
-    turned forward is moved later by the length of the gap (the offset before the gap applies)."""
+    time that occurs twice (clocks turned back) is the earlier instant (the later one with
+    ``later_at_overlap``, java's withLaterOffsetAtOverlap); one skipped by clocks turned forward is
+    moved later by the length of the gap (the offset before the gap applies)."""
     unit = value.type.unit
     if zone == "UTC":
         return pc.cast(value, pa.timestamp(unit, "UTC"))
-    # the offset in force at the earliest instant whose wall clock is at or before the value
-    earliest = pc.assume_timezone(value, timezone=zone, ambiguous="earliest", nonexistent="earliest")
+    # the offset in force at the earliest (latest) instant whose wall clock is at or before the value
+    ambiguous = "latest" if later_at_overlap else "earliest"
+    earliest = pc.assume_timezone(value, timezone=zone, ambiguous=ambiguous, nonexistent="earliest")
     offset = pc.subtract(pc.local_timestamp(earliest), pc.cast(earliest, pa.timestamp(unit)))
     return pc.cast(pc.subtract(value, offset), pa.timestamp(unit, "UTC"))

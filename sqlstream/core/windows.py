@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import pyarrow as pa
+
 WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
 
 
@@ -23,6 +25,10 @@ class WindowSpec:
     gap_ms: int = 0
     offset_ms: int = 0
     partition_keys: tuple[int, ...] = ()  # SESSION ... PARTITION BY
+    # on a TIMESTAMP_LTZ time attribute, the session zone ('table.local-time-zone') the windows are
+    # aligned in, as Flink does: bounds are that zone's wall-clock time (a 1-day window starts at
+    # local midnight, a day with a daylight saving change lasts 23 or 25 hours); None on TIMESTAMP
+    zone: str | None = None
 
     def same_windows(self, other: WindowSpec) -> bool:
         """Whether both specs cut event time into the same windows, wherever their time columns are.
@@ -30,7 +36,7 @@ class WindowSpec:
         Window joins need it of their two inputs.  Sessions depend on the data, so two
         session specs never promise the same windows.
         """
-        shape = lambda w: (w.kind, w.size_ms, w.slide_ms, w.step_ms, w.offset_ms)  # noqa: E731
+        shape = lambda w: (w.kind, w.size_ms, w.slide_ms, w.step_ms, w.offset_ms, w.zone)  # noqa: E731
         return self.kind != "SESSION" and shape(self) == shape(other)
 
     def remapped(self, mapping: dict[int, int]) -> WindowSpec:
@@ -48,7 +54,20 @@ class WindowSpec:
         }[self.kind]
         if self.offset_ms:
             parts += f", offset={self.offset_ms}ms"
+        if self.zone is not None:
+            parts += f", zone={self.zone}"
         return f"{self.kind}(time=${self.time_index}, {parts})" if time else f"{self.kind}({parts})"
+
+
+def window_column_types(spec: WindowSpec, time_type: pa.DataType) -> tuple[pa.DataType, pa.DataType, pa.DataType]:
+    """The types of window_start, window_end and window_time for windows on a time column of
+    ``time_type``: the time attribute's own type on TIMESTAMP; on TIMESTAMP_LTZ (``spec.zone`` set)
+    Flink types the bounds TIMESTAMP (wall-clock time of the zone) and window_time TIMESTAMP_LTZ
+    (an instant, the time attribute of the output)."""
+    if spec.zone is None:
+        return time_type, time_type, time_type
+    unit = time_type.unit
+    return pa.timestamp(unit), pa.timestamp(unit), pa.timestamp(unit, "UTC")
 
 
 def partition_columns(key_indexes: list[int], input_window: tuple[int, int] | None) -> tuple[int, ...]:

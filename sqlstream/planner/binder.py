@@ -351,8 +351,7 @@ class QueryBinder:
         if tvf.offset is not None:
             ms.append(dialect.interval_ms(tvf.offset))
         partition = tuple(inner.scope.resolve(c).index for c in tvf.partition_by)
-        spec = window_spec(tvf.kind, rowtime, ms, tvf, partition)
-        self._refuse_zoned_window(inner.node, rowtime, tvf.kind, tvf)
+        spec = self._zoned(window_spec(tvf.kind, rowtime, ms, tvf, partition), inner.node)
         out = WindowTVF(inner.node, spec)
         qualifier = tvf.alias or None
         cols = list(inner.scope.columns) + [
@@ -855,17 +854,14 @@ class QueryBinder:
         if isinstance(time, exp.Column):
             rel = Relation(with_proctime_attribute(rel.node, rel.scope.resolve(time).index), rel.scope)
         window = bind_group_window(calls[0], rel.scope, rel.node.rowtime)
-        self._refuse_zoned_window(rel.node, window.window.time_index, window.kind, calls[0])
-        return rel, window
+        return rel, dataclasses.replace(window, window=self._zoned(window.window, rel.node))
 
-    def _refuse_zoned_window(self, node: LogicalNode, time_index: int, kind: str, at: exp.Expression) -> None:
-        """Flink aligns a window on a TIMESTAMP_LTZ time attribute (a PROCTIME() column too) in the
-        session zone and types its bounds TIMESTAMP(3); sqlstream aligns it in UTC only, so under
-        another zone it refuses rather than give other windows than Flink's."""
-        if self.zone != "UTC" and is_ltz(node.schema.field(time_index).type):
-            raise plan_error(
-                f"{kind} windows on a TIMESTAMP_LTZ time attribute are aligned in UTC only for now; "
-                f"'table.local-time-zone' is '{self.zone}'", at)
+    def _zoned(self, spec: WindowSpec, node: LogicalNode) -> WindowSpec:
+        """Flink aligns windows on a TIMESTAMP_LTZ time attribute (a PROCTIME() column too) in the
+        session zone; on TIMESTAMP they are aligned on the wall-clock values as they are."""
+        if is_ltz(node.schema.field(spec.time_index).type):
+            return dataclasses.replace(spec, zone=self.zone)
+        return spec
 
     def _window_grouping(self, rel: Relation, key_nodes: list[exp.Expression]) -> WindowGrouping | None:
         """GROUP BY window_start, window_end, ... over windowed rows: how to build the window aggregation.

@@ -42,6 +42,10 @@ def watermark_bounded(node: LogicalNode, index: int) -> int | None:
                 return None
             node, index = node.input, e.index
         elif isinstance(node, WindowAggregate):
+            if node.window.zone not in (None, "UTC"):
+                # bounds in a zone's wall-clock time are not on the watermark's scale, and window_time
+                # of a window over a repeated hour is before the watermark that fires it
+                return None
             role = node.outputs[index] if index < len(node.outputs) else None
             return _MARGIN.get(role) if isinstance(role, str) else None
         else:

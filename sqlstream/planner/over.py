@@ -71,6 +71,9 @@ from sqlstream.planner.scope import Scope, ScopeColumn, plan_error
 if TYPE_CHECKING:
     from sqlstream.planner.binder import QueryBinder, Relation
 
+# RANK() and DENSE_RANK() as OVER aggregates, by their AggCall function names
+RANKINGS: dict[type[exp.Expression], str] = {exp.Rank: "RANK", exp.DenseRank: "DENSE_RANK"}
+
 # ------------------------------------------------------------------ logical nodes
 
 # ------------------------------------------------------------------ binding SELECT items
@@ -112,12 +115,12 @@ def bind_window_items(binder: QueryBinder, rel: Relation, items: list[exp.Expres
         if isinstance(f, exp.Lead):
             raise plan_error("LEAD is not supported on streams (Flink: LEAD Function is not supported in stream "
                              "mode); LAG is", w)
-        if not isinstance(f, (*AGGREGATES, exp.Lag, exp.FirstValue, exp.LastValue)):
+        if not isinstance(f, (*AGGREGATES, exp.Lag, exp.FirstValue, exp.LastValue, *RANKINGS)):
             name = f.sql_name() if isinstance(f, exp.Func) else f.sql()
             raise plan_error(
                 f"window function {name} is not supported on streams; OVER takes COUNT, SUM, MIN, MAX, AVG, "
-                "FIRST_VALUE, LAST_VALUE and LAG, and ROW_NUMBER() (numbering rows in time order, or with a "
-                "condition on it for Top-N and deduplication)",
+                "FIRST_VALUE, LAST_VALUE and LAG, RANK() and DENSE_RANK() in time order, and ROW_NUMBER() "
+                "(numbering rows in time order, or with a condition on it for Top-N and deduplication)",
                 w,
             )
     return _bind_over_aggregates(binder, rel, items, windows, select)
@@ -270,6 +273,11 @@ def _bind_over_aggregates(binder: QueryBinder, rel: Relation, items: list[exp.Ex
     if lag is not None and spec.frame is not None:
         raise plan_error("LAG takes no ROWS/RANGE frame, and the OVER windows of one streaming SELECT are one "
                          "window: drop the frame (Flink: ROW/RANGE not allowed)", lag)
+    ranking = next((w for w in windows if isinstance(w.this, tuple(RANKINGS))), None)
+    if ranking is not None and spec.frame is not None:
+        raise plan_error(f"{ranking.this.sql_name()} takes no ROWS/RANGE frame, and the OVER windows of one "
+                         "streaming SELECT are one window: drop the frame (Flink: ROW/RANGE not allowed with "
+                         "RANK, DENSE_RANK or ROW_NUMBER functions)", ranking)
     frame = spec.frame or OverFrame("RANGE", None)  # the SQL default with ORDER BY
     expr_binder = ExprBinder(pre.scope, zone=binder.zone)
     aggs: list[AggCall] = []
@@ -281,6 +289,13 @@ def _bind_over_aggregates(binder: QueryBinder, rel: Relation, items: list[exp.Ex
         name = f"$over{len(aggs)}"
         if isinstance(w.this, exp.Lag):
             aggs.append(_lag_call(w.this, expr_binder, pre.column_of, name))
+            agg_of[key] = len(aggs) - 1
+            continue
+        if isinstance(w.this, tuple(RANKINGS)):
+            # Flink 2.3's streaming OVER aggregation gives both the row count of the RANGE UNBOUNDED
+            # frame (its rank functions get no order key to compare): peers rank alike, a tie of three
+            # at the start ranks 3; the operator computes them as COUNT(*)
+            aggs.append(AggCall(RANKINGS[type(w.this)], None, False, pa.int64(), name))
             agg_of[key] = len(aggs) - 1
             continue
         call = binder._agg_call(w.this, expr_binder, pre.column_of, name)

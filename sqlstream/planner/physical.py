@@ -280,8 +280,10 @@ class Lowering:
         strategy = node.strategy
         if strategy == "window":
             window_end = node.window[1] if node.window is not None else 0
+            zone = next((w.window.zone for w in node.input.window_properties if w.end == window_end), None)
             return self.add("WindowRank", node.describe(), schema, inputs,
-                            config=WindowRankConfig(keys, window_end, sort, start, end, output_rank, node.newer_wins))
+                            config=WindowRankConfig(keys, window_end, sort, start, end, output_rank, node.newer_wins,
+                                                    zone))
         if strategy == "first":
             return self.add("Deduplicate", node.describe(), schema, inputs,
                             config=DeduplicateFirstConfig(keys, order[0].index, output_rank, self.state_ttl_ms))
@@ -320,7 +322,8 @@ class Lowering:
         if spec.window is not None:
             ends = (spec.window.left_end, spec.window.right_end)
             return self.add("WindowJoin", detail, schema, inputs,
-                            config=WindowJoinConfig(kind, lk, rk, residual, ends, ls, rs, self.columnar_state))
+                            config=WindowJoinConfig(kind, lk, rk, residual, ends, ls, rs, self.columnar_state,
+                                                    spec.window.left.window.zone))
         if spec.interval is not None:
             return self.add("IntervalJoin", detail, schema, inputs,
                             config=IntervalJoinConfig(kind, lk, rk, residual, spec.interval, ls, rs))

@@ -5,13 +5,70 @@ as parallel arrays (row index, window start, window end): a row in k windows
 appears k times.  Window bounds follow Flink: start = ts - (ts - offset) mod
 size, windows are [start, end), and a window is complete when the watermark
 reaches end - 1.
+
+Windows on a TIMESTAMP_LTZ time attribute are aligned in the session zone, as
+Flink's window operators do: event times (instants) become that zone's
+wall-clock time in epoch ms (:meth:`WindowClock.local`), windows are assigned
+on those, and their bounds stay wall-clock time (window_start/window_end are
+TIMESTAMP).  Firing compares the watermark, an instant, with the instant of the
+window's last wall-clock millisecond (:meth:`WindowClock.fire_times`).
 """
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
+
+from sqlstream.core.types import instant, wall_clock
 from sqlstream.core.windows import WindowSpec
+
+
+@dataclass(frozen=True)
+class WindowClock:
+    """Where window bounds meet event time: ``zone`` None for windows on TIMESTAMP (bounds and
+    watermarks are the same epoch-ms scale), else the zone of wall-clock bounds of windows on a
+    TIMESTAMP_LTZ time attribute."""
+
+    zone: str | None
+
+    def local(self, ts: np.ndarray) -> np.ndarray:
+        """Event times (epoch ms) as the values windows are assigned on: wall-clock ms in the zone."""
+        if self.zone is None or self.zone == "UTC":
+            return ts
+        return _ms(wall_clock(pa.array(ts, pa.int64()).cast(pa.timestamp("ms", "UTC")), self.zone))
+
+    def fire_times(self, ends: np.ndarray) -> np.ndarray:
+        """The watermarks at which windows ending at ``ends`` fire (or their rows become late):
+        the instant of the last millisecond before the end.  Flink's TimeWindowUtil.toEpochMillsForTimer:
+        a wall-clock time that occurs twice (clocks turned back) is its later instant, so a window
+        over the repeated hour waits for both; one skipped (clocks turned forward) moves later by
+        the gap, as java.time does."""
+        if self.zone is None or self.zone == "UTC":
+            return ends - 1
+        return _ms(instant(_stamps(ends - 1), self.zone, later_at_overlap=True))
+
+    def fire_time(self, end: int) -> int:
+        """:meth:`fire_times` of one window end (operators ask it once per watermark and window)."""
+        if self.zone is None or self.zone == "UTC":
+            return end - 1
+        return int(self.fire_times(np.array([end], np.int64))[0])
+
+    def window_times(self, ends: np.ndarray) -> np.ndarray:
+        """window_time of windows ending at ``ends`` (epoch ms): on TIMESTAMP_LTZ the instant of the
+        last wall-clock millisecond, the earlier one when it occurs twice (Flink's toEpochMills)."""
+        if self.zone is None or self.zone == "UTC":
+            return ends - 1
+        return _ms(instant(_stamps(ends - 1), self.zone))
+
+
+def _stamps(ms: np.ndarray) -> pa.Array:
+    return pa.array(ms, pa.int64()).cast(pa.timestamp("ms"))
+
+
+def _ms(stamps: pa.Array) -> np.ndarray:
+    return stamps.cast(pa.int64()).to_numpy(zero_copy_only=False)
 
 
 def _floor_start(ts: np.ndarray, size: int, offset: int) -> np.ndarray:

@@ -22,7 +22,7 @@ HERE = Path(__file__).parent
 CASES = HERE / "cases"
 DATA = HERE / "data"
 KEYED_GROUPS = ("aggregates", "grouping_sets", "group_windows", "joins", "json", "nested", "over", "over_lag", "retract",
-                "setops", "topn", "windows")
+                "setops", "topn", "tz_windows", "windows")
 _CASE = re.compile(r"^-- case: *([A-Za-z0-9_]+) *$", re.MULTILINE)
 _END = re.compile(r";[ \t]*(?:--[^\n]*)?(?:\n|\Z)")
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 from sqlstream.core.aggregates import AggCall
 from sqlstream.core.expressions import ColumnRef, Expr, Literal, referenced_columns, remap_columns
 from sqlstream.core.tables import TableDef
-from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
+from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec, window_column_types
 from sqlstream.planner.logical.base import (
     KeepsTime,
     LogicalNode,
@@ -230,8 +230,8 @@ class WindowTVF(OneInput):
 
     @property
     def schema(self) -> pa.Schema:
-        ts = self.input.schema.field(self.window.time_index).type
-        extra = [pa.field("window_start", ts), pa.field("window_end", ts), pa.field("window_time", ts)]
+        types = window_column_types(self.window, self.input.schema.field(self.window.time_index).type)
+        extra = [pa.field(n, t) for n, t in zip(WINDOW_COLUMNS, types, strict=True)]
         return pa.schema(list(self.input.schema) + extra)
 
     @property
@@ -320,10 +320,10 @@ class WindowAggregate(OneInput):
     def schema(self) -> pa.Schema:
         in_schema = self.input.schema
         ts_column = self.window.time_index if self.input_window is None else self.input_window[1]
-        ts = in_schema.field(ts_column).type
+        types = dict(zip(WINDOW_COLUMNS, window_column_types(self.window, in_schema.field(ts_column).type), strict=True))
         fields = []
         for name, o in zip(self.output_names, self.outputs, strict=True):
-            fields.append(pa.field(name, ts if isinstance(o, str) else in_schema.field(o).type))
+            fields.append(pa.field(name, types[o] if isinstance(o, str) else in_schema.field(o).type))
         return pa.schema(fields + [pa.field(a.name, a.type) for a in self.aggs])
 
     @property

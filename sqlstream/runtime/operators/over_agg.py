@@ -16,6 +16,10 @@ UNBOUNDED frames one row holding the running totals.  RANGE frames are pruned
 each time their key fires, and removed by a cleanup timer once event time
 has passed them all.
 
+RANK() and DENSE_RANK() run in the RANGE UNBOUNDED frame (Flink allows no other) and, as
+Flink computes them there, are the frame's row count: rows with equal timestamps (peers)
+rank alike, and a tie counts all its rows (1, 1, 1, 4 by RANK and by DENSE_RANK alike).
+
 LAG needs no frame (Flink allows none with it): per key the state keeps the
 last ``offset`` values of each LAG argument, read back before the key's next
 due rows.

@@ -41,6 +41,7 @@ from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.keyed import columnar_state, key_group_column
 from sqlstream.runtime.operators.rank_columnar import ColumnarTopN
 from sqlstream.runtime.operators.window_agg import event_times
+from sqlstream.runtime.windows import WindowClock
 
 # (column index, descending, nulls first)
 SortSpec = Sequence[tuple[int, bool, bool]]
@@ -111,10 +112,10 @@ def _differs_from_previous(col: pa.Array) -> np.ndarray:
 
 
 def on_time(ctx: OperatorContext, batch: pa.RecordBatch, time_index: int, watermark: int,
-            window_end: bool = False) -> tuple[pa.RecordBatch, np.ndarray]:
+            window_end: WindowClock | None = None) -> tuple[pa.RecordBatch, np.ndarray]:
     """The batch without rows whose time is NULL or already passed by the watermark (late), and their times.
 
-    With ``window_end`` the column is a window end: its row is late once end - 1 <= watermark.
+    With ``window_end`` the column is a window end on that clock: its row is late once its window fired.
     """
     ts_arrow = event_times(batch, time_index)
     metrics = ctx.metrics
@@ -124,7 +125,7 @@ def on_time(ctx: OperatorContext, batch: pa.RecordBatch, time_index: int, waterm
         batch, ts_arrow = batch.filter(valid), ts_arrow.filter(valid)
     ts = ts_arrow.to_numpy(zero_copy_only=False)
     if watermark != MIN_WATERMARK:
-        fresh = (ts - 1 if window_end else ts) > watermark
+        fresh = (ts if window_end is None else window_end.fire_times(ts)) > watermark
         late = len(ts) - int(np.count_nonzero(fresh))
         if late:
             metrics.late_records_dropped += late
@@ -452,9 +453,11 @@ class WindowRankOperator(Operator):
     keyed = True
 
     def __init__(self, keys: list[int], window_end: int, sort: SortSpec, start: int, end: int | None,
-                 output_rank: bool, newer_wins: bool, schema: pa.Schema) -> None:
+                 output_rank: bool, newer_wins: bool, schema: pa.Schema, zone: str | None = None) -> None:
+        """``zone``: the windows' session zone when they are on a TIMESTAMP_LTZ time attribute."""
         self.keys = keys
         self.window_end = window_end
+        self.clock = WindowClock(zone)
         self.sort = sort
         self.end = end
         self.newer_wins = newer_wins
@@ -470,7 +473,7 @@ class WindowRankOperator(Operator):
         self.windows = ctx.keyed_state.state("windows")
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
-        batch, ends = on_time(self.ctx, chunk.batch, self.window_end, self.watermark, window_end=True)
+        batch, ends = on_time(self.ctx, chunk.batch, self.window_end, self.watermark, window_end=self.clock)
         groups = group_rows(batch, self.keys, self.ctx.max_parallelism, self.sort, self.end, self.newer_wins)
         if not groups:
             return []
@@ -498,7 +501,7 @@ class WindowRankOperator(Operator):
     def on_watermark(self, timestamp: int) -> Output:
         self.watermark = timestamp
         out: list[tuple] = []
-        while self.ends and self.ends[0] - 1 <= timestamp:
+        while self.ends and self.clock.fire_time(self.ends[0]) <= timestamp:
             end = heapq.heappop(self.ends)
             for kg, key in sorted(self.timers.pop(end), key=lambda item: tuple(str(v) for v in item[1])):
                 stored = self.windows.get(kg, key)

@@ -76,7 +76,7 @@ def _window_join(c: p.WindowJoinConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.window_join import WindowJoinOperator
 
     return WindowJoinOperator(c.kind, c.left_keys, c.right_keys, c.residual, c.ends, c.left_schema,
-                              c.right_schema, schema, c.columnar)
+                              c.right_schema, schema, c.columnar, c.zone)
 
 
 def _lookup_join(c: p.LookupJoinConfig, schema: pa.Schema) -> Operator:
@@ -150,7 +150,8 @@ def _dedup_first(c: p.DeduplicateFirstConfig, schema: pa.Schema) -> Operator:
 def _window_rank(c: p.WindowRankConfig, schema: pa.Schema) -> Operator:
     from sqlstream.runtime.operators.rank import WindowRankOperator
 
-    return WindowRankOperator(c.keys, c.window_end, c.sort, c.start, c.end, c.output_rank, c.newer_wins, schema)
+    return WindowRankOperator(c.keys, c.window_end, c.sort, c.start, c.end, c.output_rank, c.newer_wins, schema,
+                              c.zone)
 
 
 def _stream_sort(c: p.StreamSortConfig, schema: pa.Schema) -> Operator:

@@ -4,7 +4,8 @@ A batch is sorted by (partition key, time) and cut into sessions inside the
 batch vectorized (a new session where the key changes or the time jumps by
 ``gap`` or more); each batch-session is pre-aggregated in Arrow and then
 merged with the key's open sessions that it overlaps.  A session [start,
-last + gap) fires when the watermark reaches its end - 1.
+last + gap) fires when the watermark reaches its end - 1 (on a TIMESTAMP_LTZ time
+attribute: sessions are cut on the zone's wall-clock time, see runtime/windows.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.keyed import key_group_column
 from sqlstream.runtime.operators.window_agg import SIGN, WindowOutput, rows_with_event_time, signs
+from sqlstream.runtime.windows import WindowClock
 
 
 class SessionWindowAggOperator(Operator):
@@ -44,7 +46,8 @@ class SessionWindowAggOperator(Operator):
         self.key_positions = [self.partition.index(k) for k in self.key_indexes]
         self.retracting = retracting
         self.functions = [aggregates.make(a, retracting) for a in aggs]
-        self.output = WindowOutput(outputs, schema, self.functions)
+        self.clock = WindowClock(window.zone)
+        self.output = WindowOutput(outputs, schema, self.functions, self.clock)
         if retracting:  # a hidden COUNT(*) tells an emptied session
             self.functions = [*self.functions, aggregates.make(AggCall("COUNT", None, False, pa.int64(), "$rows"), True)]
         self.pre_aggregate = aggregates.PreAggregator(self.functions)
@@ -63,12 +66,15 @@ class SessionWindowAggOperator(Operator):
         batch, ts_arrow = rows_with_event_time(batch, self.window.time_index, self.ctx.metrics)
         if batch.num_rows == 0:
             return []
+        # sessions on a TIMESTAMP_LTZ time attribute are cut on wall-clock time of the zone, as in Flink
+        # (so they are sorted by it: a repeated hour's second pass comes back in wall-clock order)
+        local = pa.array(self.clock.local(ts_arrow.to_numpy(zero_copy_only=False)))
         sort_keys = [(f"p{i}", "ascending") for i in range(len(self.partition))] + [("ts", "ascending")]
         cols = {f"p{i}": batch.column(k) for i, k in enumerate(self.partition)}
-        cols["ts"] = ts_arrow
+        cols["ts"] = local
         order = pc.sort_indices(pa.table(cols), sort_keys=sort_keys)
         batch = batch.take(order)
-        ts = ts_arrow.take(order).to_numpy(zero_copy_only=False)
+        ts = local.take(order).to_numpy(zero_copy_only=False)
         new_session = np.ones(len(ts), dtype=bool)
         if len(ts) > 1:
             # a row exactly one gap after the previous one still joins its session: Flink merges
@@ -133,7 +139,7 @@ class SessionWindowAggOperator(Operator):
                     fn.merge_acc(accs[fi], s[2][fi])
             else:
                 keep.append(s)
-        if end - 1 <= self.watermark and not merged:
+        if self.clock.fire_time(end) <= self.watermark and not merged:
             # a session that would already be complete: the rows are late (Flink drops them)
             self.ctx.metrics.late_records_dropped += rows
             return
@@ -144,16 +150,17 @@ class SessionWindowAggOperator(Operator):
     def on_watermark(self, timestamp: int) -> Output:
         self.watermark = timestamp
         fired = []
-        while self.timers and self.timers[0][0] - 1 <= timestamp:
+        while self.timers and self.clock.fire_time(self.timers[0][0]) <= timestamp:
             end, group, key = heapq.heappop(self.timers)
             sessions = self.sessions.get(group, key)
             if not sessions:
                 continue
             remaining = []
             for s in sessions:
-                if s[1] - 1 <= timestamp and self.retracting and not self.functions[-1].result(s[2][-1]):
+                due = self.clock.fire_time(s[1]) <= timestamp
+                if due and self.retracting and not self.functions[-1].result(s[2][-1]):
                     continue  # every row of the session was retracted
-                if s[1] - 1 <= timestamp:
+                if due:
                     fired.append((s[0], s[1], tuple(key[p] for p in self.key_positions), s[2]))
                 else:
                     remaining.append(s)

@@ -3,7 +3,10 @@
 process_batch assigns rows to windows, drops late rows (those whose earliest
 window already fired), pre-aggregates per (window, key) in Arrow and merges
 the partials into per-window accumulators in keyed state.  on_watermark
-emits every window whose end - 1 <= watermark, once, as append-only rows.
+emits every window whose end - 1 <= watermark, once, as append-only rows
+(windows on a TIMESTAMP_LTZ time attribute are assigned on the session zone's
+wall-clock time and fire when the watermark passes the instant of their last
+millisecond: runtime/windows.py's WindowClock).
 Timers (window end -> keys) are an in-memory index rebuilt from the keyed
 state on restore, so they need no snapshot of their own.
 
@@ -29,7 +32,7 @@ from sqlstream.runtime.elements import MIN_WATERMARK, Chunk, RowKind
 from sqlstream.runtime.operators.base import Metrics, Operator, OperatorContext, Output
 from sqlstream.runtime.operators.keyed import columnar_state, fresh_or_copy, key_group_column
 from sqlstream.runtime.operators.window_agg_columnar import ColumnarWindowAggregates
-from sqlstream.runtime.windows import assign, first_window_end
+from sqlstream.runtime.windows import WindowClock, assign, first_window_end
 
 SIGN = pa.field("$sign", pa.int64())
 
@@ -58,8 +61,9 @@ class WindowOutput:
     """Builds output batches from fired (start, end, key, accumulators) tuples."""
 
     def __init__(self, outputs: list[str | int], schema: pa.Schema,
-                 functions: list[aggregates.AggFunction]) -> None:
+                 functions: list[aggregates.AggFunction], clock: WindowClock) -> None:
         self.outputs = outputs
+        self.clock = clock
         self.schema = schema
         self.functions = functions
 
@@ -75,7 +79,7 @@ class WindowOutput:
             elif o == "window_end":
                 columns.append(pa.array(ends).cast(field.type))
             elif o == "window_time":
-                columns.append(pa.array(ends - 1).cast(field.type))
+                columns.append(pa.array(self.clock.window_times(ends)).cast(field.type))
             else:
                 columns.append(pa.array([r[2][key_i] for r in rows], field.type))
                 key_i += 1
@@ -110,7 +114,8 @@ class WindowAggOperator(Operator):
         if retracting:
             self.counted = [*self.functions, aggregates.make(AggCall("COUNT", None, False, pa.int64(), "$rows"), True)]
         self.pre_aggregate = aggregates.PreAggregator(self.counted)
-        self.output = WindowOutput(outputs, schema, self.functions)
+        self.clock = WindowClock(window.zone)
+        self.output = WindowOutput(outputs, schema, self.functions, self.clock)
         self.timers: dict[int, set[tuple[int, tuple]]] = {}  # window end -> {(key group, state key)}
         self.ends: list[int] = []
         self.watermark = MIN_WATERMARK
@@ -167,10 +172,12 @@ class WindowAggOperator(Operator):
         time_column = self.window.time_index if self.input_window is None else self.input_window[1]
         batch, ts_arrow = rows_with_event_time(batch, time_column, self.ctx.metrics)
         ts = ts_arrow.to_numpy(zero_copy_only=False)
+        if self.input_window is None:
+            ts = self.clock.local(ts)  # cascaded: the window end is wall-clock time already
         if self.watermark != MIN_WATERMARK:
             # a row is late when its earliest window fired (cascaded: its one window)
             first_end = ts if self.input_window is not None else first_window_end(self.window, ts)
-            on_time = first_end - 1 > self.watermark
+            on_time = self.clock.fire_times(first_end) > self.watermark
             late = int(len(ts) - np.count_nonzero(on_time))
             if late:
                 self.ctx.metrics.late_records_dropped += late
@@ -195,7 +202,7 @@ class WindowAggOperator(Operator):
         if self.columnar is not None:
             return self._fire_columnar(timestamp)
         fired: list[tuple[int, int, tuple, list[list[Any]]]] = []
-        while self.ends and self.ends[0] - 1 <= timestamp:
+        while self.ends and self.clock.fire_time(self.ends[0]) <= timestamp:
             end = heapq.heappop(self.ends)
             for group, skey in sorted(self.timers.pop(end), key=_sort_key):
                 accs = self.windows.get(group, skey)
@@ -211,9 +218,9 @@ class WindowAggOperator(Operator):
 
     def _fire_columnar(self, timestamp: int) -> Output:
         assert self.columnar is not None
-        if self.min_end is None or self.min_end - 1 > timestamp:
+        if self.min_end is None or self.clock.fire_time(self.min_end) > timestamp:
             return []
-        result = self.columnar.fire(timestamp)
+        result = self.columnar.fire(timestamp, self.clock)
         self.min_end = self.columnar.min_end()
         if result is None:
             return []
@@ -227,7 +234,8 @@ class WindowAggOperator(Operator):
             elif o == "window_end":
                 columns.append(fired.column("$end").combine_chunks().cast(t))
             elif o == "window_time":
-                columns.append(pc.subtract(fired.column("$end"), 1).combine_chunks().cast(t))
+                ends = fired.column("$end").combine_chunks().to_numpy(zero_copy_only=False)
+                columns.append(pa.array(self.clock.window_times(ends)).cast(t))
             else:
                 columns.append(fired.column(f"k{key_i}").combine_chunks().cast(t))
                 key_i += 1

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from sqlstream.core.aggregates import AggCall
 from sqlstream.runtime.state.base import ColumnarState
+from sqlstream.runtime.windows import WindowClock
 
 WINDOW_KEYS = ["$end", "$start", "$kg"]
 COMPACT_MIN_ROWS = 200_000
@@ -178,12 +179,12 @@ class ColumnarWindowAggregates:
         return min(ends) if ends else None
 
     # ------------------------------------------------------------ firing
-    def fire(self, watermark: int) -> tuple[pa.Table, list[pa.Array]] | None:
+    def fire(self, watermark: int, clock: WindowClock) -> tuple[pa.Table, list[pa.Array]] | None:
         """Merged groups whose window ended by ``watermark`` (removed from state) and their results."""
         merged = self._merged(self.partials, False)
         if merged is None:
             return None
-        due = pc.less_equal(pc.subtract(merged.column("$end"), 1), watermark)
+        due = _due(merged, watermark, clock)
         fired = merged.filter(due)
         if fired.num_rows == 0:
             return None
@@ -192,7 +193,7 @@ class ColumnarWindowAggregates:
         results: list[pa.Array] = []
         for i, a in enumerate(self.aggs):
             if a.distinct:
-                results.append(self._distinct_counts(fired, self.distinct_of[i], watermark))
+                results.append(self._distinct_counts(fired, self.distinct_of[i], watermark, clock))
             elif a.function == "COUNT":
                 results.append(fired.column(f"p{i}").cast(pa.int64()))
             elif a.function == "SUM":
@@ -212,11 +213,11 @@ class ColumnarWindowAggregates:
         self.state_rows = sum(t.num_rows for t in self.partials.tables)
         return fired, [r.combine_chunks() if isinstance(r, pa.ChunkedArray) else r for r in results]
 
-    def _distinct_counts(self, fired: pa.Table, n: int, watermark: int) -> pa.Array:
+    def _distinct_counts(self, fired: pa.Table, n: int, watermark: int, clock: WindowClock) -> pa.Array:
         merged = self._merged(self.distincts[n], True)
         if merged is None:
             return pa.array([0] * fired.num_rows, pa.int64())
-        due = pc.less_equal(pc.subtract(merged.column("$end"), 1), watermark)
+        due = _due(merged, watermark, clock)
         counts = merged.filter(due).group_by(self.keys, use_threads=False).aggregate([("v", "count")])
         self.distincts[n].tables = [merged.filter(pc.invert(due))]
         # join on keys made NULL-safe (a NULL group key is a group like any other)
@@ -226,6 +227,12 @@ class ColumnarWindowAggregates:
         joined = left.join(right.select([*join_keys, "v_count"]), keys=join_keys, join_type="left outer")
         joined = joined.sort_by("$row")
         return pc.fill_null(joined.column("v_count"), 0).cast(pa.int64()).combine_chunks()
+
+
+def _due(table: pa.Table, watermark: int, clock: WindowClock) -> pa.Array:
+    """Which rows of ``table`` belong to windows that fire at ``watermark``."""
+    ends = table.column("$end").combine_chunks().to_numpy(zero_copy_only=False)
+    return pa.array(clock.fire_times(ends) <= watermark)
 
 
 def _null_safe(table: pa.Table, keys: list[str]) -> pa.Table:

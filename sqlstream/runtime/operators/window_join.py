@@ -31,6 +31,7 @@ from sqlstream.runtime.operators.join import PairFilter, build_batch, rows_of
 from sqlstream.runtime.operators.keyed import columnar_state, key_group_column
 from sqlstream.runtime.operators.window_agg import rows_with_event_time
 from sqlstream.runtime.state.base import ColumnarState
+from sqlstream.runtime.windows import WindowClock
 
 # the columnar form's state names (keyed state "left"/"right" is the per-key form's)
 COLUMNAR_STATES = ("window-join-left", "window-join-right")
@@ -42,9 +43,11 @@ class WindowJoinOperator(Operator):
 
     def __init__(self, kind: str, left_keys: tuple[int, ...], right_keys: tuple[int, ...],
                  residual: Expr | None, ends: tuple[int, int], left_schema: pa.Schema,
-                 right_schema: pa.Schema, schema: pa.Schema, columnar: bool = False) -> None:
-        """``ends``: each side's window_end column."""
+                 right_schema: pa.Schema, schema: pa.Schema, columnar: bool = False, zone: str | None = None) -> None:
+        """``ends``: each side's window_end column; ``zone``: the windows' session zone when they are
+        on a TIMESTAMP_LTZ time attribute (their ends are then wall-clock time)."""
         self.kind = kind
+        self.clock = WindowClock(zone)
         self.columnar_form = columnar
         self.keys = (left_keys, right_keys)
         self.ends = ends
@@ -66,13 +69,14 @@ class WindowJoinOperator(Operator):
         backend = ctx.keyed_state
         if columnar_state(ctx, self.columnar_form):
             states = (backend.columnar(COLUMNAR_STATES[0]), backend.columnar(COLUMNAR_STATES[1]))
-            self.columnar = ColumnarWindowJoin(self.kind, self.keys, self.residual, self.widths, self.schema, states)
+            self.columnar = ColumnarWindowJoin(self.kind, self.keys, self.residual, self.widths, self.schema, states,
+                                               self.clock)
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
         side = input_index
         batch, ends = rows_with_event_time(chunk.batch, self.ends[side], self.ctx.metrics)
         if self.watermark != MIN_WATERMARK and batch.num_rows:
-            on_time = pc.greater(pc.subtract(ends, 1), self.watermark)
+            on_time = pa.array(self.clock.fire_times(ends.to_numpy(zero_copy_only=False)) > self.watermark)
             late = batch.num_rows - pc.sum(on_time).as_py()
             if late:
                 self.ctx.metrics.late_records_dropped += late
@@ -109,7 +113,7 @@ class WindowJoinOperator(Operator):
         if self.columnar is not None:
             return [Chunk(b) for b in self.columnar.fire(timestamp)]
         out: list[tuple] = []
-        while self.heap and self.heap[0] - 1 <= timestamp:
+        while self.heap and self.clock.fire_time(self.heap[0]) <= timestamp:
             end = heapq.heappop(self.heap)
             for g, skey in sorted(self.timers.pop(end), key=lambda t: tuple(str(x) for x in t[1])):
                 left = self.sides[0].get(g, skey) or ()
@@ -191,8 +195,10 @@ class ColumnarWindowJoin:
     """
 
     def __init__(self, kind: str, keys: tuple[tuple[int, ...], tuple[int, ...]], residual: Expr | None,
-                 widths: tuple[int, int], schema: pa.Schema, states: tuple[ColumnarState, ColumnarState]) -> None:
+                 widths: tuple[int, int], schema: pa.Schema, states: tuple[ColumnarState, ColumnarState],
+                 clock: WindowClock) -> None:
         self.keys = keys
+        self.clock = clock
         self.widths = widths
         self.schema = schema
         self.states = states
@@ -220,7 +226,7 @@ class ColumnarWindowJoin:
 
     def fire(self, watermark: int) -> list[pa.RecordBatch]:
         """Join and drop the rows of every window with end - 1 <= watermark; the joined rows."""
-        if self.min_end is None or self.min_end - 1 > watermark:
+        if self.min_end is None or self.clock.fire_time(self.min_end) > watermark:
             return []
         due = [self._take_due(side, watermark) for side in (0, 1)]
         self.min_end = self._min_end()
@@ -232,7 +238,8 @@ class ColumnarWindowJoin:
         table = state.frozen()
         if table is None:
             return None
-        is_due = pc.less_equal(pc.subtract(table.column("$end"), 1), watermark)
+        ends = table.column("$end").combine_chunks().to_numpy(zero_copy_only=False)
+        is_due = pa.array(self.clock.fire_times(ends) <= watermark)
         state.tables = [rest] if (rest := table.filter(pc.invert(is_due))).num_rows else []
         due = table.filter(is_due).drop_columns(["$kg"]).combine_chunks()
         return due.to_batches()[0] if due.num_rows else None

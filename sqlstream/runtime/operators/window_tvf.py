@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 
-from sqlstream.core.windows import WindowSpec
+from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
 from sqlstream.runtime.elements import Chunk
 from sqlstream.runtime.operators.base import Operator, Output
 from sqlstream.runtime.operators.window_agg import event_times
-from sqlstream.runtime.windows import assign
+from sqlstream.runtime.windows import WindowClock, assign
 
 
 class WindowTVFOperator(Operator):
@@ -19,6 +18,7 @@ class WindowTVFOperator(Operator):
 
     def __init__(self, window: WindowSpec, schema: pa.Schema) -> None:
         self.window = window
+        self.clock = WindowClock(window.zone)
         self.schema = schema
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
@@ -27,9 +27,10 @@ class WindowTVFOperator(Operator):
         if ts.null_count:
             keep = ts.is_valid()
             batch, ts = batch.filter(keep), ts.filter(keep)
-        rows, starts, ends = assign(self.window, ts.to_numpy(zero_copy_only=False))
+        clock = self.clock
+        rows, starts, ends = assign(self.window, clock.local(ts.to_numpy(zero_copy_only=False)))
         out = batch.take(pa.array(rows))
-        t = self.schema.field("window_start").type
-        cols = list(out.columns) + [pa.array(starts).cast(t), pa.array(ends).cast(t), pa.array(ends - np.int64(1)).cast(t)]
+        types = [f.type for f in list(self.schema)[-len(WINDOW_COLUMNS):]]
+        cols = list(out.columns) + [pa.array(v).cast(t) for v, t in zip((starts, ends, clock.window_times(ends)), types, strict=True)]
         kinds = None if chunk.kinds is None else chunk.kinds.take(pa.array(rows))
         return [Chunk(pa.RecordBatch.from_arrays(cols, schema=self.schema), kinds)]

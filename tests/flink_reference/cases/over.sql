@@ -32,3 +32,18 @@ SELECT order_id, RANK() OVER (PARTITION BY user_id ORDER BY ts) AS r FROM orders
 SELECT order_id, ROW_NUMBER() OVER w AS rn, SUM(amount) OVER w AS s FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
 -- case: over_row_number_no_partition
 SELECT order_id, ROW_NUMBER() OVER (ORDER BY ts) AS rn FROM orders WHERE order_id <= 12;
+-- case: over_rank_dense_rank_ties
+-- rows with equal times are RANGE peers: RANK skips after a tie, DENSE_RANK does not
+CREATE TEMPORARY TABLE tied (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + (order_id / 3) * 1000, 3), WATERMARK FOR lt AS lt - INTERVAL '1' SECOND)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT order_id, RANK() OVER w AS r, DENSE_RANK() OVER w AS dr, COUNT(*) OVER w AS c FROM tied WINDOW w AS (PARTITION BY qty ORDER BY lt);
+-- case: over_dense_rank_no_partition
+CREATE TEMPORARY TABLE tied (order_id INT, user_id INT, product STRING, amount DECIMAL(10, 2), qty INT, price DOUBLE,
+  currency STRING, ts TIMESTAMP(3), lt AS TO_TIMESTAMP_LTZ(1709251200000 + (order_id / 4) * 1000, 3), WATERMARK FOR lt AS lt - INTERVAL '1' SECOND)
+  WITH ('connector' = 'filesystem', 'path' = '{data}/orders.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT order_id, DENSE_RANK() OVER (ORDER BY lt) AS dr, RANK() OVER (ORDER BY lt) AS r FROM tied;
+-- case: over_rank_with_frame
+SELECT order_id, RANK() OVER (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS r FROM orders;
+-- case: over_dense_rank_beside_sum
+SELECT order_id, DENSE_RANK() OVER w AS dr, SUM(qty) OVER w AS s FROM orders WINDOW w AS (PARTITION BY currency ORDER BY ts);
