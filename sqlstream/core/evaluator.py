@@ -60,6 +60,8 @@ def _cast(value: Value, target: pa.DataType, safe: bool, zone: str = "UTC") -> V
             return _cast(pc.cast(value, pa.timestamp("ns", target.tz)), target, safe, zone)
         if pa.types.is_struct(value.type) and pa.types.is_struct(target):
             return _cast_row(value, target, safe, zone)
+        if pa.types.is_list(value.type) and pa.types.is_list(target) and _has_row(target.value_type):
+            return _cast_list(value, target, safe, zone)
         if pa.types.is_string(value.type) and pa.types.is_boolean(target):
             return _string_to_bool(value)
         if is_string(value.type) and pa.types.is_date(target):
@@ -117,6 +119,23 @@ def _cast_row(value: Value, target: pa.DataType, safe: bool, zone: str) -> Value
         value = value.combine_chunks()
     fields = [_cast(pc.struct_field(value, [i]), f.type, safe, zone) for i, f in enumerate(target)]
     return pa.StructArray.from_arrays(fields, fields=list(target), mask=value.is_null() if value.null_count else None)
+
+
+def _has_row(t: pa.DataType) -> bool:
+    """Whether a ROW is in ``t``, whose fields Arrow's own cast would match by name, not position."""
+    return pa.types.is_struct(t) or (pa.types.is_list(t) and _has_row(t.value_type))
+
+
+def _cast_list(value: Value, target: pa.DataType, safe: bool, zone: str) -> Value:
+    """An ARRAY cast element by element with :func:`_cast` (so its ROWs are cast by position, as in Flink)."""
+    if isinstance(value, pa.Scalar):
+        return _cast_list(pa.array([value.as_py()], value.type), target, safe, zone)[0]
+    if isinstance(value, pa.ChunkedArray):
+        value = value.combine_chunks()
+    elements = _cast(pc.list_flatten(value), target.value_type, safe, zone)
+    offsets = pc.cumulative_sum(pc.list_value_length(value).fill_null(0))
+    offsets = pa.concat_arrays([pa.array([0], pa.int32()), offsets.cast(pa.int32())])
+    return pa.ListArray.from_arrays(offsets, elements, type=target, mask=value.is_null() if value.null_count else None)
 
 
 def _string_to_date(value: Value, target: pa.DataType, safe: bool) -> Value:
