@@ -139,10 +139,29 @@ def test_an_updating_query_into_a_delta_table_without_key_is_refused_at_plan_tim
     assert not (tmp_path / "d").exists()
 
 
-def test_an_updating_query_into_an_iceberg_table_is_refused_at_plan_time(tmp_path: Path) -> None:
-    with pytest.raises(PlanError, match="table sink 'lake' \\(connector 'iceberg'\\) is append-only"):
-        execute(f"{GEN} CREATE TABLE lake (k BIGINT, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) "
-                f"WITH ({iceberg_with(tmp_path)}); INSERT INTO lake SELECT seq % 3, COUNT(*) FROM gen GROUP BY seq % 3;")
+def test_iceberg_upsert_applies_the_changelog_by_primary_key(tmp_path: Path) -> None:
+    """An aggregate of an aggregate retracts and deletes rows: the table holds the final result, read back by
+    pyiceberg and, through the data files of its current snapshot (copy-on-write: no delete files), by DuckDB."""
+    query = ("INSERT INTO lake SELECT n, COUNT(*) FROM "
+             "(SELECT seq % 37 AS k, COUNT(*) AS n FROM gen GROUP BY seq % 37) GROUP BY n;")
+    execute(f"{GEN} SET 'execution.checkpointing.interval' = '50ms';"
+            f"CREATE TABLE lake (n BIGINT, c BIGINT, PRIMARY KEY (n) NOT ENFORCED) WITH ({iceberg_with(tmp_path)});"
+            f"{query}")
+    expected = duckdb_rows(f"SELECT n, COUNT(*) FROM (SELECT seq % 37 AS k, COUNT(*) AS n FROM range({N}) r(seq) "
+                           "GROUP BY ALL) GROUP BY n")
+    table = iceberg_catalog(tmp_path).load_table("default_database.lake")
+    assert sorted(rows(table.scan().to_arrow())) == sorted(expected)
+    tasks = list(table.scan().plan_files())
+    assert all(not task.delete_files for task in tasks)
+    files = [local(task.file.file_path) for task in tasks]
+    assert sorted(duckdb.sql("SELECT n, c FROM read_parquet($files)", params={"files": files}).fetchall()) == \
+        sorted(expected)
+
+
+def test_an_updating_query_into_an_iceberg_table_without_key_is_refused_at_plan_time(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="table sink 'lake' .*'iceberg'.* Declare PRIMARY KEY"):
+        execute(f"{GEN} CREATE TABLE lake (k BIGINT, c BIGINT) WITH ({iceberg_with(tmp_path)});"
+                "INSERT INTO lake SELECT seq % 3, COUNT(*) FROM gen GROUP BY seq % 3;")
 
 
 # -- the exactly-once commit --------------------------------------------------
@@ -246,6 +265,46 @@ def test_delta_upsert_applies_deletes_and_the_last_change_per_key(tmp_path: Path
     writer.write(batch([1, 1, 2, 4, 4, 4], ["a", "A", "b", "d", "d", "D"]), kinds)
     writer.commit([writer.prepare_commit(2)])
     assert contents("delta", tmp_path)[0] == [(1, "A"), (3, "c"), (4, "D")]
+
+
+def test_iceberg_applies_deletes_and_the_last_change_per_key_once(tmp_path: Path) -> None:
+    options = lake_options("iceberg", tmp_path)
+    writer = sink(options, primary_key=("k",))
+    writer.write(batch([1, 2, 3], ["a", "b", "c"]), None)
+    writer.commit([writer.prepare_commit(1)])
+    kinds = pa.array([RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE, RowKind.INSERT,
+                      RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.INSERT, RowKind.DELETE], pa.int8())
+    writer.write(batch([1, 1, 2, 4, 4, 4, 5, 5], ["a", "A", "b", "d", "d", "D", "e", "e"]), kinds)
+    second = writer.prepare_commit(2)
+    writer.commit([second])
+    committed, snapshots = contents("iceberg", tmp_path)
+    assert committed == [(1, "A"), (3, "c"), (4, "D")]
+    table = iceberg_catalog(tmp_path).load_table("default_database.lake")
+    tagged = [s.summary for s in table.metadata.snapshots if s.summary.get("sqlstream.checkpoint-id") == "2"]
+    assert len(tagged) >= 2 and len({t["sqlstream.commit-id"] for t in tagged}) == 1  # several snapshots, one commit
+    writer.close()
+    restored = sink(options, primary_key=("k",))
+    restored.commit([second])  # replayed after a restore: the table holds it already
+    assert contents("iceberg", tmp_path) == (committed, snapshots)
+    restored.close()
+
+
+@pytest.mark.parametrize(("upsert", "expected"), [("false", [(1, "a"), (1, "b")]), ("true", [(1, "b")])])
+def test_iceberg_insert_only_rows_append_unless_write_upsert_is_enabled(
+    tmp_path: Path, upsert: str, expected: list[tuple]
+) -> None:
+    # as Flink's Iceberg sink: +I rows are appended; in upsert mode each replaces the row of its key
+    writer = sink({**lake_options("iceberg", tmp_path), "write.upsert.enabled": upsert}, primary_key=("k",))
+    writer.write(batch([1], ["a"]), None)
+    writer.commit([writer.prepare_commit(1)])
+    writer.write(batch([1], ["b"]), None)
+    writer.commit([writer.prepare_commit(2)])
+    assert contents("iceberg", tmp_path)[0] == expected
+
+
+def test_iceberg_upsert_mode_needs_a_primary_key(tmp_path: Path) -> None:
+    with pytest.raises(ConnectorError, match="Equality field columns shouldn't be empty"):
+        execute(f"CREATE TABLE lake (k BIGINT) WITH ({iceberg_with(tmp_path, **{'write.upsert.enabled': 'true'})})")
 
 
 def test_an_append_sink_refuses_update_rows(tmp_path: Path) -> None:
