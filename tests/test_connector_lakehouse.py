@@ -205,12 +205,13 @@ def test_one_commit_per_checkpoint_and_a_replayed_commit_is_skipped(kind: str, t
     writer.write(batch([1, 2], ["a", "b"]), None)
     writer.write(batch([3], ["c"]), None)
     first = writer.prepare_commit(1)
-    assert writer.prepare_commit(2) is None  # nothing written since: no empty commit
+    empty = writer.prepare_commit(2)
+    assert empty["files"] == []  # nothing written since: it only carries the lineage, no empty commit
     writer.write(batch([4], ["d"]), None)
     second = writer.prepare_commit(3)
     _, before = contents(kind, tmp_path)
     writer.commit([first])
-    writer.commit([second])
+    writer.commit([empty, second])
     committed, commits = contents(kind, tmp_path)
     assert committed == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
     assert commits == before + 2
@@ -254,6 +255,40 @@ def test_aborted_and_unstaged_rows_are_never_committed(kind: str, tmp_path: Path
         assert DeltaTable(str(tmp_path / "delta")).to_pyarrow_table().num_rows == 0
     else:
         assert iceberg_catalog(tmp_path).load_table("default_database.lake").current_snapshot() is None
+
+
+@pytest.mark.parametrize("kind", ["delta", "iceberg"])
+def test_staged_files_of_a_killed_attempt_are_deleted_when_the_restored_writer_commits(
+    kind: str, tmp_path: Path
+) -> None:
+    options = lake_options(kind, tmp_path)
+    staging = (tmp_path / "delta" if kind == "delta" else tmp_path / "warehouse" / "default_database" / "lake") / STAGING_DIR
+    killed = sink(options)
+    killed.write(batch([1], ["a"]), None)
+    restored_from = killed.prepare_commit(1)  # checkpoint 1 completes; the process dies before committing it
+    killed.write(batch([2], ["b"]), None)
+    killed.prepare_commit(2)  # checkpoint 2 never completes
+    killed.write(batch([3], ["c"]), None)  # being written when the process is killed (no close, no abort)
+    other_job = sink(options)  # another job writing the same table: its staged rows are not ours to delete
+    other_job.write(batch([9], ["z"]), None)
+    theirs = other_job.prepare_commit(1)
+    assert len(list(staging.iterdir())) == 4
+    # a first restore dies too, after staging a file of its own
+    first_restore = sink(options)
+    first_restore.restore_committed([restored_from])
+    first_restore.write(batch([4], ["d"]), None)
+    first_restore.prepare_commit(2)
+    # the restore that lives commits checkpoint 1 and deletes every leftover of the lineage
+    restored = sink(options)
+    restored.restore_committed([restored_from])
+    restored.commit([restored_from])
+    assert sorted(p.name for p in staging.iterdir()) == [Path(theirs["files"][0]).name]
+    assert contents(kind, tmp_path)[0] == [(1, "a")]
+    restored.write(batch([5], ["e"]), None)
+    restored.commit([restored.prepare_commit(2)])
+    other_job.commit([theirs])
+    assert contents(kind, tmp_path)[0] == [(1, "a"), (5, "e"), (9, "z")]
+    assert list(staging.iterdir()) == []
 
 
 def test_delta_upsert_applies_deletes_and_the_last_change_per_key(tmp_path: Path) -> None:

@@ -111,14 +111,19 @@ class IcebergSink(StagedLakeSink):
         return [lowered.index(k.lower()) for k in self._keys]
 
     def _retried(self, commit: Callable[[Table], None]) -> None:
-        """``commit`` on the table's current state, again after losing a race with another subtask's commit."""
-        from pyiceberg.exceptions import CommitFailedException
+        """``commit`` on the table's current state, again after losing a race with another subtask's commit.
+
+        A lost race is a CommitFailedException, or, for a delete or overwrite, pyiceberg's conflict check
+        (ValidationException: data files another commit added since the transaction began may hold rows its
+        filter matches); either way nothing was committed, and the next attempt starts from the new state.
+        """
+        from pyiceberg.exceptions import CommitFailedException, ValidationException
 
         for attempt in range(_COMMIT_ATTEMPTS):
             try:
                 commit(self._load())
                 return
-            except CommitFailedException as e:
+            except (CommitFailedException, ValidationException) as e:
                 if attempt + 1 == _COMMIT_ATTEMPTS:
                     raise ConnectorError(
                         f"table '{self._table}': committing to {self._describe()} failed {_COMMIT_ATTEMPTS} times: {e}"
