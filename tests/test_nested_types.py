@@ -393,3 +393,9 @@ def test_cast_of_an_array_of_rows_renames_the_fields_by_position() -> None:
     result = run_sql("SELECT CAST(ARRAY[ROW('a', 5), ROW('b', CAST(NULL AS INT))] AS ARRAY<ROW<sku STRING, n INT>>) "
                      "AS lines, CAST(CAST(NULL AS ARRAY<ROW<x STRING, y INT>>) AS ARRAY<ROW<sku STRING, n INT>>) AS none")
     assert result.to_pylist() == [{"lines": [{"sku": "a", "n": 5}, {"sku": "b", "n": None}], "none": None}]
+
+
+def test_cast_of_a_map_of_rows_renames_the_fields_by_position() -> None:
+    result = run_sql("SELECT CAST(MAP['k', ROW('a', 1), 'j', CAST(NULL AS ROW<p STRING, q INT>)] "
+                     "AS MAP<STRING, ROW<x STRING, y INT>>) AS m")
+    assert result.to_pylist() == [{"m": [("k", {"x": "a", "y": 1}), ("j", None)]}]

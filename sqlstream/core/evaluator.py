@@ -62,6 +62,8 @@ def _cast(value: Value, target: pa.DataType, safe: bool, zone: str = "UTC") -> V
             return _cast_row(value, target, safe, zone)
         if pa.types.is_list(value.type) and pa.types.is_list(target) and _has_row(target.value_type):
             return _cast_list(value, target, safe, zone)
+        if pa.types.is_map(value.type) and pa.types.is_map(target) and _has_row(target):
+            return _cast_map(value, target, safe, zone)
         if pa.types.is_string(value.type) and pa.types.is_boolean(target):
             return _string_to_bool(value)
         if is_string(value.type) and pa.types.is_date(target):
@@ -123,7 +125,11 @@ def _cast_row(value: Value, target: pa.DataType, safe: bool, zone: str) -> Value
 
 def _has_row(t: pa.DataType) -> bool:
     """Whether a ROW is in ``t``, whose fields Arrow's own cast would match by name, not position."""
-    return pa.types.is_struct(t) or (pa.types.is_list(t) and _has_row(t.value_type))
+    if pa.types.is_list(t):
+        return _has_row(t.value_type)
+    if pa.types.is_map(t):
+        return _has_row(t.key_type) or _has_row(t.item_type)
+    return pa.types.is_struct(t)
 
 
 def _cast_list(value: Value, target: pa.DataType, safe: bool, zone: str) -> Value:
@@ -136,6 +142,19 @@ def _cast_list(value: Value, target: pa.DataType, safe: bool, zone: str) -> Valu
     offsets = pc.cumulative_sum(pc.list_value_length(value).fill_null(0))
     offsets = pa.concat_arrays([pa.array([0], pa.int32()), offsets.cast(pa.int32())])
     return pa.ListArray.from_arrays(offsets, elements, type=target, mask=value.is_null() if value.null_count else None)
+
+
+def _cast_map(value: Value, target: pa.DataType, safe: bool, zone: str) -> Value:
+    """A MAP cast key by key and value by value with :func:`_cast` (ROWs in it by position, as in Flink)."""
+    if isinstance(value, pa.Scalar):
+        return _cast_map(pa.array([value.as_py()], value.type), target, safe, zone)[0]
+    if isinstance(value, pa.ChunkedArray):
+        value = value.combine_chunks()
+    value = pa.concat_arrays([value])  # a slice's offsets and entries, from 0
+    keys = _cast(value.keys, target.key_type, safe, zone)
+    items = _cast(value.items, target.item_type, safe, zone)
+    return pa.MapArray.from_arrays(value.offsets, keys, items, type=target,
+                                   mask=value.is_null() if value.null_count else None)
 
 
 def _string_to_date(value: Value, target: pa.DataType, safe: bool) -> Value:
