@@ -100,6 +100,11 @@ class StagedLakeSink(SinkWriter):
         self._lineage = uuid.uuid4().hex
         self._orphaned: set[str] = set()  # restored lineages whose leftover staged files are to be deleted
 
+    def _key_indexes(self) -> list[int]:
+        """Positions of the PRIMARY KEY columns among the sink's columns."""
+        lowered = [n.lower() for n in self._ctx.schema.names]
+        return [lowered.index(k.lower()) for k in self._keys]
+
     # -- what a table format implements ------------------------------------
 
     @abstractmethod

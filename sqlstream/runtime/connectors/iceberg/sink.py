@@ -106,10 +106,6 @@ class IcebergSink(StagedLakeSink):
                 if kept.num_rows:
                     tx.upsert(kept, join_cols=keys, snapshot_properties=properties)
 
-    def _key_indexes(self) -> list[int]:
-        lowered = [n.lower() for n in self._ctx.schema.names]
-        return [lowered.index(k.lower()) for k in self._keys]
-
     def _retried(self, commit: Callable[[Table], None]) -> None:
         """``commit`` on the table's current state, again after losing a race with another subtask's commit.
 
