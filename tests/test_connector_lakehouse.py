@@ -337,6 +337,15 @@ def test_iceberg_insert_only_rows_append_unless_write_upsert_is_enabled(
     assert contents("iceberg", tmp_path)[0] == expected
 
 
+def test_iceberg_commits_rows_an_earlier_version_staged_without_row_kinds(tmp_path: Path) -> None:
+    options = lake_options("iceberg", tmp_path)
+    earlier = sink(options)  # keyless: stages no row kinds, as every iceberg sink did before upserts
+    earlier.write(batch([1], ["a"]), None)
+    staged = earlier.prepare_commit(1)
+    sink(options, primary_key=("k",)).commit([staged])  # the restored job has the key
+    assert contents("iceberg", tmp_path)[0] == [(1, "a")]
+
+
 def test_iceberg_upsert_mode_needs_a_primary_key(tmp_path: Path) -> None:
     with pytest.raises(ConnectorError, match="Equality field columns shouldn't be empty"):
         execute(f"CREATE TABLE lake (k BIGINT) WITH ({iceberg_with(tmp_path, **{'write.upsert.enabled': 'true'})})")

@@ -70,6 +70,10 @@ class IcebergSink(StagedLakeSink):
     def _commit_rows(self, rows: pa.Table, app: str, checkpoint_id: int) -> None:
         """Append the rows, or (updates, or 'write.upsert.enabled') apply them by key in one transaction."""
         properties = {APP_ID: app, CHECKPOINT_ID: str(checkpoint_id), COMMIT_ID: uuid.uuid4().hex}
+        if self._keys and KIND_COLUMN not in rows.column_names:
+            # staged by an earlier version, which appended to every iceberg table: inserts
+            kinds = pa.repeat(pa.scalar(int(RowKind.INSERT), pa.int8()), rows.num_rows)
+            rows = rows.append_column(KIND_COLUMN, kinds)
         if self._keys and (self._options.upsert_enabled or pc.any(pc.not_equal(rows[KIND_COLUMN],
                                                                                  int(RowKind.INSERT))).as_py()):
             self._retried(lambda table: self._apply_changes(table, rows, properties))
