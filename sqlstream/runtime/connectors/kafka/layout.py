@@ -11,7 +11,8 @@ are taken from the value, as Flink does.
 
 METADATA columns read the record's Kafka metadata (:data:`METADATA`);
 'timestamp' and 'headers' are also written (a NULL timestamp lets the producer
-take the current time, a NULL headers map writes none).  'headers' reads as a
+take the current time, a NULL headers map writes none, an entry with a NULL key or
+value is left out).  'headers' reads as a
 MAP<STRING, BYTES> that is never NULL (empty without headers); of repeated
 header keys the last one's value is kept, as Flink's HashMap does.
 The planner hands the connector metadata columns typed as the metadata is and
@@ -199,7 +200,8 @@ class RecordLayout:
         if column is None:
             return None
         maps = batch.column(column).cast(_HEADERS).to_pylist()
-        return [None if m is None else [(k, v) for k, v in m if k is not None] for m in maps]
+        # as Flink's KafkaDynamicSink, an entry with a NULL key or value is not written
+        return [None if m is None else [(k, v) for k, v in m if k is not None and v is not None] for m in maps]
 
 
 def _select(batch: pa.RecordBatch, schema: pa.Schema, names: list[str]) -> pa.RecordBatch:
