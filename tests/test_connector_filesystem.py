@@ -212,6 +212,8 @@ def test_option_validation(tmp_path: Path) -> None:
     with pytest.raises(ConnectorError, match="requires option 'format'"):
         FS.validate(TableDef("t", COLUMNS, {"connector": "filesystem", "path": "x"}))
     with pytest.raises(ConnectorError, match="must be one of csv, json, parquet, avro, raw, orc"):
+        FS.validate(table(tmp_path, "xml"))
+    with pytest.raises(ConnectorError, match="The 'protobuf' format is not supported for the 'filesystem' connector"):
         FS.validate(table(tmp_path, "protobuf"))
     with pytest.raises(ConnectorError, match="'raw' format only supports single physical column"):
         FS.validate(table(tmp_path, "raw"))
@@ -268,16 +270,17 @@ def test_two_phase_commit(tmp_path: Path, fmt: str) -> None:
     assert visible(out) == []
     staged = json.loads(json.dumps(sink.prepare_commit(1)))
     assert visible(out) == []
-    assert len(staged) == 1
-    inprogress, final = staged[0]
-    assert os.path.basename(inprogress).startswith(".part-1-") and inprogress.endswith(f".{fmt}.inprogress")
-    assert os.path.basename(final) == os.path.basename(inprogress)[1 : -len(".inprogress")]
+    assert len(staged["files"]) == 1
+    inprogress, final = staged["files"][0]
+    lineage = staged["lineage"]
+    assert os.path.basename(inprogress).startswith(".part-1-") and inprogress.endswith(f".{fmt}.{lineage}.inprogress")
+    assert os.path.basename(final) == os.path.basename(inprogress)[1 : -len(f".{lineage}.inprogress")]
     sink.commit([staged])
     assert visible(out) == [os.path.basename(final)]
     sink.commit([staged])  # idempotent: a restored job may commit again
     assert visible(out) == [os.path.basename(final)]
     assert read_all(table(out, fmt)).to_pylist() == rows_of(5).to_pylist()
-    assert sink.prepare_commit(2) == []  # nothing written since
+    assert sink.prepare_commit(2) == {"files": [], "lineage": lineage}  # nothing written since
     sink.close()
 
 
@@ -316,6 +319,34 @@ def test_close_keeps_staged_files_hidden(tmp_path: Path) -> None:
     assert read_all(table(out, "csv")).column("id").to_pylist() == [0, 1, 2, 3]
 
 
+def test_in_progress_files_of_a_killed_attempt_are_deleted_when_the_restored_writer_commits(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    killed = sink_for(out, "csv")
+    killed.write(rows_of(2), None)
+    restored_from = killed.prepare_commit(1)  # checkpoint 1 completes; the process dies before committing it
+    killed.write(rows_of(2, 2), None)
+    killed.prepare_commit(2)  # checkpoint 2 never completes
+    killed.write(rows_of(2, 4), None)  # being written at the kill (no close, no abort)
+    other_job = sink_for(out, "csv")  # another job writing the same directory: not ours to delete
+    other_job.write(rows_of(1, 9), None)
+    theirs = other_job.prepare_commit(1)
+    first_restore = sink_for(out, "csv")  # a first restore dies too, after staging a file
+    first_restore.restore_committed([restored_from])
+    first_restore.write(rows_of(1, 6), None)
+    first_restore.prepare_commit(2)
+    assert len(os.listdir(out)) == 5 and visible(out) == []
+    restored = sink_for(out, "csv")
+    restored.restore_committed([restored_from])
+    restored.commit([restored_from])
+    assert sorted(os.listdir(out)) == sorted([os.path.basename(restored_from["files"][0][1]),
+                                              os.path.basename(theirs["files"][0][0])])
+    restored.write(rows_of(1, 7), None)
+    restored.commit([restored.prepare_commit(2)])
+    other_job.commit([theirs])
+    assert sorted(read_all(table(out, "csv")).column("id").to_pylist()) == [0, 1, 7, 9]
+    assert [n for n in os.listdir(out) if n.startswith(".")] == []
+
+
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_rolling_by_file_size(tmp_path: Path, fmt: str) -> None:
     out = tmp_path / "out"
@@ -323,7 +354,7 @@ def test_rolling_by_file_size(tmp_path: Path, fmt: str) -> None:
     for i in range(3):
         sink.write(rows_of(2, 2 * i), None)
     staged = sink.prepare_commit(1)
-    assert len(staged) == 3
+    assert len(staged["files"]) == 3
     sink.commit([staged])
     assert len(visible(out)) == 3
     got = read_all(table(out, fmt))

@@ -139,10 +139,29 @@ def test_an_updating_query_into_a_delta_table_without_key_is_refused_at_plan_tim
     assert not (tmp_path / "d").exists()
 
 
-def test_an_updating_query_into_an_iceberg_table_is_refused_at_plan_time(tmp_path: Path) -> None:
-    with pytest.raises(PlanError, match="table sink 'lake' \\(connector 'iceberg'\\) is append-only"):
-        execute(f"{GEN} CREATE TABLE lake (k BIGINT, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) "
-                f"WITH ({iceberg_with(tmp_path)}); INSERT INTO lake SELECT seq % 3, COUNT(*) FROM gen GROUP BY seq % 3;")
+def test_iceberg_upsert_applies_the_changelog_by_primary_key(tmp_path: Path) -> None:
+    """An aggregate of an aggregate retracts and deletes rows: the table holds the final result, read back by
+    pyiceberg and, through the data files of its current snapshot (copy-on-write: no delete files), by DuckDB."""
+    query = ("INSERT INTO lake SELECT n, COUNT(*) FROM "
+             "(SELECT seq % 37 AS k, COUNT(*) AS n FROM gen GROUP BY seq % 37) GROUP BY n;")
+    execute(f"{GEN} SET 'execution.checkpointing.interval' = '50ms';"
+            f"CREATE TABLE lake (n BIGINT, c BIGINT, PRIMARY KEY (n) NOT ENFORCED) WITH ({iceberg_with(tmp_path)});"
+            f"{query}")
+    expected = duckdb_rows(f"SELECT n, COUNT(*) FROM (SELECT seq % 37 AS k, COUNT(*) AS n FROM range({N}) r(seq) "
+                           "GROUP BY ALL) GROUP BY n")
+    table = iceberg_catalog(tmp_path).load_table("default_database.lake")
+    assert sorted(rows(table.scan().to_arrow())) == sorted(expected)
+    tasks = list(table.scan().plan_files())
+    assert all(not task.delete_files for task in tasks)
+    files = [local(task.file.file_path) for task in tasks]
+    assert sorted(duckdb.sql("SELECT n, c FROM read_parquet($files)", params={"files": files}).fetchall()) == \
+        sorted(expected)
+
+
+def test_an_updating_query_into_an_iceberg_table_without_key_is_refused_at_plan_time(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="table sink 'lake' .*'iceberg'.* Declare PRIMARY KEY"):
+        execute(f"{GEN} CREATE TABLE lake (k BIGINT, c BIGINT) WITH ({iceberg_with(tmp_path)});"
+                "INSERT INTO lake SELECT seq % 3, COUNT(*) FROM gen GROUP BY seq % 3;")
 
 
 # -- the exactly-once commit --------------------------------------------------
@@ -186,12 +205,13 @@ def test_one_commit_per_checkpoint_and_a_replayed_commit_is_skipped(kind: str, t
     writer.write(batch([1, 2], ["a", "b"]), None)
     writer.write(batch([3], ["c"]), None)
     first = writer.prepare_commit(1)
-    assert writer.prepare_commit(2) is None  # nothing written since: no empty commit
+    empty = writer.prepare_commit(2)
+    assert empty["files"] == []  # nothing written since: it only carries the lineage, no empty commit
     writer.write(batch([4], ["d"]), None)
     second = writer.prepare_commit(3)
     _, before = contents(kind, tmp_path)
     writer.commit([first])
-    writer.commit([second])
+    writer.commit([empty, second])
     committed, commits = contents(kind, tmp_path)
     assert committed == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
     assert commits == before + 2
@@ -237,6 +257,40 @@ def test_aborted_and_unstaged_rows_are_never_committed(kind: str, tmp_path: Path
         assert iceberg_catalog(tmp_path).load_table("default_database.lake").current_snapshot() is None
 
 
+@pytest.mark.parametrize("kind", ["delta", "iceberg"])
+def test_staged_files_of_a_killed_attempt_are_deleted_when_the_restored_writer_commits(
+    kind: str, tmp_path: Path
+) -> None:
+    options = lake_options(kind, tmp_path)
+    staging = (tmp_path / "delta" if kind == "delta" else tmp_path / "warehouse" / "default_database" / "lake") / STAGING_DIR
+    killed = sink(options)
+    killed.write(batch([1], ["a"]), None)
+    restored_from = killed.prepare_commit(1)  # checkpoint 1 completes; the process dies before committing it
+    killed.write(batch([2], ["b"]), None)
+    killed.prepare_commit(2)  # checkpoint 2 never completes
+    killed.write(batch([3], ["c"]), None)  # being written when the process is killed (no close, no abort)
+    other_job = sink(options)  # another job writing the same table: its staged rows are not ours to delete
+    other_job.write(batch([9], ["z"]), None)
+    theirs = other_job.prepare_commit(1)
+    assert len(list(staging.iterdir())) == 4
+    # a first restore dies too, after staging a file of its own
+    first_restore = sink(options)
+    first_restore.restore_committed([restored_from])
+    first_restore.write(batch([4], ["d"]), None)
+    first_restore.prepare_commit(2)
+    # the restore that lives commits checkpoint 1 and deletes every leftover of the lineage
+    restored = sink(options)
+    restored.restore_committed([restored_from])
+    restored.commit([restored_from])
+    assert sorted(p.name for p in staging.iterdir()) == [Path(theirs["files"][0]).name]
+    assert contents(kind, tmp_path)[0] == [(1, "a")]
+    restored.write(batch([5], ["e"]), None)
+    restored.commit([restored.prepare_commit(2)])
+    other_job.commit([theirs])
+    assert contents(kind, tmp_path)[0] == [(1, "a"), (5, "e"), (9, "z")]
+    assert list(staging.iterdir()) == []
+
+
 def test_delta_upsert_applies_deletes_and_the_last_change_per_key(tmp_path: Path) -> None:
     writer = sink(lake_options("delta", tmp_path), primary_key=("k",))
     writer.write(batch([1, 2, 3], ["a", "b", "c"]), None)
@@ -246,6 +300,55 @@ def test_delta_upsert_applies_deletes_and_the_last_change_per_key(tmp_path: Path
     writer.write(batch([1, 1, 2, 4, 4, 4], ["a", "A", "b", "d", "d", "D"]), kinds)
     writer.commit([writer.prepare_commit(2)])
     assert contents("delta", tmp_path)[0] == [(1, "A"), (3, "c"), (4, "D")]
+
+
+def test_iceberg_applies_deletes_and_the_last_change_per_key_once(tmp_path: Path) -> None:
+    options = lake_options("iceberg", tmp_path)
+    writer = sink(options, primary_key=("k",))
+    writer.write(batch([1, 2, 3], ["a", "b", "c"]), None)
+    writer.commit([writer.prepare_commit(1)])
+    kinds = pa.array([RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE, RowKind.INSERT,
+                      RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.INSERT, RowKind.DELETE], pa.int8())
+    writer.write(batch([1, 1, 2, 4, 4, 4, 5, 5], ["a", "A", "b", "d", "d", "D", "e", "e"]), kinds)
+    second = writer.prepare_commit(2)
+    writer.commit([second])
+    committed, snapshots = contents("iceberg", tmp_path)
+    assert committed == [(1, "A"), (3, "c"), (4, "D")]
+    table = iceberg_catalog(tmp_path).load_table("default_database.lake")
+    tagged = [s.summary for s in table.metadata.snapshots if s.summary.get("sqlstream.checkpoint-id") == "2"]
+    assert len(tagged) >= 2 and len({t["sqlstream.commit-id"] for t in tagged}) == 1  # several snapshots, one commit
+    writer.close()
+    restored = sink(options, primary_key=("k",))
+    restored.commit([second])  # replayed after a restore: the table holds it already
+    assert contents("iceberg", tmp_path) == (committed, snapshots)
+    restored.close()
+
+
+@pytest.mark.parametrize(("upsert", "expected"), [("false", [(1, "a"), (1, "b")]), ("true", [(1, "b")])])
+def test_iceberg_insert_only_rows_append_unless_write_upsert_is_enabled(
+    tmp_path: Path, upsert: str, expected: list[tuple]
+) -> None:
+    # as Flink's Iceberg sink: +I rows are appended; in upsert mode each replaces the row of its key
+    writer = sink({**lake_options("iceberg", tmp_path), "write.upsert.enabled": upsert}, primary_key=("k",))
+    writer.write(batch([1], ["a"]), None)
+    writer.commit([writer.prepare_commit(1)])
+    writer.write(batch([1], ["b"]), None)
+    writer.commit([writer.prepare_commit(2)])
+    assert contents("iceberg", tmp_path)[0] == expected
+
+
+def test_iceberg_commits_rows_an_earlier_version_staged_without_row_kinds(tmp_path: Path) -> None:
+    options = lake_options("iceberg", tmp_path)
+    earlier = sink(options)  # keyless: stages no row kinds, as every iceberg sink did before upserts
+    earlier.write(batch([1], ["a"]), None)
+    staged = earlier.prepare_commit(1)
+    sink(options, primary_key=("k",)).commit([staged])  # the restored job has the key
+    assert contents("iceberg", tmp_path)[0] == [(1, "a")]
+
+
+def test_iceberg_upsert_mode_needs_a_primary_key(tmp_path: Path) -> None:
+    with pytest.raises(ConnectorError, match="Equality field columns shouldn't be empty"):
+        execute(f"CREATE TABLE lake (k BIGINT) WITH ({iceberg_with(tmp_path, **{'write.upsert.enabled': 'true'})})")
 
 
 def test_an_append_sink_refuses_update_rows(tmp_path: Path) -> None:

@@ -474,3 +474,19 @@ def test_sigkill_and_restore_of_a_partitioned_sink_gives_the_failure_free_output
     assert run.kills >= 2, "the harness should have killed the job several times"
     assert _committed_partitioned(killed / "out") == expected
     assert _success(killed / "out") == [f"k={k}" for k in range(7)]
+
+
+def test_in_progress_files_of_a_killed_attempt_are_deleted_in_every_partition(tmp_path: Path) -> None:
+    clock = ManualClock()
+    killed = _sink(tmp_path, clock)
+    killed.write(_batch((1, "2024-03-01", "10")), None)
+    restored_from = json.loads(json.dumps(killed.prepare_commit(1)))  # through the checkpoint
+    killed.write(_batch((2, "2024-03-01", "11"), (3, "2024-03-02", "00")), None)  # being written at the kill
+    hidden = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob(".*.inprogress"))
+    assert len(hidden) == 3
+    restored = _sink(tmp_path, clock)
+    restored.restore_committed([restored_from])
+    restored.commit([restored_from])
+    assert list(tmp_path.rglob(".*.inprogress")) == []
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("part-*")) == [
+        f"dt=2024-03-01/hr=10/{Path(restored_from['files'][0][1]).name}"]

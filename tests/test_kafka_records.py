@@ -129,19 +129,61 @@ def test_metadata_column_errors(kafka_broker: str) -> None:
     session.execute_script(f"""
         CREATE TABLE t (id INT, `offset` BIGINT METADATA)
         WITH ({kafka_with(kafka_broker, 'x', format='json')})""")
-    with pytest.raises(ConnectorError, match="Invalid metadata key 'offset' .* for writing: timestamp.*VIRTUAL"):
+    with pytest.raises(ConnectorError, match="Invalid metadata key 'offset' .* for writing: headers, timestamp.*VIRTUAL"):
         session.execute_script("INSERT INTO t VALUES (1, 2)")
-    with pytest.raises(ConnectorError, match="Invalid metadata key 'nope' .* for reading: leader-epoch, offset"):
+    with pytest.raises(ConnectorError, match="Invalid metadata key 'nope' .* for reading: headers, leader-epoch, offset"):
         session.execute_script(f"CREATE TABLE u (id INT, n INT METADATA FROM 'nope') WITH "
                                f"({kafka_with(kafka_broker, 'x', format='json')})")
-    with pytest.raises(ConnectorError, match="'headers' metadata .MAP<STRING, BYTES> in Flink. is not supported"):
-        session.execute_script(f"CREATE TABLE u (id INT, headers MAP<STRING, BYTES> METADATA) WITH "
+    with pytest.raises(ConnectorError, match="castable from metadata type 'MAP<STRING, BYTES>'"):
+        session.execute_script(f"CREATE TABLE u (id INT, headers INT METADATA) WITH "
                                f"({kafka_with(kafka_broker, 'x', format='json')})")
     with pytest.raises(ConnectorError, match="castable from metadata type 'TIMESTAMP_LTZ.3.'"):
         session.execute_script(f"CREATE TABLE u (id INT, ts BOOLEAN METADATA FROM 'timestamp') WITH "
                                f"({kafka_with(kafka_broker, 'x', format='json')})")
     described = session.execute_script("DESCRIBE t")[-1].table
     assert described.column("extras").to_pylist() == [None, "METADATA"]
+
+
+def headers_of(bootstrap: str, topic: str) -> list[list[tuple[str, bytes | None]] | None]:
+    """The record headers of every message of partition 0, as the Kafka client returns them."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-raw"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    out = [m.headers() for m in consumer.consume(100, 5) if m.error() is None]
+    consumer.close()
+    return out
+
+
+@pytest.mark.parametrize("guarantee", ["at-least-once", "exactly-once"])
+def test_headers_metadata_written_and_read(kafka_broker: str, guarantee: str) -> None:
+    topic = new_topic(kafka_broker, 1)
+    options = kafka_with(kafka_broker, topic, format="json", **{
+        "sink.delivery-guarantee": guarantee, "sink.transactional-id-prefix": f"h-{topic}"})
+    result = run_sql(f"""
+        CREATE TABLE t (id INT, headers MAP<STRING, BYTES> METADATA) WITH ({options});
+        INSERT INTO t VALUES (1, MAP['trace', CAST('t-1' AS BYTES), 'empty', CAST('' AS BYTES),
+                                  'gone', CAST(NULL AS BYTES)]),
+                              (2, CAST(NULL AS MAP<STRING, BYTES>));
+        SELECT id, headers FROM t;
+    """)
+    # a NULL map writes no headers, a NULL value no header (as Flink's sink)
+    assert headers_of(kafka_broker, topic) == [[("trace", b"t-1"), ("empty", b"")], None]
+    assert result.to_pylist() == [
+        {"id": 1, "headers": [("trace", b"t-1"), ("empty", b"")]},
+        {"id": 2, "headers": []},  # never NULL: a record without headers reads as an empty map, as in Flink
+    ]
+
+
+def test_headers_metadata_keeps_the_last_value_of_a_repeated_key(kafka_broker: str) -> None:
+    topic = new_topic(kafka_broker, 1)
+    producer = Producer({"bootstrap.servers": kafka_broker})
+    producer.produce(topic, value=b'{"id": 1}', partition=0, headers=[("a", b"1"), ("b", None), ("a", b"2")])
+    producer.flush(10)
+    result = run_sql(f"""
+        CREATE TABLE t (id INT, h MAP<STRING, BYTES> METADATA FROM 'headers' VIRTUAL)
+        WITH ({kafka_with(kafka_broker, topic, format='json')});
+        SELECT id, h['a'] AS a, h['b'] AS b, CARDINALITY(h) AS n FROM t;
+    """)
+    assert result.to_pylist() == [{"id": 1, "a": b"2", "b": None, "n": 2}]
 
 
 def test_key_fields_with_prefix_round_trip(kafka_broker: str) -> None:

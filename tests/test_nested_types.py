@@ -385,3 +385,17 @@ def test_array_agg_keeps_nulls_and_withdraws_retracted_values(tmp_path: Path, ba
     assert [(n, sorted(ks)) for n, ks in _rows(table)] == [(2, [False, True])]
     nulls = run_sql(_docs(tmp_path) + "SELECT ARRAY_AGG(items[1].qty) AS q FROM docs;", {"state.backend.type": backend})
     assert sorted(nulls.column("q").to_pylist()[0], key=repr) == sorted([2, None, None, None], key=repr)
+
+
+def test_cast_of_an_array_of_rows_renames_the_fields_by_position() -> None:
+    # an ARRAY of ROW literals has fields EXPR$0, EXPR$1; the cast (and an INSERT into a column of the declared
+    # type) takes them by position, as Flink does, instead of matching names and reading NULLs
+    result = run_sql("SELECT CAST(ARRAY[ROW('a', 5), ROW('b', CAST(NULL AS INT))] AS ARRAY<ROW<sku STRING, n INT>>) "
+                     "AS lines, CAST(CAST(NULL AS ARRAY<ROW<x STRING, y INT>>) AS ARRAY<ROW<sku STRING, n INT>>) AS none")
+    assert result.to_pylist() == [{"lines": [{"sku": "a", "n": 5}, {"sku": "b", "n": None}], "none": None}]
+
+
+def test_cast_of_a_map_of_rows_renames_the_fields_by_position() -> None:
+    result = run_sql("SELECT CAST(MAP['k', ROW('a', 1), 'j', CAST(NULL AS ROW<p STRING, q INT>)] "
+                     "AS MAP<STRING, ROW<x STRING, y INT>>) AS m")
+    assert result.to_pylist() == [{"m": [("k", {"x": "a", "y": 1}), ("j", None)]}]

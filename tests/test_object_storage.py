@@ -115,6 +115,21 @@ def test_staged_part_files_are_hidden_until_commit_and_a_replayed_commit_is_idem
     assert not [k for k in s3_server.keys(bucket, "out/") if k.endswith(".inprogress")]
 
 
+def test_a_killed_attempts_staged_objects_are_deleted_when_the_restored_job_commits(
+        s3_server: S3Server, bucket: str) -> None:
+    t = table(f"s3://{bucket}/out")
+    settings = s3_server.settings
+    killed = OperatorHarness(sink(t, settings), None)
+    killed.process_batch(batch(range(3)))
+    held = killed.snapshot(1)  # checkpoint 1 completes; the process dies before committing it
+    killed.process_batch(batch(range(3, 6)))
+    killed.snapshot(2)  # staged for checkpoint 2, which never completes (no close, no abort: killed)
+    assert len([k for k in s3_server.keys(bucket, "out/") if k.endswith(".inprogress")]) == 2
+    OperatorHarness(sink(t, settings), None, restore=held).close()
+    assert read(t, settings) == [0, 1, 2]
+    assert not [k for k in s3_server.keys(bucket, "out/") if k.endswith(".inprogress")]
+
+
 def test_abort_and_close_leave_nothing_on_the_store(s3_server: S3Server, bucket: str) -> None:
     t = table(f"s3://{bucket}/out", "parquet")
     op = OperatorHarness(sink(t, s3_server.settings), None)

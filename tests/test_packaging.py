@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # import name -> distribution name, where they differ
 DISTRIBUTIONS = {"confluent_kafka": "confluent-kafka", "prompt_toolkit": "prompt-toolkit", "yaml": "pyyaml",
-                 "prometheus_client": "prometheus-client"}
+                 "prometheus_client": "prometheus-client", "google": "protobuf"}
 
 
 def _project() -> dict:

@@ -60,6 +60,10 @@ def _cast(value: Value, target: pa.DataType, safe: bool, zone: str = "UTC") -> V
             return _cast(pc.cast(value, pa.timestamp("ns", target.tz)), target, safe, zone)
         if pa.types.is_struct(value.type) and pa.types.is_struct(target):
             return _cast_row(value, target, safe, zone)
+        if pa.types.is_list(value.type) and pa.types.is_list(target) and _has_row(target.value_type):
+            return _cast_list(value, target, safe, zone)
+        if pa.types.is_map(value.type) and pa.types.is_map(target) and _has_row(target):
+            return _cast_map(value, target, safe, zone)
         if pa.types.is_string(value.type) and pa.types.is_boolean(target):
             return _string_to_bool(value)
         if is_string(value.type) and pa.types.is_date(target):
@@ -117,6 +121,40 @@ def _cast_row(value: Value, target: pa.DataType, safe: bool, zone: str) -> Value
         value = value.combine_chunks()
     fields = [_cast(pc.struct_field(value, [i]), f.type, safe, zone) for i, f in enumerate(target)]
     return pa.StructArray.from_arrays(fields, fields=list(target), mask=value.is_null() if value.null_count else None)
+
+
+def _has_row(t: pa.DataType) -> bool:
+    """Whether a ROW is in ``t``, whose fields Arrow's own cast would match by name, not position."""
+    if pa.types.is_list(t):
+        return _has_row(t.value_type)
+    if pa.types.is_map(t):
+        return _has_row(t.key_type) or _has_row(t.item_type)
+    return pa.types.is_struct(t)
+
+
+def _cast_list(value: Value, target: pa.DataType, safe: bool, zone: str) -> Value:
+    """An ARRAY cast element by element with :func:`_cast` (so its ROWs are cast by position, as in Flink)."""
+    if isinstance(value, pa.Scalar):
+        return _cast_list(pa.array([value.as_py()], value.type), target, safe, zone)[0]
+    if isinstance(value, pa.ChunkedArray):
+        value = value.combine_chunks()
+    elements = _cast(pc.list_flatten(value), target.value_type, safe, zone)
+    offsets = pc.cumulative_sum(pc.list_value_length(value).fill_null(0))
+    offsets = pa.concat_arrays([pa.array([0], pa.int32()), offsets.cast(pa.int32())])
+    return pa.ListArray.from_arrays(offsets, elements, type=target, mask=value.is_null() if value.null_count else None)
+
+
+def _cast_map(value: Value, target: pa.DataType, safe: bool, zone: str) -> Value:
+    """A MAP cast key by key and value by value with :func:`_cast` (ROWs in it by position, as in Flink)."""
+    if isinstance(value, pa.Scalar):
+        return _cast_map(pa.array([value.as_py()], value.type), target, safe, zone)[0]
+    if isinstance(value, pa.ChunkedArray):
+        value = value.combine_chunks()
+    value = pa.concat_arrays([value])  # a slice's offsets and entries, from 0
+    keys = _cast(value.keys, target.key_type, safe, zone)
+    items = _cast(value.items, target.item_type, safe, zone)
+    return pa.MapArray.from_arrays(value.offsets, keys, items, type=target,
+                                   mask=value.is_null() if value.null_count else None)
 
 
 def _string_to_date(value: Value, target: pa.DataType, safe: bool) -> Value:

@@ -8,7 +8,7 @@ A lakehouse table changes only by commits (an Iceberg snapshot, a Delta version)
 the sink's two-phase commit is: between checkpoints the rows (Arrow batches, with a
 row-kind column when the input updates) stream into a hidden Arrow IPC file under
 ``<table location>/_sqlstream_staging/``; :meth:`StagedLakeSink.prepare_commit` closes
-it and returns ``{"app": app id, "checkpoint": id, "files": [...]}``; :meth:`commit`
+it and returns ``{"app": app id, "checkpoint": id, "files": [...], "lineage": ...}``; :meth:`commit`
 makes one table commit of those rows that carries the app id and the checkpoint id
 (an Iceberg snapshot summary property, a Delta application transaction ``txn``).
 Before committing, the sink asks the table for the newest checkpoint id committed
@@ -16,6 +16,15 @@ under that app id: if it is not below the committable's, the commit was already 
 (it is being replayed after a restore) and is skipped.  The app id is
 ``<run uuid>-<subtask>``, new for every writer, so the ids of one writer only grow;
 a restored job commits its predecessor's committables under the predecessor's app id.
+
+Staged files of a killed attempt that no completed checkpoint holds (staged after the
+checkpoint restored, or being written when the process died) are garbage-collected, as
+Flink's FileSink cleans up in-progress files: a file is named
+``<lineage>.<app id>-<n>.arrow``, where the *lineage* is a fresh id for a new writer and
+is inherited by a writer restored from a checkpoint (every committable carries it, even
+one without files).  When a restored writer has committed the restored checkpoint's
+committables, every staged file of its lineage that is not its own is an orphan (the
+writers that staged it are gone, their rows will be written again) and is deleted.
 
 A checkpoint's rows are read back into memory to be committed (a MERGE needs them all to
 reduce them to one change per key).  Leading '_' keeps the staging directory out of Delta's log and vacuum and out of
@@ -87,6 +96,14 @@ class StagedLakeSink(SinkWriter):
         self._stream: Any = None
         self._current = ""
         self._counter = 0
+        # staged file names start with it; a restored writer continues the lineage it restores
+        self._lineage = uuid.uuid4().hex
+        self._orphaned: set[str] = set()  # restored lineages whose leftover staged files are to be deleted
+
+    def _key_indexes(self) -> list[int]:
+        """Positions of the PRIMARY KEY columns among the sink's columns."""
+        lowered = [n.lower() for n in self._ctx.schema.names]
+        return [lowered.index(k.lower()) for k in self._keys]
 
     # -- what a table format implements ------------------------------------
 
@@ -142,7 +159,7 @@ class StagedLakeSink(SinkWriter):
 
     def _start_file(self) -> None:
         assert self._fs is not None, "open() first"
-        self._current = f"{self._staging}/{self._app}-{self._counter}.arrow"
+        self._current = f"{self._staging}/{self._lineage}.{self._app}-{self._counter}.arrow"
         self._counter += 1
         self._stream = self._fs.open_output_stream(self._current)
         self._writer = ipc.new_file(self._stream, self._staged_schema)
@@ -156,20 +173,43 @@ class StagedLakeSink(SinkWriter):
         return self._current
 
     def prepare_commit(self, checkpoint_id: int) -> Any:
+        """The checkpoint's staged file; without one still a committable, so the checkpoint holds the lineage."""
         staged = self._finish_file()
-        if staged is None:
-            return None
-        return {"app": self._app, "checkpoint": checkpoint_id, "files": [staged]}
+        return {"app": self._app, "checkpoint": checkpoint_id, "files": [] if staged is None else [staged],
+                "lineage": self._lineage}
+
+    def restore_committed(self, committables: list[Any]) -> None:
+        """Continue the restored writers' lineage; their staged files past the checkpoint are orphans."""
+        for c in committables:
+            if c is not None and c.get("lineage"):  # checkpoints of older versions have none
+                self._lineage = c["lineage"]
+                self._orphaned.add(c["lineage"])
 
     def commit(self, committables: list[Any]) -> None:
-        """Commit each checkpoint's rows once: a checkpoint the table already holds is skipped."""
+        """Commit each checkpoint's rows once: a checkpoint the table already holds is skipped.
+
+        The first commit after a restore then deletes the orphaned staged files (module docstring).
+        """
         self.open()
         for c in committables:
             app, checkpoint_id, files = c["app"], int(c["checkpoint"]), list(c["files"])
+            if not files:
+                continue
             done = self._committed_checkpoint(app)
             if done is None or done < checkpoint_id:
                 self._commit_rows(self._read(files), app, checkpoint_id)
             self._delete(files)
+        if self._orphaned:
+            self._collect_orphans()
+
+    def _collect_orphans(self) -> None:
+        """Delete the staged files of the restored lineages that are not this writer's own."""
+        assert self._fs is not None
+        prefixes = tuple(f"{lineage}." for lineage in self._orphaned)
+        own = f".{self._app}-"
+        listed = self._fs.get_file_info(pafs.FileSelector(self._staging, allow_not_found=True))
+        self._delete([f.path for f in listed if f.base_name.startswith(prefixes) and own not in f.base_name])
+        self._orphaned = set()
 
     def _read(self, files: list[str]) -> pa.Table:
         assert self._fs is not None

@@ -2,7 +2,8 @@
 
 The filesystem connector reads and writes whole files through
 :class:`FileFormat`; a message-queue connector (Kafka) uses the formats that
-are also a :class:`MessageFormat` (the text formats, avro, raw) one record per
+are also a :class:`MessageFormat` (the text formats, avro, raw; protobuf is one
+only) one record per
 message through :meth:`MessageFormat.decode_messages` and
 :meth:`MessageFormat.encode_messages`.
 
@@ -30,7 +31,7 @@ from sqlstream.core.types import sql_type_name
 
 # Changelog formats: each record is a change event (Flink's debezium-json, canal-json, maxwell-json).
 CHANGELOG_FORMATS: tuple[str, ...] = ("debezium-json", "canal-json", "maxwell-json")
-FORMAT_NAMES: tuple[str, ...] = ("csv", "json", "parquet", "avro", "raw", "orc", *CHANGELOG_FORMATS)
+FORMAT_NAMES: tuple[str, ...] = ("csv", "json", "parquet", "avro", "raw", "orc", "protobuf", *CHANGELOG_FORMATS)
 # A changelog format decodes into, and encodes from, batches ending with this int8 RowKind column.
 ROW_KIND_COLUMN = "$row_kind"
 # format name -> (module under sqlstream.runtime.formats, class)
@@ -41,6 +42,7 @@ _CLASSES: dict[str, tuple[str, str]] = {
     "avro": ("avro", "AvroFormat"),
     "raw": ("raw", "RawFormat"),
     "orc": ("orc", "OrcFormat"),
+    "protobuf": ("protobuf", "ProtobufFormat"),
     "debezium-json": ("changelog_json", "DebeziumJsonFormat"),
     "canal-json": ("changelog_json", "CanalJsonFormat"),
     "maxwell-json": ("changelog_json", "MaxwellJsonFormat"),
@@ -95,8 +97,10 @@ def create_format(
     options: Mapping[str, Any],
     columns: Sequence[str] | None = None,
     table: str = "",
-) -> FileFormat:
+) -> FileFormat | MessageFormat:
     """A format for records of ``schema`` producing ``columns`` (default: all) when decoding.
+
+    Most formats are both; 'protobuf' is a MessageFormat only (Kafka, not files).
 
     ``options`` maps option keys ('csv.field-delimiter', ...) to typed values;
     missing keys take their defaults.  Bad option values raise ConnectorError

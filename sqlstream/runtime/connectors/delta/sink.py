@@ -112,8 +112,3 @@ class DeltaSink(StagedLakeSink):
             .when_not_matched_insert(values, kept)
             .execute()
         )
-
-    def _key_indexes(self) -> list[int]:
-        names = self._ctx.schema.names
-        lowered = [n.lower() for n in names]
-        return [lowered.index(k.lower()) for k in self._keys]

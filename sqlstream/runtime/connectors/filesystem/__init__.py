@@ -19,6 +19,12 @@ elsewhere or under a hidden name, then rename), as this sink does.
 Sink: two-phase commit.  Rows go to hidden in-progress part files; a
 checkpoint's ``prepare_commit`` closes them and ``commit`` renames them to
 their visible names, so readers never see a partial or uncommitted file.
+In-progress files of a killed attempt that no completed checkpoint holds are
+deleted once the job restored from that checkpoint has committed it, as Flink's
+FileSink cleans up: their names end with ``.<lineage>.inprogress``, where the
+lineage is a fresh id for a new writer and is inherited by a restored one (every
+committable carries it), and the restored writer deletes the in-progress files of
+its lineage that are not its own.
 
 Partitioned tables (``PARTITIONED BY (dt, hr)``) are Hive-style directories
 ``dt=2024-03-01/hr=10/`` whose files leave the partition columns out, as Flink's

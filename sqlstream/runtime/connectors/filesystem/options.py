@@ -19,6 +19,7 @@ from sqlstream.runtime.formats import (
     all_format_options,
     create_format,
 )
+from sqlstream.runtime.formats.protobuf import FILESYSTEM_REFUSAL as PROTOBUF_FILES_REFUSED
 from sqlstream.runtime.fs import StorageError, check_path
 
 
@@ -31,7 +32,7 @@ class FileSystemOptions(ConnectorOptions):
         "format",
         required=True,
         choices=FORMAT_NAMES,
-        description="csv, json, parquet, avro, raw, orc, or a changelog format: debezium-json, canal-json, maxwell-json",
+        description="csv, json, parquet, avro, raw, orc (protobuf is refused, as in Flink), or a changelog format: debezium-json, canal-json, maxwell-json",
     )
     format_options: Mapping[str, Any] = option_group(all_format_options())
     monitor_interval_ms: int | None = option(
@@ -207,6 +208,8 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
                 "here (use STRING, an integer type or BOOLEAN; Flink writes a DATE as its day number)"
             )
     fmt = given.get("format", "").lower()
+    if fmt == "protobuf":  # as Flink's PbFileFormatFactory: files of protobuf messages have no standard framing
+        raise ConnectorError(f"table '{table.name}': {PROTOBUF_FILES_REFUSED}")
     if table.partition_keys and fmt in CHANGELOG_FORMATS:
         raise ConnectorError(f"table '{table.name}': a partitioned table cannot use the changelog format '{fmt}' "
                              "here (its update rows would have to move between partitions); use csv, json or parquet")

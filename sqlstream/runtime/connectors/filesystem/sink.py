@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 
 from sqlstream.core.errors import ConnectorError
 from sqlstream.runtime.connectors.base import SinkContext, SinkWriter, conform
@@ -72,6 +73,9 @@ class FileSystemSink(SinkWriter):
         self._clock = ctx.clock
         self._uuid = uuid.uuid4().hex
         self._counter = 0
+        # in-progress names end with it; a restored writer continues the lineage it restores
+        self._lineage = uuid.uuid4().hex
+        self._orphaned: set[str] = set()  # restored lineages whose leftover in-progress files are to be deleted
         self._open: dict[str, _OpenPart] = {}  # partition directory ('' unpartitioned) -> its open file
         self._pending: list[tuple[str, str]] = []  # closed, not yet handed to a checkpoint
         # partition directory -> the time its commit trigger counts from (creation or partition time)
@@ -113,7 +117,7 @@ class FileSystemSink(SinkWriter):
         base = f"part-{self._ctx.subtask_index}-{self._uuid}-{self._counter}.{ext}"
         self._counter += 1
         prefix = f"{partition}/" if partition else ""
-        names = (f"{prefix}.{base}.inprogress", f"{prefix}{base}")
+        names = (f"{prefix}.{base}.{self._lineage}.inprogress", f"{prefix}{base}")
         spool = None
         if self._dir.remote:
             fd, spool = tempfile.mkstemp(prefix="sqlstream-part-", suffix=f".{ext}")
@@ -219,20 +223,25 @@ class FileSystemSink(SinkWriter):
         staged = [[inprogress, final] for inprogress, final in self._pending]
         self._pending = []
         if not self._keys:
-            return staged
+            return {"files": staged, "lineage": self._lineage}
         for partition in sorted(self._written):
             self._partitions.setdefault(partition, self._trigger_time(partition))
         self._written = set()
         due = self._due()
         for p in due:
             del self._partitions[p]
-        return {"files": staged, "commit": due, "pending": [[p, t] for p, t in sorted(self._partitions.items())]}
+        return {"files": staged, "commit": due, "pending": [[p, t] for p, t in sorted(self._partitions.items())],
+                "lineage": self._lineage}
 
     def restore_committed(self, committables: list[Any]) -> None:
-        """The pending partitions of the restored checkpoint are pending again."""
+        """The pending partitions of the restored checkpoint are pending again; the writer continues the
+        restored lineage, whose in-progress files past the checkpoint are orphans."""
         for staged in committables:
-            if isinstance(staged, dict):
+            if isinstance(staged, dict):  # older checkpoints of unpartitioned tables hold plain lists
                 self._partitions = {p: int(t) for p, t in staged.get("pending", [])}
+                if staged.get("lineage"):
+                    self._lineage = staged["lineage"]
+                    self._orphaned.add(staged["lineage"])
 
     def _staged(self, entry: list[str]) -> tuple[Location, Location]:
         """The (in-progress, final) files of a committable entry.  Entries are plain names in the
@@ -261,10 +270,23 @@ class FileSystemSink(SinkWriter):
                             f"staged file {inprogress.where()} is gone"
                         )
                 if isinstance(staged, dict) and "success-file" in self._options.commit_policy:
-                    for partition in staged["commit"]:
+                    for partition in staged.get("commit", ()):
                         self._dir.child(partition, self._options.success_file_name).write_bytes(b"")
+            if self._orphaned:
+                self._collect_orphans()
         except StorageError as e:
             raise self._error(e) from None
+
+    def _collect_orphans(self) -> None:
+        """After the restored checkpoint is committed: delete the in-progress files of the restored lineages
+        that are not this writer's (a killed attempt's, staged past the checkpoint or being written)."""
+        ends = tuple(f".{lineage}.inprogress" for lineage in self._orphaned)
+        for info in self._dir.list(recursive=True):
+            name = info.base_name
+            if info.type == pafs.FileType.File and name.startswith(".") and name.endswith(ends) \
+                    and self._uuid not in name:
+                Location(self._dir.fs, info.path, info.path, self._dir.endpoint).delete()
+        self._orphaned = set()
 
     def rollback(self, committables: list[Any]) -> bool:
         """Remove the committed part files (and any still staged): their rows are written again."""

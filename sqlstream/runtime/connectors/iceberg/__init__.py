@@ -9,19 +9,27 @@ The one catalog type is ``sql``, pyiceberg's SQL catalog, whose ``uri`` is a
 SQLAlchemy URL (``sqlite:////path/catalog.db``); Flink's ``hive``/``hadoop``/``rest``
 are refused.  Columns are matched by name (exactly, else case-insensitively).
 
-Sink.  Appends only: pyiceberg 0.12 writes no equality deletes, so an updating query
-into an iceberg table is refused at plan time.  Rows are staged per checkpoint and
-appended as one snapshot per completed checkpoint and sink subtask whose summary
-carries ``sqlstream.app-id`` (``<run uuid>-<subtask>``) and ``sqlstream.checkpoint-id``;
-a commit replayed after a restore finds its snapshot and is skipped (see
-``runtime/connectors/lakehouse.py``).  A bounded job commits at the end of its input;
-an unbounded one only on checkpoints.  A missing namespace and table are created from
-the sink's columns: BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, STRING, BYTES, DATE,
-ARRAY, MAP and ROW map to Iceberg's types of the same name, TINYINT and SMALLINT to
-``int``, TIMESTAMP to ``timestamp``, TIMESTAMP_LTZ to ``timestamptz`` and TIME to
-``time`` (Iceberg's are in microseconds), NOT NULL columns to required fields, and the
-``PRIMARY KEY`` columns to the table's (required) identifier fields, as Flink's Iceberg
-catalog does; the sink still appends (Flink's upsert mode needs equality deletes).
+Sink.  Rows are staged per checkpoint and committed once per completed checkpoint and
+sink subtask; every snapshot of the commit carries ``sqlstream.app-id`` (``<run
+uuid>-<subtask>``), ``sqlstream.checkpoint-id`` and ``sqlstream.commit-id`` (one commit
+can make several snapshots); a commit replayed after a restore finds its snapshot and is
+skipped (see ``runtime/connectors/lakehouse.py``).  Without a PRIMARY KEY the sink
+appends, and an updating query is refused at plan time.  With one (the table's
+identifier fields) it takes an updating query as Flink's Iceberg sink does: of a
+checkpoint's changes the last one per key counts, a -D deletes the key's rows and a
++I/+U replaces them.  pyiceberg writes no equality deletes (Flink writes them), so the
+changes are applied copy-on-write in one transaction: ``Transaction.delete`` of the
+deleted keys, then ``Transaction.upsert`` (data files holding a changed key are
+rewritten; readers see no delete files).  A checkpoint of inserts only is appended, as
+Flink appends +I rows, unless ``write.upsert.enabled`` (Flink's upsert mode, which needs
+the PRIMARY KEY) makes each row replace its key's.  A bounded job commits at the end of
+its input; an unbounded one only on checkpoints.  A missing namespace and table are
+created from the sink's columns: BOOLEAN, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, STRING,
+BYTES, DATE, ARRAY, MAP and ROW map to Iceberg's types of the same name, TINYINT and
+SMALLINT to ``int``, TIMESTAMP to ``timestamp``, TIMESTAMP_LTZ to ``timestamptz`` and
+TIME to ``time`` (Iceberg's are in microseconds), NOT NULL columns to required fields,
+and the ``PRIMARY KEY`` columns to the table's (required) identifier fields, as Flink's
+Iceberg catalog does.
 
 Source.  A bounded scan of the current snapshot (or the one ``snapshot-id`` /
 ``as-of-timestamp`` names), pinned when the
@@ -41,8 +49,10 @@ CONNECTOR = Connector(
     create_source=IcebergSource,
     create_sink=IcebergSink,
     validate_extra=validate_table,
-    accepts_updates=False,
-    description="an Apache Iceberg table in a SQL catalog (bounded scan; exactly-once appends)",
+    accepts_updates=True,
+    updates_need_primary_key=True,
+    description="an Apache Iceberg table in a SQL catalog (bounded scan; exactly-once appends, or changes applied "
+    "by primary key)",
 )
 
 __all__ = ["CONNECTOR", "IcebergOptions", "IcebergSink", "IcebergSource"]

@@ -47,6 +47,10 @@ class IcebergOptions(ConnectorOptions):
         "as-of-timestamp", "int",
         description="source: read the snapshot that was current at this time, in milliseconds since the epoch",
     )
+    upsert_enabled: bool = option(
+        "write.upsert.enabled", "bool", default=False,
+        description="sink: every row replaces the row of its PRIMARY KEY (also inserts; Flink's upsert mode)",
+    )
 
     def check(self, table: str) -> None:
         for key, value in (("catalog-name", self.catalog_name), ("uri", self.uri),
@@ -76,4 +80,7 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
     """The library is installed and every column has an Iceberg type:
     an INTERVAL column fails at CREATE TABLE, not when a job writes."""
     require("pyiceberg", table, "iceberg")
+    if given.get("write.upsert.enabled", "false").strip().lower() == "true" and not table.primary_key:
+        raise ConnectorError(f"table '{table.name}': Equality field columns shouldn't be empty when configuring to use "
+                             "UPSERT data stream ('write.upsert.enabled' needs a PRIMARY KEY (...) NOT ENFORCED).")
     refuse_types(table, _no_iceberg_type, "Iceberg")

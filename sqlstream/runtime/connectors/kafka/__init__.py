@@ -17,7 +17,7 @@ Options follow Flink's Kafka SQL connector.  Differences, and why:
   read_committed reading reaches the end of the partition (an open
   transaction holds the stable end back).
 * Keys, values and METADATA columns map to records as in Flink (see
-  :mod:`.layout`); the 'headers' metadata is refused (not supported yet).  With a
+  :mod:`.layout`), 'headers' included.  With a
   changelog format (``debezium-json``, ``canal-json``, ``maxwell-json``) the
   source emits their +I/-U/+U/-D rows and the sink writes update and delete
   rows as events.

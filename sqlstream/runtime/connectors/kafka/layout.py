@@ -10,11 +10,14 @@ table and without it in the key format.  When reading with 'ALL', key fields
 are taken from the value, as Flink does.
 
 METADATA columns read the record's Kafka metadata (:data:`METADATA`);
-'timestamp' is also written (a NULL lets the producer take the current time).
+'timestamp' and 'headers' are also written (a NULL timestamp lets the producer
+take the current time, a NULL headers map writes none, an entry with a NULL key or
+value is left out).  'headers' reads as a
+MAP<STRING, BYTES> that is never NULL (empty without headers); of repeated
+header keys the last one's value is kept, as Flink's HashMap does.
 The planner hands the connector metadata columns typed as the metadata is and
 casts between that and the declared type in the session time zone, as Flink's
 planner does.
-Flink's 'headers' metadata (a MAP<STRING, BYTES>) is refused: not supported yet.
 
 A format that skips a message (a tombstone, a blank text message, a malformed
 one with ignore-parse-errors) returns fewer rows than it was given; keys and
@@ -42,6 +45,7 @@ from sqlstream.runtime.formats import (
 )
 
 _LTZ3 = pa.timestamp("ms", tz="UTC")
+_HEADERS = pa.map_(pa.string(), pa.binary())
 
 # Flink's KafkaDynamicSource/KafkaDynamicSink metadata (all readable; 'timestamp' also writable).
 METADATA: dict[str, MetadataKey] = {
@@ -51,11 +55,11 @@ METADATA: dict[str, MetadataKey] = {
     "timestamp": MetadataKey(_LTZ3, writable=True),
     "timestamp-type": MetadataKey(pa.string()),
     "leader-epoch": MetadataKey(pa.int32()),
-    "headers": MetadataKey(
-        None,
-        refused="Kafka's 'headers' metadata (MAP<STRING, BYTES> in Flink) is not supported yet",
-    ),
+    "headers": MetadataKey(_HEADERS, writable=True),
 }
+
+# A record's headers: (key, value) pairs as confluent_kafka takes and gives them.
+Headers = list[tuple[str, bytes | None]]
 
 _TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
 
@@ -190,6 +194,15 @@ class RecordLayout:
         millis = batch.column(stamp).cast(_LTZ3).cast(pa.int64()).fill_null(0)
         return keys, values, millis.to_pylist()
 
+    def headers(self, batch: pa.RecordBatch) -> list[Headers | None] | None:
+        """Each row's record headers from its 'headers' metadata column (None: the table has none)."""
+        column = next((c for c, k in self._metadata.items() if k == "headers" and c in batch.schema.names), None)
+        if column is None:
+            return None
+        maps = batch.column(column).cast(_HEADERS).to_pylist()
+        # as Flink's KafkaDynamicSink, an entry with a NULL key or value is not written
+        return [None if m is None else [(k, v) for k, v in m if k is not None and v is not None] for m in maps]
+
 
 def _select(batch: pa.RecordBatch, schema: pa.Schema, names: list[str]) -> pa.RecordBatch:
     """Columns ``names`` of ``batch`` as a batch of ``schema`` (the format's names and nullability)."""
@@ -216,6 +229,13 @@ def _metadata_array(key: str, messages: list[Message]) -> pa.Array:
         return pa.array([_TIMESTAMP_TYPES.get(m.timestamp()[0], "NoTimestampType") for m in messages], pa.string())
     elif key == "leader-epoch":
         get = Message.leader_epoch
+    elif key == "headers":
+        return pa.array([_header_map(m.headers()) for m in messages], _HEADERS)
     else:
         raise AssertionError(f"metadata key '{key}' is not readable")
     return pa.array([get(m) for m in messages], METADATA[key].type)
+
+
+def _header_map(headers: Headers | None) -> Headers:
+    """A record's headers as map entries: one per key, the last value of a repeated key (Flink's HashMap)."""
+    return list(dict(headers or ()).items())

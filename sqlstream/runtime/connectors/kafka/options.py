@@ -23,9 +23,11 @@ from sqlstream.runtime.formats import (
     create_format,
 )
 
-MessageFormat = Literal["csv", "json", "avro", "raw", "avro-confluent", "debezium-json", "canal-json", "maxwell-json"]
+MessageFormat = Literal[
+    "csv", "json", "avro", "raw", "protobuf", "avro-confluent", "debezium-json", "canal-json", "maxwell-json"
+]
 # a Kafka message key's formats; upsert-kafka's keys (and values) are csv or json
-KafkaKeyFormat = Literal["csv", "json", "avro", "raw", "avro-confluent"]
+KafkaKeyFormat = Literal["csv", "json", "avro", "raw", "protobuf", "avro-confluent"]
 KeyFormat = Literal["csv", "json"]
 StartupMode = Literal["earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets"]
 FieldsInclude = Literal["all", "except_key"]
@@ -95,7 +97,7 @@ class KafkaOptions(ConnectorOptions):
     format: MessageFormat | None = option(
         "format",
         choices=MESSAGE_FORMATS,
-        description="value format: csv, json, avro, raw, or a changelog format (debezium-json, canal-json, "
+        description="value format: csv, json, avro, raw, protobuf, or a changelog format (debezium-json, canal-json, "
         "maxwell-json); or 'value.format'",
     )
     format_options: Mapping[str, Any] = option_group(all_format_options())
@@ -104,7 +106,7 @@ class KafkaOptions(ConnectorOptions):
     )
     value_format_options: Mapping[str, Any] = option_group(VALUE_FORMAT_OPTIONS)
     key_format: KafkaKeyFormat | None = option(
-        "key.format", choices=KAFKA_KEY_FORMATS, description="format of the message key: csv, json, avro or raw"
+        "key.format", choices=KAFKA_KEY_FORMATS, description="format of the message key: csv, json, avro, raw or protobuf"
     )
     key_format_options: Mapping[str, Any] = option_group(KEY_FORMAT_OPTIONS)
     key_fields: tuple[str, ...] = option(

@@ -37,6 +37,7 @@ from sqlstream.runtime.connectors.kafka.client import (
     read_committed_consumer,
     topic_partitions,
 )
+from sqlstream.runtime.connectors.kafka.layout import Headers
 from sqlstream.runtime.connectors.kafka.options import (
     KafkaOptions,
     client_properties,
@@ -83,8 +84,8 @@ class KafkaSink(SinkWriter):
         self._partitions = 0
         self._delivery_error: KafkaError | None = None
         # exactly-once state
-        # (partition or -1, key, value, timestamp in epoch ms or 0 for the producer's time)
-        self._buffer: list[tuple[int, bytes | None, bytes | None, int]] = []
+        # (partition or -1, key, value, timestamp in epoch ms or 0 for the producer's time, headers or None)
+        self._buffer: list[tuple[int, bytes | None, bytes | None, int, Headers | None]] = []
         self._run = uuid.uuid4().hex
         self._run_floor = -math.inf  # highest checkpoint order known in the run continued from a restore
         self._prepared = False
@@ -226,12 +227,13 @@ class KafkaSink(SinkWriter):
         assert self._producer is not None, "open() first"
         batch = conform(batch, self._ctx.schema)
         keys, values, timestamps = self._encode(batch, kinds)
+        headers = self._layout.headers(batch) or [None] * len(values)
         partitions = self._assign_partitions(len(values))
         if self.exactly_once:
-            self._buffer.extend(zip(partitions, keys, values, timestamps, strict=True))
+            self._buffer.extend(zip(partitions, keys, values, timestamps, headers, strict=True))
             return
-        for partition, key, value, timestamp in zip(partitions, keys, values, timestamps, strict=True):
-            self._produce(self._topic, value, key, partition, self._on_delivery, timestamp)
+        for partition, key, value, timestamp, header in zip(partitions, keys, values, timestamps, headers, strict=True):
+            self._produce(self._topic, value, key, partition, self._on_delivery, timestamp, header)
         self._producer.poll(0)
         self._check_delivery()
 
@@ -270,11 +272,14 @@ class KafkaSink(SinkWriter):
         partition: int,
         on_delivery: Callable[[KafkaError | None, Message], None] | None = None,
         timestamp: int = 0,
+        headers: Headers | None = None,
     ) -> None:
         """Produce one message (``timestamp`` 0: the current time), waiting for room while librdkafka's queue is full."""
         assert self._producer is not None
         deadline = time.monotonic() + TXN_TIMEOUT_S
         extra: dict[str, Any] = {} if on_delivery is None else {"on_delivery": on_delivery}
+        if headers:
+            extra["headers"] = headers
         while True:
             try:
                 self._producer.produce(topic, value=value, key=key, partition=partition, timestamp=timestamp, **extra)
@@ -305,7 +310,8 @@ class KafkaSink(SinkWriter):
         The committable is a plain dict (picklable): topic, transactional_id,
         subtask, run, checkpoint and records, a list of (partition or -1 for
         the client's partitioner, key bytes or None, value bytes or None,
-        timestamp in epoch milliseconds or 0 for the producer's current time).
+        timestamp in epoch milliseconds or 0 for the producer's current time,
+        record headers or None).
         """
         if not self.exactly_once:
             if self._guarantee == "at-least-once" and self._producer is not None:
@@ -359,8 +365,9 @@ class KafkaSink(SinkWriter):
         marker = json.dumps({"run": c["run"], "checkpoint": c["checkpoint"]}).encode()
         try:
             producer.begin_transaction()
-            for partition, key, value, *timestamp in c["records"]:  # no timestamp in older checkpoints
-                self._produce(c["topic"], value, key, partition, None, *timestamp)
+            # older checkpoints hold no timestamp, or no headers
+            for partition, key, value, *stamp_and_headers in c["records"]:
+                self._produce(c["topic"], value, key, partition, None, *stamp_and_headers)
             self._produce(self._marker_topic, marker, c["transactional_id"].encode(), -1)
             producer.commit_transaction(TXN_TIMEOUT_S)
         except KafkaException as e:
