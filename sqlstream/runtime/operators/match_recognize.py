@@ -86,6 +86,10 @@ class MatchRecognizeOperator(Operator):
                            for d in config.defines]
         self.measures = [compile_expr(m) for m in config.measures]
         self.due_timers = KeyTimers()  # key group -> its earliest waiting row
+        # WITHIN: (key group, key) -> when its earliest open partial match times out, so that a key
+        # no row reaches any more still drops its timed-out matches (Flink's CepOperator visits a
+        # key with partial matches at every watermark)
+        self.expiry_timers = KeyTimers()
         self.watermark = MIN_WATERMARK
 
     def open(self, ctx: OperatorContext) -> None:
@@ -107,12 +111,20 @@ class MatchRecognizeOperator(Operator):
     def on_watermark(self, timestamp: int) -> Output:
         self.watermark = timestamp
         due = take_due(self.waiting, self.due_timers, self.time_index, timestamp)
-        if due is None:
+        expiring = self.expiry_timers.pop_due(timestamp)
+        if due is None and not expiring:
             return []
-        out = self._fire(due, timestamp)
+        emitted: list[tuple[_KeyRows, int, tuple[int, ...]]] = []
+        fired = self._fire(due, timestamp, emitted) if due is not None else set()
+        for kg, key in expiring:
+            if (kg, key) not in fired:  # no row of the key is due: only time advances
+                self._run_key(kg, key, None, [], emitted, timestamp)
+        out = self._output(emitted)
         return [Chunk(out)] if out.num_rows else []
 
-    def _fire(self, due_rows: pa.RecordBatch, watermark: int) -> pa.RecordBatch:
+    def _fire(self, due_rows: pa.RecordBatch, watermark: int,
+              emitted: list[tuple[_KeyRows, int, tuple[int, ...]]]) -> set[tuple[int, tuple]]:
+        """Feed the due rows to the NFA of their keys; the (key group, key)s fed."""
         groups = group_rows(due_rows, self.keys, self.ctx.max_parallelism)
         # each key's due rows in event-time order, rows of equal times by the further ORDER BY
         # columns, then in arrival order
@@ -129,14 +141,13 @@ class MatchRecognizeOperator(Operator):
         ordered = [g[2][np.argsort(rank[g[2]])] for g in groups]
         rows = due_rows.take(pa.array(np.concatenate(ordered)))
         current_only = self._current_row_conditions(rows)
-        emitted: list[tuple[_KeyRows, int, tuple[int, ...]]] = []
         offset = 0
         for (kg, key, _), idx in zip(groups, ordered, strict=True):
             n = len(idx)
             self._run_key(kg, key, rows.slice(offset, n), [c if c is None else c[offset:offset + n]
                                                            for c in current_only], emitted, watermark)
             offset += n
-        return self._output(emitted)
+        return {(kg, key) for kg, key, _ in groups}
 
     def _current_row_conditions(self, rows: pa.RecordBatch) -> list[list[bool] | None]:
         """Per variable, its DEFINE over each due row when it reads only the current row (NULL is
@@ -150,13 +161,18 @@ class MatchRecognizeOperator(Operator):
             out.append(pc.fill_null(value, False).to_pylist())
         return out
 
-    def _run_key(self, kg: int, key: tuple, due: pa.RecordBatch, current_only: list[list[bool] | None],
+    def _run_key(self, kg: int, key: tuple, due: pa.RecordBatch | None, current_only: list[list[bool] | None],
                  emitted: list[tuple[_KeyRows, int, tuple[int, ...]]], watermark: int) -> None:
+        """Feed the key's ``due`` rows (None: none, time advances only) to its NFA."""
         stored = self.nfa.get(kg, key)
         if stored is None:
+            if due is None:
+                return
             base, kept, next_seq, partials, completed = 0, None, 0, (), ()
         else:
             base, kept, next_seq, partials, completed = stored
+        if due is None:
+            due = kept.slice(0, 0)
         batch = due if kept is None else pa.concat_batches([kept, due])
         rows = _KeyRows(batch, base, next_seq - base)
         partial: list[Partial] = list(partials)
@@ -211,6 +227,8 @@ class MatchRecognizeOperator(Operator):
         first = min(starts)
         kept_rows = batch.slice(first - base)
         self.nfa.put(kg, key, (first, kept_rows, next_seq, tuple(partial), tuple(pending)))
+        if times is not None and partial:
+            self.expiry_timers.register(kg, key, min(int(times[p[0] - base]) for p in partial) + within)
 
     def _step(self, pm: Partial, seq: int, due_index: int, rows: _KeyRows,
               current_only: list[list[bool] | None]) -> list[Partial]:
@@ -327,3 +345,9 @@ class MatchRecognizeOperator(Operator):
         for kg, _, waiting in self.waiting.items():
             first = min(int(pc.min(event_times(b, self.time_index)).as_py()) for b in waiting)
             self.due_timers.register(kg, (), first)
+        within = self.config.within_ms
+        if within is not None:
+            for kg, key, (base, kept, _, partials, _) in self.nfa.items():
+                if partials:
+                    times = event_times(kept, self.time_index).to_numpy(zero_copy_only=False)
+                    self.expiry_timers.register(kg, key, min(int(times[p[0] - base]) for p in partials) + within)

@@ -86,3 +86,60 @@ SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.pri
 SELECT * FROM ticks MATCH_RECOGNIZE (ORDER BY ts, price DESC MEASURES A.sym AS a_sym, A.price AS a, B.sym AS b_sym, B.price AS b ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
 -- case: order_by_rowtime_descending_refused
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts DESC MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > 1) AS r;
+-- case: prev_default_offset_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, B.price AS b ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > PREV(B.price)) AS r;
+-- case: prev_zero_offset
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, B.price AS b ONE ROW PER MATCH PATTERN (A B) DEFINE B AS PREV(B.price, 0) > A.price + 2) AS r;
+-- case: next_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > NEXT(B.price)) AS r;
+-- case: prev_in_measures_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES PREV(B.price) AS p ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: classifier_in_measures
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, CLASSIFIER() AS c ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: match_number_in_measures
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, MATCH_NUMBER() AS n ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: all_rows_per_match
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ALL ROWS PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: permute_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (PERMUTE(A, B)) DEFINE B AS B.price > 1) AS r;
+-- case: exclusion_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A {- B -} C) DEFINE B AS B.price > 1) AS r;
+-- case: top_alternation_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A | B) DEFINE B AS B.price > 1) AS r;
+-- case: define_of_unknown_variable
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A B) DEFINE Z AS Z.price > 1) AS r;
+-- case: final_last_in_measures
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FINAL LAST(B.price) AS fb, RUNNING LAST(B.price) AS rb, A.price AS a ONE ROW PER MATCH PATTERN (A B{2}) DEFINE B AS B.price > A.price) AS r;
+-- case: subset_in_measures
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES LAST(AB.price) AS ab ONE ROW PER MATCH PATTERN (A B C) SUBSET AB = (A, B) DEFINE B AS B.price > A.price, C AS C.price > B.price) AS r;
+-- case: count_distinct_in_measures_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(DISTINCT A.tax) AS n, B.price AS b ONE ROW PER MATCH PATTERN (A+ B) DEFINE A AS A.price > 15, B AS B.price <= 15) AS r;
+-- case: define_not_boolean
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price + 1) AS r;
+-- case: up_to_quantifier
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(A.price) AS n, B.price AS b ONE ROW PER MATCH PATTERN (A{,2} B) DEFINE A AS A.price > 15, B AS B.price <= 15) AS r;
+-- case: match_proctime_measure
+SELECT sym, a FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, MATCH_PROCTIME() AS pt ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: within_month_refused
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN (A B) WITHIN INTERVAL '1' MONTH DEFINE B AS B.price > A.price) AS r;
+-- case: measure_unknown_column
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.nope AS a ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: prev_zero_offset_other_variable
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, B.price AS b ONE ROW PER MATCH PATTERN (A B) DEFINE A AS A.tax = 1, B AS B.price > PREV(A.price, 0)) AS r;
+-- case: final_in_measures
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FINAL LAST(B.price) AS fb, A.price AS a ONE ROW PER MATCH PATTERN (A B{2}) DEFINE B AS B.price > A.price) AS r;
+-- case: subset_in_define
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, C.price AS c ONE ROW PER MATCH PATTERN (A B C) SUBSET AB = (A, B) DEFINE B AS B.price > A.price, C AS C.price < LAST(AB.price, 1)) AS r;
+-- case: subset_aggregates
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(AC.price) AS f, SUM(AC.price) AS s, COUNT(AC.price) AS n, MAX(BC.tax) AS mx ONE ROW PER MATCH PATTERN (A B+ C) SUBSET AC = (A, C), BC = (B, C) DEFINE B AS B.price > A.price, C AS C.price < LAST(B.price)) AS r;
+-- case: subset_unknown_variable
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES LAST(AZ.price) AS p ONE ROW PER MATCH PATTERN (A B) SUBSET AZ = (A, Z) DEFINE B AS B.price > A.price) AS r;
+-- case: match_proctime_is_now
+SELECT sym, a, EXTRACT(YEAR FROM pt) >= 2024 AS recent FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, MATCH_PROCTIME() AS pt ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: optional_as_zero_to_one
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, COUNT(B.price) AS n, C.price AS c ONE ROW PER MATCH PATTERN (A B{0,1} C) DEFINE A AS A.tax = 1, B AS B.tax = 2, C AS C.tax >= 1) AS r;
+-- case: star_as_zero_or_more
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a, COUNT(B.price) AS nb, C.price AS c ONE ROW PER MATCH PATTERN (A B{0,} C) DEFINE A AS A.price > 15, B AS B.price > 15, C AS C.price <= 15) AS r;
+-- case: subset_and_within_in_view
+CREATE VIEW m AS SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, LAST(AB.price) AS ab, C.price AS c ONE ROW PER MATCH PATTERN (A B C) WITHIN INTERVAL '3' SECOND SUBSET AB = (A, B) DEFINE B AS B.price > A.price, C AS C.price > B.price) AS r;
+SELECT * FROM m;
