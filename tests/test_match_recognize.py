@@ -95,6 +95,37 @@ def test_late_rows_are_dropped() -> None:
     assert _rows(harness) == []
 
 
+WITHIN = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES A.v AS a, C.v AS c "
+          "ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+? C) WITHIN INTERVAL '2' SECOND "
+          "DEFINE A AS A.v IN (1, 2), B AS B.v > 0, C AS C.v = 9 AND A.v = 2) AS r")
+
+
+def _within_node():  # noqa: ANN202 - a planned PhysicalNode
+    _, flow = dataflow([select_plan(_session().catalog, parse_one(WITHIN))], {})
+    return next(n for n in flow.nodes if n.name == "MatchRecognize")
+
+
+@pytest.mark.parametrize("restored", [False, True])
+def test_within_times_out_a_key_no_row_reaches_any_more(restored: bool) -> None:
+    """Flink's CepOperator visits a key with partial matches at every watermark, so WITHIN drops
+    them although the key gets no more rows, and a completed match they held back is emitted."""
+    harness = OperatorHarness(_within_node())
+    # key 1: the match started at 1000 (A.v = 1) cannot end in C, so it stays open on B rows; the
+    # one started at 1500 (A.v = 2) completes at 2200 but waits for the earlier one to close
+    harness.process_batch(_batch([(1, 1, 1000), (1, 2, 1500), (1, 5, 2000), (1, 9, 2200), (2, 1, 2600)]))
+    harness.watermark(2600)
+    assert _rows(harness) == []
+    if restored:
+        harness = OperatorHarness(_within_node(), "rocksdb", restore=harness.snapshot())
+    harness.watermark(2999)  # key 1's partial match started at 1000 is 1999 ms old: open
+    assert _rows(harness) == []
+    harness.watermark(3000)  # ... now it times out: the match it held back comes out
+    assert _rows(harness) == [(1, 2, 9)]
+    assert [key for _, key, _ in harness.operator.nfa.items()] == [(2,)]
+    harness.watermark(4600)  # key 2's partial match (A at 2600) times out: no state is left
+    assert list(harness.operator.nfa.items()) == [] and harness.state.num_entries() == 0
+
+
 def test_explain_shows_the_pattern_and_skip() -> None:
     plan = _plan(QUERY)
     assert "MatchRecognize(partition=[$0], order=$2, pattern=[A B+ C]" in plan
