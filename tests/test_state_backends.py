@@ -264,6 +264,17 @@ def test_hashmap_ttl_drops_expired_entries_of_keys_never_read_again(backends) ->
     assert len(st) == 41 and st.get(950 % 128, (950,)) == "again"
 
 
+def test_rocksdb_ttl_sweeps_expired_entries_of_keys_never_read_again(backends) -> None:
+    """Flink's RocksDB drops expired entries at compaction; here a sweep every so many writes."""
+    clock = ManualClock()
+    st = backends("rocksdb", clock=clock).state("s", ttl_ms=50)
+    for i in range(10_000):
+        st.put(i % 128, (i,), i)
+        clock.advance(1)
+    assert 50 <= len(st) <= 50 + 256  # at most the writes since the last sweep besides the live ones
+    assert len(list(st.items())) == 49  # read at 10 000 ms: the writes of 9951..9999 are live
+
+
 def test_rocksdb_checkpoints_are_incremental(backends, tmp_path: Path) -> None:
     backend = backends("rocksdb")
     st = backend.state("s")
