@@ -13,7 +13,7 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
-from sqlstream.core.errors import PlanError
+from sqlstream.core.errors import PlanError, SqlError
 from sqlstream.core.sql.script import parse_one
 from sqlstream.frontend.session import Session
 from sqlstream.planner.planner import dataflow, select_plan
@@ -165,6 +165,10 @@ _MR = "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES {m} 
     (_MR.format(m="A.v AS a", rest="PATTERN (A{,2} B) DEFINE A AS A.v > 1"), r"quantifier A\{,2\} is not supported"),
     (_MR.format(m="A.v AS a", rest="PATTERN (PERMUTE(A, B) C) DEFINE A AS A.v > 1"), "PERMUTE in PATTERN"),
     (_MR.format(m="A.v AS a", rest="PATTERN (A {- B -} C) DEFINE A AS A.v > 1"), "exclusion"),
+    (_MR.format(m="A.v AS a, B.v AS a", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "two measures are named a"),
+    (_MR.format(m="A.v AS k", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "ambiguously defined"),
+    (_MR.format(m="A.v AS a", rest="PATTERN (A B) SUBSET AB = (A, B), AB = (B) DEFINE B AS B.v > 1"),
+     "SUBSET AB: the name is taken"),
     (_MR.format(m="LAST(AZ.v) AS p", rest="PATTERN (A B) SUBSET AZ = (A, Z) DEFINE B AS B.v > 1"),
      "SUBSET AZ names Z, which is not a variable"),
     (_MR.format(m="A.v AS a", rest="PATTERN (A B C) SUBSET AB = (A, B) DEFINE C AS C.v > LAST(AB.v)"),
@@ -178,3 +182,8 @@ _MR = "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES {m} 
 def test_refusals_name_the_construct(sql: str, message: str) -> None:
     with pytest.raises(PlanError, match=message):
         _plan(sql)
+
+
+def test_an_empty_pattern_is_a_located_syntax_error() -> None:
+    with pytest.raises(SqlError, match=r"column 116 near 'DEFINE': MATCH_RECOGNIZE: the PATTERN is empty"):
+        _plan(_MR.format(m="A.v AS a", rest="PATTERN () DEFINE B AS B.v > 1"))

@@ -175,6 +175,11 @@ def bind_match_recognize(source: LogicalNode, scope: Scope, node: exp.MatchRecog
         bound = _bind_measure(item.this, variables, unions, input_scope, rowtime, primitives, primitive_types, zone)
         if isinstance(item.this, exp.Anonymous) and item.this.name.upper() == "MATCH_ROWTIME":
             rowtime_measure = len(measures)
+        if item.alias in names:
+            raise plan_error(f"MATCH_RECOGNIZE: two measures are named {item.alias}", item)
+        if item.alias in [scope.columns[k].name for k in partition_keys]:
+            raise plan_error(f"MATCH_RECOGNIZE: the measure {item.alias} has the name of a PARTITION BY column: "
+                             f"Columns ambiguously defined: {{{item.alias}}}", item)
         measures.append(bound)
         names.append(item.alias)
     if not measures and not partition_keys:
@@ -193,13 +198,14 @@ def _subsets(node: exp.MatchRecognize, variables: list[str]) -> list[str]:
     FIRST/LAST are NULL, its COUNT 0), and DEFINE cannot name it.  So only the names are kept."""
     names: list[str] = []
     for declared in node.args.get("subset") or []:
-        name, members = declared.alias, [m.name for m in declared.this.expressions]
-        for member in members:
-            if member not in variables:
-                raise plan_error(f"MATCH_RECOGNIZE: SUBSET {name} names {member}, which is not a variable of the "
-                                 "PATTERN (Flink: Unknown pattern)", declared)
+        name = declared.alias
+        for member in declared.this.expressions:
+            if member.name not in variables:
+                raise plan_error(f"MATCH_RECOGNIZE: SUBSET {name} names {member.name}, which is not a variable of "
+                                 "the PATTERN (Flink: Unknown pattern)", member)
         if name in variables or name in names:
-            raise plan_error(f"MATCH_RECOGNIZE: SUBSET {name} reuses the name of a pattern variable", declared)
+            raise plan_error(f"MATCH_RECOGNIZE: SUBSET {name}: the name is taken by a pattern variable or another "
+                             "SUBSET", declared)
         names.append(name)
     return names
 

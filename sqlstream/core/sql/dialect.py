@@ -1320,6 +1320,9 @@ class Flink(Dialect):
             self._match_subset: list[exp.Expr] = []
             try:
                 node = super()._parse_match_recognize()
+            except ValueError:  # sqlglot's exp.var("") of PATTERN ()
+                self.raise_error("MATCH_RECOGNIZE: the PATTERN is empty")
+                raise
             finally:
                 within, self._match_within = self._match_within, None
                 subset, self._match_subset = self._match_subset, []

@@ -143,3 +143,9 @@ SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST
 -- case: subset_and_within_in_view
 CREATE VIEW m AS SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, LAST(AB.price) AS ab, C.price AS c ONE ROW PER MATCH PATTERN (A B C) WITHIN INTERVAL '3' SECOND SUBSET AB = (A, B) DEFINE B AS B.price > A.price, C AS C.price > B.price) AS r;
 SELECT * FROM m;
+-- case: duplicate_measure_names
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, B.price AS a ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: measure_named_as_partition_key
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS sym ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: empty_pattern
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a ONE ROW PER MATCH PATTERN () DEFINE B AS B.price > 1) AS r;
