@@ -126,6 +126,16 @@ def test_within_times_out_a_key_no_row_reaches_any_more(restored: bool) -> None:
     assert list(harness.operator.nfa.items()) == [] and harness.state.num_entries() == 0
 
 
+def test_order_by_a_proctime_column_matches_on_the_wall_clock() -> None:
+    """Flink's MATCH_RECOGNIZE runs in processing time when ordered by a PROCTIME() column: the
+    column becomes the time attribute, stamped as rows arrive (results: reference case
+    match_recognize.proctime_order)."""
+    plan = _plan("SELECT * FROM (SELECT k, v, PROCTIME() AS pt FROM t) MATCH_RECOGNIZE (PARTITION BY k ORDER BY pt "
+                 "MEASURES A.v AS a ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.v > A.v) AS r")
+    assert "MatchRecognize(partition=[$0], order=$2, pattern=[A B]" in plan
+    assert "WatermarkAssigner(proctime=pt, watermark=$2:pt)" in plan
+
+
 def test_explain_shows_the_pattern_and_skip() -> None:
     plan = _plan(QUERY)
     assert "MatchRecognize(partition=[$0], order=$2, pattern=[A B+ C]" in plan
@@ -146,9 +156,9 @@ _MR = "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES {m} 
     # Flink ignores the DEFINE of a name the PATTERN lacks, but validates it
     (_MR.format(m="A.v AS a", rest="PATTERN (A B) DEFINE Z AS Z.nope > 1"), "nope"),
     ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY v MEASURES A.v AS a PATTERN (A B) "
-     "DEFINE A AS A.v > 1) AS r", "must be ordered by the input's event-time attribute"),
+     "DEFINE A AS A.v > 1) AS r", "must be ordered by the input's time attribute"),
     ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts DESC MEASURES A.v AS a PATTERN (A B) "
-     "DEFINE A AS A.v > 1) AS r", "must be ordered by the input's event-time attribute"),
+     "DEFINE A AS A.v > 1) AS r", "must be ordered by the input's time attribute"),
     ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES A.v AS a ALL ROWS PER MATCH "
      "PATTERN (A B) DEFINE A AS A.v > 1) AS r", "ALL ROWS PER MATCH is not supported"),
     (_MR.format(m="A.v AS a", rest="PATTERN (A | B C) DEFINE A AS A.v > 1"), r"alternation \(\|\) in PATTERN"),

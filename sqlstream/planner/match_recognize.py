@@ -1,6 +1,7 @@
 """Binding MATCH_RECOGNIZE (Flink's row pattern recognition) into a logical MatchRecognize node.
 
-What is carried out: PARTITION BY columns, ORDER BY the event-time attribute ascending, a PATTERN
+What is carried out: PARTITION BY columns, ORDER BY the time attribute (event time, or a PROCTIME()
+column) ascending, a PATTERN
 of variables in sequence with quantifiers (``+ * ? {n} {n,} {n,m}``, reluctant ``+? *? {n,}? {n,m}?``), DEFINE conditions
 over the current row and the match so far (FIRST/LAST(v.col[, n]), v.col, PREV(v.col, 0), aggregates),
 MEASURES (FINAL or not) over FIRST/LAST(v.col[, n])/v.col, COUNT/SUM/AVG/MIN/MAX
@@ -27,6 +28,7 @@ from sqlstream.core.sql.dialect import interval_ms
 from sqlstream.core.types import sql_type_name
 from sqlstream.planner.expr_binder import ExprBinder
 from sqlstream.planner.logical import LogicalNode, MatchRecognize
+from sqlstream.planner.proctime import with_proctime_attribute
 from sqlstream.planner.scope import Scope, plan_error
 
 # Flink's NFACompiler: a pattern may not end in a greedy quantifier
@@ -122,15 +124,21 @@ def bind_match_recognize(source: LogicalNode, scope: Scope, node: exp.MatchRecog
     if source.updating:
         raise plan_error("MATCH_RECOGNIZE over an updating (changelog) input is not supported; Flink "
                          "supports only append-only input", node)
-    rowtime = source.rowtime
     partition_keys = [_column(scope.resolve(c), c) for c in node.args.get("partition_by") or []]
     order = node.args.get("order")
     ordered = order.expressions if order is not None else []
+    if ordered and isinstance(ordered[0].this, exp.Column):
+        # ORDER BY a PROCTIME() column: it becomes the time attribute, stamped with the wall clock
+        # as the rows arrive, so rows are matched in arrival order as soon as the clock passes them
+        # (Flink's CepOperator in processing time)
+        first = scope.resolve(ordered[0].this)
+        if isinstance(first, ColumnRef):
+            source = with_proctime_attribute(source, first.index)
+    rowtime = source.rowtime
     if rowtime is None or not ordered or ordered[0].args.get("desc") \
             or not isinstance(ordered[0].this, exp.Column) or scope.resolve(ordered[0].this).index != rowtime:
-        raise plan_error("MATCH_RECOGNIZE must be ordered by the input's event-time attribute first, ascending "
-                         "(ORDER BY <rowtime column> [, other columns]); processing time is not supported",
-                         order or node)
+        raise plan_error("MATCH_RECOGNIZE must be ordered by the input's time attribute first, ascending "
+                         "(ORDER BY <rowtime or PROCTIME() column> [, other columns])", order or node)
     # further ORDER BY columns order the rows of equal times (as Flink's CepOperator sorts them)
     tie_order = [(_column(scope.resolve(o.this), o) if isinstance(o.this, exp.Column) else _column(None, o),
                   bool(o.args.get("desc")), bool(o.args.get("nulls_first"))) for o in ordered[1:]]
