@@ -136,6 +136,17 @@ def test_order_by_a_proctime_column_matches_on_the_wall_clock() -> None:
     assert "WatermarkAssigner(proctime=pt, watermark=$2:pt)" in plan
 
 
+def test_match_proctime_is_a_processing_time_attribute() -> None:
+    """Flink: MATCH_PROCTIME() returns a proctime attribute for later time-based operations."""
+    session = _session()
+    session.execute_script("CREATE VIEW m AS SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES "
+                           "A.v AS a, MATCH_PROCTIME() AS pt ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.v > A.v) "
+                           "AS r;")
+    plan = session.execute_script("EXPLAIN SELECT k, window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE m, "
+                                  "DESCRIPTOR(pt), INTERVAL '1' MINUTE)) GROUP BY k, window_start, window_end;")[0].message
+    assert "WatermarkAssigner(proctime=pt, watermark=$2:pt)" in plan
+
+
 def test_explain_shows_the_pattern_and_skip() -> None:
     plan = _plan(QUERY)
     assert "MatchRecognize(partition=[$0], order=$2, pattern=[A B+ C]" in plan
