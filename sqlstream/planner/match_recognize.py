@@ -243,8 +243,8 @@ def _refuse_call(node: exp.Expression, clause: str) -> None:
 
 def _navigation(n: exp.Expression, variables: list[str], scope: Scope, clause: str, unions: Sequence[str] = (),
                 ) -> tuple[str, int, int, int, ColumnRef] | None:
-    """FIRST(v.col [, n]), LAST(v.col [, n]), v.col (LAST(v.col, 0)) or PREV(v.col, 0) (the same:
-    Calcite reads v.col as PREV(v.col, 0)) as (kind, variable or -1 for all rows, input column,
+    """FIRST(v.col [, n]), LAST(v.col [, n]), v.col (LAST(v.col, 0)) or PREV/NEXT(v.col, 0) (the
+    same: Calcite reads v.col as PREV(v.col, 0)) as (kind, variable or -1 for all rows, input column,
     offset, the column); None for other nodes.  A SUBSET variable (of ``unions``, MEASURES only) is
     numbered after the pattern's.  Other PREV and NEXT offsets are refused as Flink refuses them: it
     supports logical offsets (FIRST/LAST) only."""
@@ -252,7 +252,7 @@ def _navigation(n: exp.Expression, variables: list[str], scope: Scope, clause: s
         if clause == "MEASURES":
             raise plan_error(f"MATCH_RECOGNIZE: cannot use PREV/NEXT in MEASURES: {n.sql()}", n)
         args = n.expressions
-        if n.name.upper() == "PREV" and len(args) == 2 and isinstance(args[1], exp.Literal) \
+        if len(args) == 2 and isinstance(args[1], exp.Literal) \
                 and args[1].is_int and int(args[1].name) == 0 and isinstance(args[0], exp.Column):
             return _navigation(args[0], variables, scope, clause, unions)
         raise plan_error("Flink does not support physical offsets within partition.", n)
@@ -263,7 +263,7 @@ def _navigation(n: exp.Expression, variables: list[str], scope: Scope, clause: s
         col, kind = n.this, "FIRST" if isinstance(n, exp.First) else "LAST"
         off = n.args.get("expression")
         if off is not None and not (isinstance(off, exp.Literal) and off.is_int):
-            raise plan_error(f"MATCH_RECOGNIZE: the offset of {n.sql()} must be a constant integer", n)
+            raise plan_error(f"MATCH_RECOGNIZE: the offset of {n.sql()} must be a constant integer of 0 or more", n)
         offset = int(off.name) if off is not None else 0
         if not isinstance(col, exp.Column) or isinstance(col.this, exp.Star):
             raise plan_error(f"MATCH_RECOGNIZE: {n.sql()} takes a column (v.col)", n)

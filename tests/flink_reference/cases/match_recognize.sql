@@ -155,3 +155,7 @@ SELECT * FROM tp MATCH_RECOGNIZE (PARTITION BY sym ORDER BY pt MEASURES S.price 
 -- case: proctime_order_match_rowtime
 CREATE TEMPORARY VIEW tp AS SELECT sym, price, tax, PROCTIME() AS pt FROM ticks;
 SELECT sym, a FROM tp MATCH_RECOGNIZE (PARTITION BY sym ORDER BY pt MEASURES A.price AS a, MATCH_ROWTIME() AS mt ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: next_zero_offset
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, B.price AS b ONE ROW PER MATCH PATTERN (A B) DEFINE B AS NEXT(B.price, 0) > A.price + 2) AS r;
+-- case: last_negative_offset
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES LAST(A.price, -1) AS a, B.price AS b ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
