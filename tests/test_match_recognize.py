@@ -187,6 +187,8 @@ _MR = "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES {m} 
     (_MR.format(m="A.v AS a", rest="PATTERN (A{,2} B) DEFINE A AS A.v > 1"), r"quantifier A\{,2\} is not supported"),
     (_MR.format(m="A.v AS a", rest="PATTERN (PERMUTE(A, B) C) DEFINE A AS A.v > 1"), "PERMUTE in PATTERN"),
     (_MR.format(m="A.v AS a", rest="PATTERN (A {- B -} C) DEFINE A AS A.v > 1"), "exclusion"),
+    (_MR.format(m="MATCH_ROWTIME(v) AS t", rest="PATTERN (A B) DEFINE B AS B.v > 1"),
+     "MATCH_ROWTIME requires argument to be a row time attribute type, but is 'INT'"),
     (_MR.format(m="A.v AS a, B.v AS a", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "two measures are named a"),
     (_MR.format(m="A.v AS k", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "ambiguously defined"),
     (_MR.format(m="A.v AS a", rest="PATTERN (A B) SUBSET AB = (A, B), AB = (B) DEFINE B AS B.v > 1"),

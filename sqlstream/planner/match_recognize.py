@@ -339,20 +339,31 @@ def _bind_measure(node: exp.Expression, variables: list[str], unions: list[str],
                   primitives: list[tuple[str, int, int, int]], types: list[pa.DataType], zone: str) -> Expr:
     """A measure as an expression over primitives of the match (each registered once):
     navigations (FIRST/LAST, variable, column, offset), aggregates (function, variable, column, 0).
-    MATCH_PROCTIME() is PROCTIME() evaluated when the match is emitted, as Flink's."""
+    MATCH_PROCTIME() is PROCTIME() evaluated when the match is emitted, as Flink's.  MATCH_ROWTIME()
+    is the last row's time as a TIMESTAMP (an instant's UTC wall clock for a TIMESTAMP_LTZ time
+    attribute: Flink keeps its milliseconds), MATCH_ROWTIME(time attribute) of that column's type."""
 
     def primitive(key: tuple[str, int, int, int], t: pa.DataType, shown: str) -> ColumnRef:
-        if key not in primitives:
+        # the same primitive read as another type (MATCH_ROWTIME() of a TIMESTAMP_LTZ) is another
+        i = next((j for j, (k, u) in enumerate(zip(primitives, types, strict=True)) if k == key and u == t), None)
+        if i is None:
+            i = len(primitives)
             primitives.append(key)
             types.append(t)
-        i = primitives.index(key)
-        return ColumnRef(i, shown, types[i])
+        return ColumnRef(i, shown, t)
 
     def intercept(n: exp.Expression) -> Expr | None:
         if isinstance(n, exp.Anonymous) and n.name.upper() == "MATCH_ROWTIME":
-            if n.expressions:
-                raise plan_error("MATCH_RECOGNIZE: MATCH_ROWTIME() takes no argument here", n)
-            return primitive(("LAST", -1, rowtime, 0), scope.columns[rowtime].type, "MATCH_ROWTIME()")
+            time_type = scope.columns[rowtime].type
+            if not n.expressions:
+                return primitive(("LAST", -1, rowtime, 0), pa.timestamp(time_type.unit), "MATCH_ROWTIME()")
+            arg = n.expressions[0]
+            ref = scope.resolve(arg) if isinstance(arg, exp.Column) and len(n.expressions) == 1 else None
+            if not isinstance(ref, ColumnRef) or ref.index != rowtime:
+                shown = sql_type_name(ref.type) if isinstance(ref, ColumnRef) else arg.sql()
+                raise plan_error(f"MATCH_RECOGNIZE: the function MATCH_ROWTIME requires argument to be a row time "
+                                 f"attribute type, but is '{shown}'", n)
+            return primitive(("LAST", -1, rowtime, 0), time_type, n.sql())
         if isinstance(n, exp.Anonymous) and n.name.upper() == "MATCH_PROCTIME":
             if n.expressions:
                 raise plan_error("MATCH_RECOGNIZE: MATCH_PROCTIME() takes no argument", n)

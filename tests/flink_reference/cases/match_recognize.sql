@@ -159,3 +159,10 @@ SELECT sym, a FROM tp MATCH_RECOGNIZE (PARTITION BY sym ORDER BY pt MEASURES A.p
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, B.price AS b ONE ROW PER MATCH PATTERN (A B) DEFINE B AS NEXT(B.price, 0) > A.price + 2) AS r;
 -- case: last_negative_offset
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES LAST(A.price, -1) AS a, B.price AS b ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: match_rowtime_with_argument
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, MATCH_ROWTIME(ts) AS mt ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: match_rowtime_on_ltz
+CREATE TEMPORARY TABLE ticks_ltz (sym STRING, price INT, tax INT, ts TIMESTAMP(3), tl AS CAST(ts AS TIMESTAMP_LTZ(3)), WATERMARK FOR tl AS tl - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '{data}/ticks.csv', 'format' = 'csv', 'csv.null-literal' = '');
+SELECT * FROM ticks_ltz MATCH_RECOGNIZE (PARTITION BY sym ORDER BY tl MEASURES A.price AS a, MATCH_ROWTIME() AS mt, MATCH_ROWTIME(tl) AS mtl ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: match_rowtime_argument_not_rowtime
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, MATCH_ROWTIME(price) AS mt ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
