@@ -166,3 +166,7 @@ CREATE TEMPORARY TABLE ticks_ltz (sym STRING, price INT, tax INT, ts TIMESTAMP(3
 SELECT * FROM ticks_ltz MATCH_RECOGNIZE (PARTITION BY sym ORDER BY tl MEASURES A.price AS a, MATCH_ROWTIME() AS mt, MATCH_ROWTIME(tl) AS mtl ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
 -- case: match_rowtime_argument_not_rowtime
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, MATCH_ROWTIME(price) AS mt ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.price > A.price) AS r;
+-- case: define_reads_later_variable
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, B.price AS b ONE ROW PER MATCH PATTERN (A B) DEFINE A AS B.price IS NULL AND A.tax = 1, B AS B.price > A.price) AS r;
+-- case: define_first_of_all_rows
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(price) AS f, LAST(price) AS l, COUNT(*) AS n ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+? C) DEFINE B AS price >= FIRST(price), C AS LAST(price, 1) > FIRST(price) + 5) AS r;
