@@ -177,6 +177,8 @@ _MR = "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES {m} 
     (_MR.format(m="A.v AS a", rest="PATTERN (A?? B) DEFINE A AS A.v > 1"), "Reluctant optional variables"),
     (_MR.format(m="A.v AS a", rest="PATTERN (A B*?) DEFINE A AS A.v > 1"), "may match no row"),
     (_MR.format(m="A.v AS a", rest="PATTERN (A B+) DEFINE A AS A.v > 1"), "Greedy quantifiers are not allowed"),
+    (_MR.format(m="A.v AS a", rest="PATTERN (A+ B* C) DEFINE A AS A.v > 1"),
+     "B may match no row right after the greedy A: Optional pattern cannot be preceded by greedy pattern"),
     (_MR.format(m="A.v AS a", rest="PATTERN (A B) DEFINE B AS B.v > PREV(B.v)"), "physical offsets"),
     (_MR.format(m="CLASSIFIER() AS c", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "CLASSIFIER in MEASURES"),
     (_MR.format(m="MATCH_NUMBER() AS c", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "MATCH_NUMBER in MEASURES"),

@@ -91,6 +91,11 @@ def parse_pattern(text: str, at: exp.Expression) -> list[tuple[str, int, int | N
         terms.append((name, lo, hi, reluctant))
     if not terms:
         raise plan_error("MATCH_RECOGNIZE: the PATTERN is empty", at)
+    for (before, b_lo, b_hi, b_reluctant), (name, lo, _, _) in zip(terms, terms[1:], strict=False):
+        # Flink's Pattern.optional() refuses to follow a greedy pattern (the job fails to start)
+        if lo == 0 and b_lo != b_hi and (b_lo, b_hi) != (0, 1) and not b_reluctant:
+            raise plan_error(f"MATCH_RECOGNIZE: {name} may match no row right after the greedy {before}: Optional "
+                             "pattern cannot be preceded by greedy pattern", at)
     _, lo, hi, reluctant = terms[-1]
     if lo != hi and not reluctant:
         raise plan_error(_GREEDY_LAST, at)
@@ -340,8 +345,10 @@ def _bind_measure(node: exp.Expression, variables: list[str], unions: list[str],
     """A measure as an expression over primitives of the match (each registered once):
     navigations (FIRST/LAST, variable, column, offset), aggregates (function, variable, column, 0).
     MATCH_PROCTIME() is PROCTIME() evaluated when the match is emitted, as Flink's.  MATCH_ROWTIME()
-    is the last row's time as a TIMESTAMP (an instant's UTC wall clock for a TIMESTAMP_LTZ time
-    attribute: Flink keeps its milliseconds), MATCH_ROWTIME(time attribute) of that column's type."""
+    is Flink's timestamp of the match: the time of the row whose processing emitted it (its last
+    row, unless an earlier-started partial match held it back) or the watermark that did, as a
+    TIMESTAMP(3) (an instant's UTC wall clock for a TIMESTAMP_LTZ time attribute: Flink keeps its
+    milliseconds); MATCH_ROWTIME(time attribute) the same, of that column's type."""
 
     def primitive(key: tuple[str, int, int, int], t: pa.DataType, shown: str) -> ColumnRef:
         # the same primitive read as another type (MATCH_ROWTIME() of a TIMESTAMP_LTZ) is another
@@ -356,14 +363,14 @@ def _bind_measure(node: exp.Expression, variables: list[str], unions: list[str],
         if isinstance(n, exp.Anonymous) and n.name.upper() == "MATCH_ROWTIME":
             time_type = scope.columns[rowtime].type
             if not n.expressions:
-                return primitive(("LAST", -1, rowtime, 0), pa.timestamp(time_type.unit), "MATCH_ROWTIME()")
+                return primitive(("ROWTIME", -1, rowtime, 0), pa.timestamp("ms"), "MATCH_ROWTIME()")
             arg = n.expressions[0]
             ref = scope.resolve(arg) if isinstance(arg, exp.Column) and len(n.expressions) == 1 else None
             if not isinstance(ref, ColumnRef) or ref.index != rowtime:
                 shown = sql_type_name(ref.type) if isinstance(ref, ColumnRef) else arg.sql()
                 raise plan_error(f"MATCH_RECOGNIZE: the function MATCH_ROWTIME requires argument to be a row time "
                                  f"attribute type, but is '{shown}'", n)
-            return primitive(("LAST", -1, rowtime, 0), time_type, n.sql())
+            return primitive(("ROWTIME", -1, rowtime, 0), pa.timestamp("ms", time_type.tz), n.sql())
         if isinstance(n, exp.Anonymous) and n.name.upper() == "MATCH_PROCTIME":
             if n.expressions:
                 raise plan_error("MATCH_RECOGNIZE: MATCH_PROCTIME() takes no argument", n)

@@ -64,6 +64,9 @@ Completed = tuple[int, tuple[int, ...]]
 Request = tuple[int, "_KeyRows", int, list[Any]]
 # one key's walk of its NFA over its due rows: yields requests, is sent their answers
 Walk = Generator[Request, bool, None]
+# an emitted match: (the key's rows, start sequence number, variable per row, emission time: the time
+# of the row being processed, or the watermark, when it was emitted: Flink's MATCH_ROWTIME())
+Emitted = tuple["_KeyRows", int, tuple[int, ...], int]
 
 
 class _KeyRows:
@@ -135,11 +138,11 @@ class MatchRecognizeOperator(Operator):
         expiring = self.expiry_timers.pop_due(timestamp)
         if due is None and not expiring:
             return []
-        emitted: list[tuple[_KeyRows, int, tuple[int, ...]]] = []
+        emitted: list[Emitted] = []
         walks = self._fire(due, timestamp, emitted) if due is not None else {}
         for kg, key in expiring:
             if (kg, key) not in walks:  # no row of the key is due: only time advances
-                walks[(kg, key)] = self._run_key(kg, key, None, [], emitted, timestamp)
+                walks[(kg, key)] = self._run_key(kg, key, None, [], [], emitted, timestamp)
         self._walk_together(list(walks.values()))
         out = self._output(emitted)
         return [Chunk(out)] if out.num_rows else []
@@ -187,13 +190,14 @@ class MatchRecognizeOperator(Operator):
         return answers
 
     def _fire(self, due_rows: pa.RecordBatch, watermark: int,
-              emitted: list[tuple[_KeyRows, int, tuple[int, ...]]]) -> dict[tuple[int, tuple], Walk]:
+              emitted: list[Emitted]) -> dict[tuple[int, tuple], Walk]:
         """The NFA walks of the keys of the due rows, by (key group, key)."""
         groups = group_rows(due_rows, self.keys, self.ctx.max_parallelism)
         # each key's due rows in event-time order, rows of equal times by the further ORDER BY
         # columns, then in arrival order
         n = due_rows.num_rows
-        columns = {"$ts": event_times(due_rows, self.time_index)}
+        due_times = event_times(due_rows, self.time_index)
+        columns = {"$ts": due_times}
         spec: list[tuple[str, str] | tuple[str, str, str]] = [("$ts", "ascending")]
         for i, (column, desc, nulls_first) in enumerate(self.config.tie_order):
             columns[f"s{i}"] = due_rows.column(column)
@@ -203,13 +207,15 @@ class MatchRecognizeOperator(Operator):
         rank = np.empty(n, dtype=np.int64)
         rank[pc.sort_indices(pa.table(columns), sort_keys=spec).to_numpy()] = np.arange(n)
         ordered = [g[2][np.argsort(rank[g[2]])] for g in groups]
-        rows = due_rows.take(pa.array(np.concatenate(ordered)))
+        order = np.concatenate(ordered)
+        rows = due_rows.take(pa.array(order))
+        row_times = due_times.to_numpy(zero_copy_only=False)[order].tolist()
         current_only = self._current_row_conditions(rows)
         offset = 0
         walks: dict[tuple[int, tuple], Walk] = {}
         for (kg, key, _), idx in zip(groups, ordered, strict=True):
             n = len(idx)
-            walks[(kg, key)] = self._run_key(kg, key, rows.slice(offset, n),
+            walks[(kg, key)] = self._run_key(kg, key, rows.slice(offset, n), row_times[offset:offset + n],
                                              [c if c is None else c[offset:offset + n] for c in current_only],
                                              emitted, watermark)
             offset += n
@@ -227,10 +233,11 @@ class MatchRecognizeOperator(Operator):
             out.append(pc.fill_null(value, False).to_pylist())
         return out
 
-    def _run_key(self, kg: int, key: tuple, due: pa.RecordBatch | None, current_only: list[list[bool] | None],
-                 emitted: list[tuple[_KeyRows, int, tuple[int, ...]]], watermark: int) -> Walk:
-        """Feed the key's ``due`` rows (None: none, time advances only) to its NFA: a walk that
-        yields each navigating DEFINE it needs evaluated (see _walk_together)."""
+    def _run_key(self, kg: int, key: tuple, due: pa.RecordBatch | None, due_times: list[int],
+                 current_only: list[list[bool] | None], emitted: list[Emitted], watermark: int) -> Walk:
+        """Feed the key's ``due`` rows (None: none, time advances only; ``due_times`` their times)
+        to its NFA: a walk that yields each navigating DEFINE it needs evaluated (see
+        _walk_together)."""
         stored = self.nfa.get(kg, key)
         if stored is None:
             if due is None:
@@ -256,22 +263,24 @@ class MatchRecognizeOperator(Operator):
             if times is not None:
                 partial = [p for p in partial if now - int(times[p[0] - base]) < within]
 
-        def emit() -> None:
+        def emit(now: int) -> None:
             # a completed match is emitted once no partial match that started strictly earlier is
-            # open (NFA.isEarlier: <=), and prunes what its AFTER MATCH SKIP discards
+            # open (NFA.isEarlier: <=), and prunes what its AFTER MATCH SKIP discards; ``now`` is
+            # the time of the row being processed, or the watermark (CepOperator's timestamp)
             nonlocal partial, pending
             while pending and (not partial or pending[0][0] <= partial[0][0]):
                 match = pending.pop(0)
                 keep = self._survives(match)
                 partial = [p for p in partial if keep(p[0])]
                 pending = [m for m in pending if keep(m[0])]
-                emitted.append((rows, match[0], match[1]))
+                emitted.append((rows, match[0], match[1], now))
 
         for i in range(due.num_rows):
             seq = next_seq + i
+            now = due_times[i]
             if times is not None:
-                advance_time(int(times[seq - base]))
-                emit()
+                advance_time(now)
+                emit(now)
             advanced: list[Partial] = []
             for pm in [*partial, (seq, 0, 0, ())]:
                 for step in (yield from self._step(pm, seq, i, rows, current_only)):
@@ -282,10 +291,10 @@ class MatchRecognizeOperator(Operator):
                     advanced.append(step)
             partial = advanced
             pending.sort(key=lambda m: m[0])  # stable: of equal starts, the one completed first
-            emit()
+            emit(now)
         if times is not None:
             advance_time(watermark)
-            emit()
+            emit(watermark)
         next_seq += due.num_rows
         starts = [p[0] for p in partial] + [m[0] for m in pending]
         if not starts:
@@ -351,11 +360,11 @@ class MatchRecognizeOperator(Operator):
         return lambda s: s >= target
 
     # ------------------------------------------------------------ output
-    def _output(self, emitted: list[tuple[_KeyRows, int, tuple[int, ...]]]) -> pa.RecordBatch:
+    def _output(self, emitted: list[Emitted]) -> pa.RecordBatch:
         n = len(emitted)
-        key_columns = [pa.array([rows.value(k, start) for rows, start, _ in emitted], self.schema.field(j).type)
+        key_columns = [pa.array([e[0].value(k, e[1]) for e in emitted], self.schema.field(j).type)
                        for j, k in enumerate(self.keys)]
-        primitives = [pa.array([self._primitive(p, t, rows, start, labels) for rows, start, labels in emitted], t)
+        primitives = [pa.array([self._primitive(p, t, *e) for e in emitted], t)
                       for p, t in zip(self.config.primitives, self.config.primitive_types, strict=True)]
         measures_in = pa.RecordBatch.from_arrays(primitives, names=[f"m{i}" for i in range(len(primitives))]) \
             if primitives else pa.RecordBatch.from_arrays([pa.nulls(n)], names=["none"])
@@ -365,7 +374,9 @@ class MatchRecognizeOperator(Operator):
         return pa.RecordBatch.from_arrays(key_columns + measures, schema=self.schema)
 
     def _primitive(self, primitive: tuple[str, int, int, int], t: pa.DataType, rows: _KeyRows, start: int,
-                   labels: tuple[int, ...]) -> Any:
+                   labels: tuple[int, ...], emitted_at: int) -> Any:
+        if primitive[0] == "ROWTIME":  # MATCH_ROWTIME(): when the match was emitted, in milliseconds
+            return emitted_at
         variable = primitive[1]
         return self._read(primitive, t, [start + j for j, v in enumerate(labels) if variable < 0 or v == variable],
                           rows)

@@ -170,3 +170,19 @@ SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.pri
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, B.price AS b ONE ROW PER MATCH PATTERN (A B) DEFINE A AS B.price IS NULL AND A.tax = 1, B AS B.price > A.price) AS r;
 -- case: define_first_of_all_rows
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(price) AS f, LAST(price) AS l, COUNT(*) AS n ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+? C) DEFINE B AS price >= FIRST(price), C AS LAST(price, 1) > FIRST(price) + 5) AS r;
+-- case: greedy_then_optional
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, COUNT(A.price) AS na, B.price AS b, C.price AS c ONE ROW PER MATCH PATTERN (A+ B? C) DEFINE A AS A.price > 15, B AS B.tax = 2, C AS C.tax = 1) AS r;
+-- case: star_then_optional_then_single
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, COUNT(B.price) AS nb, C.price AS c, D.price AS d ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B* C? D) DEFINE B AS B.price > A.price, C AS C.tax = 3, D AS D.price < A.price) AS r;
+-- case: reluctant_range_then_reluctant_plus
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(A.price) AS na, COUNT(B.price) AS nb, FIRST(A.price) AS a0, LAST(B.price) AS b1, C.price AS c ONE ROW PER MATCH PATTERN (A{2,3}? B+? C) DEFINE A AS A.price > 10, B AS B.price > 10, C AS C.tax = 1) AS r;
+-- case: within_skip_to_last
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a, LAST(B.price) AS b, C.price AS c, MATCH_ROWTIME() AS mt ONE ROW PER MATCH AFTER MATCH SKIP TO LAST B PATTERN (A B+ C) WITHIN INTERVAL '5' SECOND DEFINE B AS B.price > LAST(A.price), C AS C.price <= LAST(B.price)) AS r;
+-- case: exact_then_optional
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, B.price AS b, C.price AS c ONE ROW PER MATCH PATTERN (A{2} B? C) DEFINE A AS A.price > 15, B AS B.tax = 2, C AS C.tax = 1) AS r;
+-- case: reluctant_then_optional
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a0, COUNT(A.price) AS na, B.price AS b, C.price AS c ONE ROW PER MATCH PATTERN (A+? B? C) DEFINE A AS A.price > 15, B AS B.tax = 2, C AS C.tax = 1) AS r;
+-- case: optional_then_optional
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, B.price AS b, C.price AS c, D.price AS d ONE ROW PER MATCH PATTERN (A B? C? D) DEFINE A AS A.tax = 1, B AS B.tax = 2, C AS C.tax = 3, D AS D.price > A.price) AS r;
+-- case: match_rowtime_of_a_held_back_match
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a, C.price AS c, MATCH_ROWTIME() AS mt ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+? C) DEFINE A AS A.tax = 1, B AS B.price > 0, C AS C.tax = 2 AND FIRST(A.price) > 15) AS r;
