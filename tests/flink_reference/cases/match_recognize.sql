@@ -186,3 +186,15 @@ SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, B.price AS b, C.price AS c, D.price AS d ONE ROW PER MATCH PATTERN (A B? C? D) DEFINE A AS A.tax = 1, B AS B.tax = 2, C AS C.tax = 3, D AS D.price > A.price) AS r;
 -- case: match_rowtime_of_a_held_back_match
 SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a, C.price AS c, MATCH_ROWTIME() AS mt ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+? C) DEFINE A AS A.tax = 1, B AS B.price > 0, C AS C.tax = 2 AND FIRST(A.price) > 15) AS r;
+-- case: optional_first_variable
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, B.price AS b, C.price AS c ONE ROW PER MATCH PATTERN (A? B C) DEFINE A AS A.tax = 2, B AS B.tax = 1, C AS C.price > B.price) AS r;
+-- case: star_first_variable
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(A.price) AS n, FIRST(A.price) AS a0, B.price AS b ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A* B) DEFINE A AS A.price > 15, B AS B.price <= 15) AS r;
+-- case: greedy_range_middle
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES A.price AS a, COUNT(B.price) AS nb, LAST(B.price) AS b1, C.price AS c ONE ROW PER MATCH PATTERN (A B{2,3} C) DEFINE B AS B.price > A.price, C AS C.tax = 1) AS r;
+-- case: skip_to_first_greedy_within
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES FIRST(A.price) AS a, FIRST(B.price) AS b0, LAST(B.price) AS b1, C.price AS c, MATCH_ROWTIME() AS mt ONE ROW PER MATCH AFTER MATCH SKIP TO FIRST B PATTERN (A B+ C) WITHIN INTERVAL '6' SECOND DEFINE B AS B.price > A.price, C AS C.price < LAST(B.price)) AS r;
+-- case: measures_expressions
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES CASE WHEN LAST(B.price) > FIRST(A.price) THEN 'up' ELSE 'down' END AS dir, CAST(SUM(B.price) AS DOUBLE) / COUNT(B.price) AS avg_b, UPPER(FIRST(A.sym)) AS s, TIMESTAMPDIFF(SECOND, FIRST(A.ts), LAST(B.ts)) AS secs ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+?  C) DEFINE B AS B.tax <> 3, C AS C.tax = 3) AS r;
+-- case: reluctant_at_least_then_single
+SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY ts MEASURES COUNT(A.price) AS n, FIRST(A.price) AS a0, B.price AS b ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A{2,}? B) DEFINE A AS A.price > 10, B AS B.tax = 1) AS r;
