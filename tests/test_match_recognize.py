@@ -13,7 +13,7 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
-from sqlstream.core.errors import PlanError
+from sqlstream.core.errors import PlanError, SqlError
 from sqlstream.core.sql.script import parse_one
 from sqlstream.frontend.session import Session
 from sqlstream.planner.planner import dataflow, select_plan
@@ -95,6 +95,58 @@ def test_late_rows_are_dropped() -> None:
     assert _rows(harness) == []
 
 
+WITHIN = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES A.v AS a, C.v AS c "
+          "ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+? C) WITHIN INTERVAL '2' SECOND "
+          "DEFINE A AS A.v IN (1, 2), B AS B.v > 0, C AS C.v = 9 AND A.v = 2) AS r")
+
+
+def _within_node():  # noqa: ANN202 - a planned PhysicalNode
+    _, flow = dataflow([select_plan(_session().catalog, parse_one(WITHIN))], {})
+    return next(n for n in flow.nodes if n.name == "MatchRecognize")
+
+
+@pytest.mark.parametrize("restored", [False, True])
+def test_within_times_out_a_key_no_row_reaches_any_more(restored: bool) -> None:
+    """Flink's CepOperator visits a key with partial matches at every watermark, so WITHIN drops
+    them although the key gets no more rows, and a completed match they held back is emitted."""
+    harness = OperatorHarness(_within_node())
+    # key 1: the match started at 1000 (A.v = 1) cannot end in C, so it stays open on B rows; the
+    # one started at 1500 (A.v = 2) completes at 2200 but waits for the earlier one to close
+    harness.process_batch(_batch([(1, 1, 1000), (1, 2, 1500), (1, 5, 2000), (1, 9, 2200), (2, 1, 2600)]))
+    harness.watermark(2600)
+    assert _rows(harness) == []
+    if restored:
+        harness = OperatorHarness(_within_node(), "rocksdb", restore=harness.snapshot())
+    harness.watermark(2999)  # key 1's partial match started at 1000 is 1999 ms old: open
+    assert _rows(harness) == []
+    harness.watermark(3000)  # ... now it times out: the match it held back comes out
+    assert _rows(harness) == [(1, 2, 9)]
+    assert [key for _, key, _ in harness.operator.nfa.items()] == [(2,)]
+    harness.watermark(4600)  # key 2's partial match (A at 2600) times out: no state is left
+    assert list(harness.operator.nfa.items()) == [] and harness.state.num_entries() == 0
+
+
+def test_order_by_a_proctime_column_matches_on_the_wall_clock() -> None:
+    """Flink's MATCH_RECOGNIZE runs in processing time when ordered by a PROCTIME() column: the
+    column becomes the time attribute, stamped as rows arrive (results: reference case
+    match_recognize.proctime_order)."""
+    plan = _plan("SELECT * FROM (SELECT k, v, PROCTIME() AS pt FROM t) MATCH_RECOGNIZE (PARTITION BY k ORDER BY pt "
+                 "MEASURES A.v AS a ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.v > A.v) AS r")
+    assert "MatchRecognize(partition=[$0], order=$2, pattern=[A B]" in plan
+    assert "WatermarkAssigner(proctime=pt, watermark=$2:pt)" in plan
+
+
+def test_match_proctime_is_a_processing_time_attribute() -> None:
+    """Flink: MATCH_PROCTIME() returns a proctime attribute for later time-based operations."""
+    session = _session()
+    session.execute_script("CREATE VIEW m AS SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES "
+                           "A.v AS a, MATCH_PROCTIME() AS pt ONE ROW PER MATCH PATTERN (A B) DEFINE B AS B.v > A.v) "
+                           "AS r;")
+    plan = session.execute_script("EXPLAIN SELECT k, window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE m, "
+                                  "DESCRIPTOR(pt), INTERVAL '1' MINUTE)) GROUP BY k, window_start, window_end;")[0].message
+    assert "WatermarkAssigner(proctime=pt, watermark=$2:pt)" in plan
+
+
 def test_explain_shows_the_pattern_and_skip() -> None:
     plan = _plan(QUERY)
     assert "MatchRecognize(partition=[$0], order=$2, pattern=[A B+ C]" in plan
@@ -112,11 +164,12 @@ _MR = "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES {m} 
 
 @pytest.mark.parametrize(("sql", "message"), [
     (_MR.format(m="Z.v AS z", rest="PATTERN (A B) DEFINE A AS A.v > 1"), "Z in Z.v is not a variable of the PATTERN"),
-    (_MR.format(m="A.v AS a", rest="PATTERN (A B) DEFINE Z AS Z.v > 1"), "DEFINE of Z, which is not a variable"),
+    # Flink ignores the DEFINE of a name the PATTERN lacks, but validates it
+    (_MR.format(m="A.v AS a", rest="PATTERN (A B) DEFINE Z AS Z.nope > 1"), "nope"),
     ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY v MEASURES A.v AS a PATTERN (A B) "
-     "DEFINE A AS A.v > 1) AS r", "must be ordered by the input's event-time attribute"),
+     "DEFINE A AS A.v > 1) AS r", "must be ordered by the input's time attribute"),
     ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts DESC MEASURES A.v AS a PATTERN (A B) "
-     "DEFINE A AS A.v > 1) AS r", "must be ordered by the input's event-time attribute"),
+     "DEFINE A AS A.v > 1) AS r", "must be ordered by the input's time attribute"),
     ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES A.v AS a ALL ROWS PER MATCH "
      "PATTERN (A B) DEFINE A AS A.v > 1) AS r", "ALL ROWS PER MATCH is not supported"),
     (_MR.format(m="A.v AS a", rest="PATTERN (A | B C) DEFINE A AS A.v > 1"), r"alternation \(\|\) in PATTERN"),
@@ -124,8 +177,28 @@ _MR = "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES {m} 
     (_MR.format(m="A.v AS a", rest="PATTERN (A?? B) DEFINE A AS A.v > 1"), "Reluctant optional variables"),
     (_MR.format(m="A.v AS a", rest="PATTERN (A B*?) DEFINE A AS A.v > 1"), "may match no row"),
     (_MR.format(m="A.v AS a", rest="PATTERN (A B+) DEFINE A AS A.v > 1"), "Greedy quantifiers are not allowed"),
+    (_MR.format(m="A.v AS a", rest="PATTERN (A+ B* C) DEFINE A AS A.v > 1"),
+     "B may match no row right after the greedy A: Optional pattern cannot be preceded by greedy pattern"),
     (_MR.format(m="A.v AS a", rest="PATTERN (A B) DEFINE B AS B.v > PREV(B.v)"), "physical offsets"),
     (_MR.format(m="CLASSIFIER() AS c", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "CLASSIFIER in MEASURES"),
+    (_MR.format(m="MATCH_NUMBER() AS c", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "MATCH_NUMBER in MEASURES"),
+    (_MR.format(m="RUNNING LAST(B.v) AS b", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "RUNNING in MEASURES"),
+    (_MR.format(m="PREV(B.v) AS b", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "cannot use PREV/NEXT in MEASURES"),
+    (_MR.format(m="A.v AS a", rest="PATTERN (A B) DEFINE B AS B.v > NEXT(B.v, 1)"), "physical offsets"),
+    (_MR.format(m="LAST(A.v, -1) AS a", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "integer of 0 or more"),
+    (_MR.format(m="A.v AS a", rest="PATTERN (A{,2} B) DEFINE A AS A.v > 1"), r"quantifier A\{,2\} is not supported"),
+    (_MR.format(m="A.v AS a", rest="PATTERN (PERMUTE(A, B) C) DEFINE A AS A.v > 1"), "PERMUTE in PATTERN"),
+    (_MR.format(m="A.v AS a", rest="PATTERN (A {- B -} C) DEFINE A AS A.v > 1"), "exclusion"),
+    (_MR.format(m="MATCH_ROWTIME(v) AS t", rest="PATTERN (A B) DEFINE B AS B.v > 1"),
+     "MATCH_ROWTIME requires argument to be a row time attribute type, but is 'INT'"),
+    (_MR.format(m="A.v AS a, B.v AS a", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "two measures are named a"),
+    (_MR.format(m="A.v AS k", rest="PATTERN (A B) DEFINE B AS B.v > 1"), "ambiguously defined"),
+    (_MR.format(m="A.v AS a", rest="PATTERN (A B) SUBSET AB = (A, B), AB = (B) DEFINE B AS B.v > 1"),
+     "SUBSET AB: the name is taken"),
+    (_MR.format(m="LAST(AZ.v) AS p", rest="PATTERN (A B) SUBSET AZ = (A, Z) DEFINE B AS B.v > 1"),
+     "SUBSET AZ names Z, which is not a variable"),
+    (_MR.format(m="A.v AS a", rest="PATTERN (A B C) SUBSET AB = (A, B) DEFINE C AS C.v > LAST(AB.v)"),
+     "SUBSET variable AB in LAST.* cannot be read in DEFINE"),
     (_MR.format(m="SUM(B.v) AS s", rest="PATTERN (A B) DEFINE B AS B.v > SUM(DISTINCT A.v)"), r"SUM\(DISTINCT"),
     (_MR.format(m="A.v AS a", rest="AFTER MATCH SKIP TO FIRST Q PATTERN (A B) DEFINE B AS B.v > 1"),
      "unknown pattern variable Q"),
@@ -135,3 +208,8 @@ _MR = "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts MEASURES {m} 
 def test_refusals_name_the_construct(sql: str, message: str) -> None:
     with pytest.raises(PlanError, match=message):
         _plan(sql)
+
+
+def test_an_empty_pattern_is_a_located_syntax_error() -> None:
+    with pytest.raises(SqlError, match=r"column 116 near 'DEFINE': MATCH_RECOGNIZE: the PATTERN is empty"):
+        _plan(_MR.format(m="A.v AS a", rest="PATTERN () DEFINE B AS B.v > 1"))

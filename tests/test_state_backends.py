@@ -248,6 +248,33 @@ def test_ttl_expires_an_entry_ttl_ms_after_its_last_write(kind: str, backends) -
     assert st.get(2, ("rewritten",)) is None and st.get(3, ("fresh",)) == "c"
 
 
+def test_hashmap_ttl_drops_expired_entries_of_keys_never_read_again(backends) -> None:
+    """Flink's heap backend cleans expired entries in the background (incremental cleanup): a key
+    written once and never read again must not stay forever.  Each write drops them here."""
+    clock = ManualClock()
+    st = backends("hashmap", clock=clock).state("s", ttl_ms=50)
+    for i in range(1000):
+        st.put(i % 128, (i,), i)
+        clock.advance(1)
+    assert len(st) == 50  # the keys written in the last 50 ms: nothing read them
+    st.put(950 % 128, (950,), "again")  # the oldest entry, rewritten at 1000 just before it expires
+    assert len(st) == 50
+    clock.advance(10)
+    st.put(1, ("new",), 0)  # at 1010: the entries written at 951..960 go, the rewritten one stays
+    assert len(st) == 41 and st.get(950 % 128, (950,)) == "again"
+
+
+def test_rocksdb_ttl_sweeps_expired_entries_of_keys_never_read_again(backends) -> None:
+    """Flink's RocksDB drops expired entries at compaction; here a sweep every so many writes."""
+    clock = ManualClock()
+    st = backends("rocksdb", clock=clock).state("s", ttl_ms=50)
+    for i in range(10_000):
+        st.put(i % 128, (i,), i)
+        clock.advance(1)
+    assert 50 <= len(st) <= 50 + 256  # at most the writes since the last sweep besides the live ones
+    assert len(list(st.items())) == 49  # read at 10 000 ms: the writes of 9951..9999 are live
+
+
 def test_rocksdb_checkpoints_are_incremental(backends, tmp_path: Path) -> None:
     backend = backends("rocksdb")
     st = backend.state("s")

@@ -15,7 +15,7 @@ attribute.
 from __future__ import annotations
 
 from sqlstream.core.expressions import Call, ColumnRef
-from sqlstream.planner.logical import Filter, LogicalNode, Project, WatermarkAssign
+from sqlstream.planner.logical import Filter, LogicalNode, MatchRecognize, Project, WatermarkAssign
 
 
 def with_proctime_attribute(node: LogicalNode, index: int) -> LogicalNode:
@@ -39,5 +39,10 @@ def _is_proctime_column(node: LogicalNode, index: int) -> bool:
             node, index = node.input, expr.index
         elif isinstance(node, (Filter, WatermarkAssign)):
             node = node.input
+        elif isinstance(node, MatchRecognize):
+            # MATCH_PROCTIME() is a processing-time attribute (Flink)
+            measure = index - len(node.partition_keys)
+            expr = node.measures[measure] if measure >= 0 else None
+            return isinstance(expr, Call) and expr.name == "PROCTIME" and not expr.args
         else:
             return False

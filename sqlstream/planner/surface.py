@@ -77,7 +77,7 @@ _GROUP_REFUSED: dict[str, str] = {
 }
 
 # planner.match_recognize reads these parts of MATCH_RECOGNIZE (and refuses what it does not carry out)
-_MATCH_RECOGNIZE_READ = {"partition_by", "order", "measures", "rows", "after", "pattern", "within", "define",
+_MATCH_RECOGNIZE_READ = {"partition_by", "order", "measures", "rows", "after", "pattern", "within", "subset", "define",
                          "alias"}
 _SET_OPERATION_READ = {"this", "expression", "distinct", "with_", "order", "limit"}
 _SUBQUERY_READ = {"this", "alias", "with_", "order", "limit"}

@@ -1312,27 +1312,51 @@ class Flink(Dialect):
             )
 
         def _parse_match_recognize(self) -> exp.MatchRecognize | None:
-            """sqlglot's MATCH_RECOGNIZE, plus Flink's ``WITHIN INTERVAL ...`` between PATTERN and
-            DEFINE (sqlglot reads none): :meth:`_match_text_seq` takes it where DEFINE is looked
-            for, and it becomes the node's ``within``."""
+            """sqlglot's MATCH_RECOGNIZE, plus Flink's ``WITHIN INTERVAL ...`` and ``SUBSET name =
+            (v, ...), ...`` between PATTERN and DEFINE (sqlglot reads neither):
+            :meth:`_match_text_seq` takes them where DEFINE is looked for; they become the node's
+            ``within`` and ``subset`` (aliased tuples of the member variables)."""
             self._match_within: list[exp.Expr] | None = []
+            self._match_subset: list[exp.Expr] = []
             try:
                 node = super()._parse_match_recognize()
+            except ValueError:  # sqlglot's exp.var("") of PATTERN ()
+                self.raise_error("MATCH_RECOGNIZE: the PATTERN is empty")
+                raise
             finally:
                 within, self._match_within = self._match_within, None
+                subset, self._match_subset = self._match_subset, []
             if node is not None and within:
                 node.set("within", within[0])
+            if node is not None and subset:
+                node.set("subset", subset)
             return node
 
         def _match_text_seq(self, *texts: str, advance: bool = True) -> bool | None:
             within = getattr(self, "_match_within", None)
-            if texts == ("DEFINE",) and within is not None and self._curr and self._curr.text.upper() == "WITHIN":
-                self._advance()
-                interval = self._parse_interval()
-                if interval is None:
-                    self.raise_error("Expecting an INTERVAL after WITHIN")
-                within.append(interval)
+            if texts == ("DEFINE",) and within is not None:
+                if self._curr and self._curr.text.upper() == "WITHIN":
+                    self._advance()
+                    interval = self._parse_interval()
+                    if interval is None:
+                        self.raise_error("Expecting an INTERVAL after WITHIN")
+                    within.append(interval)
+                if self._curr and self._curr.text.upper() == "SUBSET":
+                    self._advance()
+                    self._parse_subsets()
             return super()._match_text_seq(*texts, advance=advance)
+
+        def _parse_subsets(self) -> None:
+            """``name = (v [, v ...]) [, ...]`` after SUBSET."""
+            while True:
+                name = self._parse_id_var(any_token=False)
+                if name is None or not self._match(TokenType.EQ) or not self._match(TokenType.L_PAREN):
+                    self.raise_error("Expecting SUBSET name = (variable, ...)")
+                members = self._parse_csv(lambda: self._parse_id_var(any_token=False))
+                self._match_r_paren()
+                self._match_subset.append(exp.alias_(exp.Tuple(expressions=members), name))
+                if not self._match(TokenType.COMMA):
+                    return
 
         def _parse_interval(
             self, require_interval: bool = True, parse_function_unit: bool = True
@@ -1564,6 +1588,29 @@ class Flink(Dialect):
             if expression.args.get("like"):
                 parts.append(f"LIKE {self.sql(expression, 'like')}")
             return " ".join(parts)
+
+        def matchrecognize_sql(self, expression: exp.MatchRecognize) -> str:
+            """sqlglot's text plus Flink's WITHIN and SUBSET, which it does not know (a view's
+            stored text must keep them)."""
+            within = expression.args.get("within")
+            subsets = expression.args.get("subset") or []
+            define = expression.args.get("define") or []
+            if within is None and not subsets:
+                return super().matchrecognize_sql(expression)
+            extra = f" WITHIN {self.sql(within)}" if within is not None else ""
+            if subsets:
+                extra += " SUBSET " + ", ".join(
+                    f"{self.sql(s, 'alias')} = ({', '.join(self.sql(m) for m in s.this.expressions)})"
+                    for s in subsets
+                )
+            # the DEFINE clause goes after them: written by sqlglot, then moved behind
+            bare = expression.copy()
+            bare.set("define", None)
+            text = super().matchrecognize_sql(bare)
+            close = text.rindex(")")
+            defines = ", ".join(f"{self.sql(d, 'alias')} AS {self.sql(d, 'this')}" for d in define)
+            tail = f" DEFINE {defines}" if defines else ""
+            return f"{text[:close]}{extra}{tail}{text[close:]}"
 
         def explain_sql(self, expression: Explain) -> str:
             details = expression.args.get("details")

@@ -20,8 +20,8 @@ class MatchRecognize(LogicalNode):
     ``defines`` hold, per pattern variable, its condition over the input row followed by one
     column per navigation into the match so far (``navigations``: FIRST|LAST, variable or -1
     for all rows, input column, offset), or None (any row matches); ``primitives`` are what the
-    measures read of a match (navigations, or COUNT/SUM/AVG/MIN/MAX, variable, column, 0), and
-    ``measures`` are expressions over them.
+    measures read of a match (navigations, or COUNT/SUM/AVG/MIN/MAX, variable, column, 0, or
+    ROWTIME: when the match was emitted, MATCH_ROWTIME()), and ``measures`` are expressions over them.
     """
 
     input: LogicalNode

@@ -69,7 +69,18 @@ class KeyedState(ABC):
         return value
 
     def put(self, kg: int, key: tuple, value: Any) -> None:
-        self._put(kg, key, value if self.ttl_ms is None else (value, self.clock.time_ms()))
+        if self.ttl_ms is None:
+            self._put(kg, key, value)
+            return
+        now = self.clock.time_ms()
+        self._put(kg, key, (value, now))
+        self._expire(now - self.ttl_ms)
+
+    def _expire(self, cutoff: int) -> None:  # noqa: B027 - optional hook
+        """Drop entries last written at or before ``cutoff`` that the backend finds cheaply, so that
+        keys never read again do not stay forever (Flink cleans expired state in the background:
+        incrementally on the heap backend, in compaction on RocksDB).  Without it an expired entry
+        goes when it is next read or listed."""
 
     def items(self) -> Iterator[tuple[int, tuple, Any]]:
         if self.ttl_ms is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,15 +18,41 @@ from sqlstream.runtime.state.base import (
 
 
 class HeapState(KeyedState):
+    """Entries in a dict; with a TTL, an OrderedDict in write order (oldest first), so that the
+    expired entries are found at its front in O(1) each, as Flink's incremental cleanup finds them
+    (it checks a few entries per state access; this drops every expired one at each write)."""
+
     def __init__(self, name: str, ttl_ms: int | None, clock: Clock = SYSTEM_CLOCK) -> None:
-        super().__init__(name, ttl_ms, clock)
         self.data: dict[tuple[int, tuple], Any] = {}
+        super().__init__(name, ttl_ms, clock)
+
+    @property
+    def ttl_ms(self) -> int | None:
+        return self._ttl_ms
+
+    @ttl_ms.setter
+    def ttl_ms(self, ttl_ms: int | None) -> None:
+        # a state restored before its operator declared its TTL gets it now: its entries are in
+        # restore order, which the front-first cleanup tolerates (an entry written again moves back)
+        self._ttl_ms = ttl_ms
+        if ttl_ms is not None and not isinstance(self.data, OrderedDict):
+            self.data = OrderedDict(self.data)
 
     def _get(self, kg: int, key: tuple) -> Any | None:
         return self.data.get((kg, key))
 
     def _put(self, kg: int, key: tuple, value: Any) -> None:
         self.data[(kg, key)] = value
+        if self._ttl_ms is not None:
+            self.data.move_to_end((kg, key))  # type: ignore[attr-defined]
+
+    def _expire(self, cutoff: int) -> None:
+        data = self.data
+        while data:
+            entry = next(iter(data))
+            if data[entry][1] > cutoff:
+                return
+            del data[entry]
 
     def delete(self, kg: int, key: tuple) -> None:
         self.data.pop((kg, key), None)

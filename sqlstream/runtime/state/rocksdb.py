@@ -97,6 +97,9 @@ def _open(path: Path, read_only: bool = False) -> Rdict:
     return Rdict(str(path), _options(), column_families=families, access_type=access)
 
 
+_SWEEP_MIN_WRITES = 256  # a small state is swept no more often than every this many writes
+
+
 class RocksDBState(KeyedState):
     """One named state in its own column family; the entry count is kept here so ``len`` is O(1)."""
 
@@ -109,6 +112,20 @@ class RocksDBState(KeyedState):
         self.cf = cf
         self.cf.set_write_options(_write_options())
         self.count = count
+        self.writes_to_sweep = max(count, _SWEEP_MIN_WRITES)  # writes left until the next sweep
+
+    def _expire(self, cutoff: int) -> None:
+        # Flink's RocksDB drops expired entries when it compacts; here a sweep over the state once
+        # it has taken as many writes as it held entries after the last sweep (amortized O(1) a
+        # write) drops them
+        self.writes_to_sweep -= 1
+        if self.writes_to_sweep > 0:
+            return
+        for raw_key, raw_value in self.cf.items():
+            if decode(raw_value)[1] <= cutoff:
+                self.cf.delete(raw_key)
+                self.count -= 1
+        self.writes_to_sweep = max(self.count, _SWEEP_MIN_WRITES)
 
     def _exists(self, raw_key: bytes) -> bool:
         # key_may_exist answers 'no' from memtable and bloom filters without IO for most new keys
