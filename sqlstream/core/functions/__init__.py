@@ -477,6 +477,7 @@ from sqlstream.core.functions import (  # noqa: E402, F401
     arithmetic,
     collections,
     encodings,
+    formatting,
     json,
     numeric,
     randomness,

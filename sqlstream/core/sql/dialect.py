@@ -764,10 +764,13 @@ class Flink(Dialect):
             "TIMESTAMPADD": build_date_delta(exp.TimestampAdd),
             "TIMESTAMPDIFF": build_date_delta(exp.TimestampDiff),
             "TO_TIMESTAMP_LTZ": _build_to_timestamp_ltz,
+            # Flink's ENCODE(s, charset) / DECODE(bytes, charset), not sqlglot's Oracle-style DECODE
+            "ENCODE": lambda args: exp.Anonymous(this="ENCODE", expressions=args),
+            "DECODE": lambda args: exp.Anonymous(this="DECODE", expressions=args),
         }
 
         FUNCTION_PARSERS = {
-            **BaseParser.FUNCTION_PARSERS,
+            **{k: v for k, v in BaseParser.FUNCTION_PARSERS.items() if k != "DECODE"},
             "JSON_VALUE": lambda self: self._parse_flink_json_value(),
             "JSON_QUERY": lambda self: self._parse_flink_json_query(),
             "JSON_EXISTS": lambda self: self._parse_flink_json_exists(),

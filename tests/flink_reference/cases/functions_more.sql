@@ -1,0 +1,31 @@
+-- PRINTF (java.util.Formatter over Flink's internal values: a mismatch gives NULL), ENCODE/DECODE,
+-- ARRAY_AGG(DISTINCT | IGNORE NULLS), PERCENTILE, over NULLs and edges.
+
+-- case: encode_charsets
+SELECT id, ENCODE(s, 'UTF-8') AS u8, ENCODE(s, 'US-ASCII') AS ascii, ENCODE(s, 'ISO-8859-1') AS latin, ENCODE(s, 'UTF-16') AS u16, ENCODE(s, 'utf8') AS alias FROM strs;
+-- case: decode_round_trip
+SELECT id, DECODE(ENCODE(s, 'UTF-8'), 'UTF-8') AS a, DECODE(ENCODE(s, 'UTF-16LE'), 'UTF-16LE') AS b, DECODE(ENCODE(s, 'UTF-16'), 'UTF-16') AS c FROM strs;
+-- case: decode_malformed
+SELECT id, DECODE(ENCODE(s, 'ISO-8859-1'), 'UTF-8') AS a, DECODE(ENCODE(s, 'UTF-8'), 'US-ASCII') AS b, DECODE(ENCODE(s, 'UTF-16BE'), 'UTF-16') AS c FROM strs;
+-- case: encode_unknown_charset
+SELECT id, ENCODE(s, 'no-such-charset') AS x FROM strs;
+-- case: printf_strings
+SELECT id, PRINTF('[%s|%10s|%-10s|%.3s|%S]', s, s, s, s, s) AS x FROM strs;
+-- case: printf_integers
+SELECT id, PRINTF('%d|%5d|%-5d|%05d|%+d|% d|%,d|%(d|%x|%X|%o|%#x|%08X', i, i, i, i, i, i, i, i, i, i, i, i, i) AS x, PRINTF('%d %x %,d', b, b, b) AS y FROM nums;
+-- case: printf_doubles
+SELECT id, PRINTF('%f|%.2f|%10.3f|%-10.1f|%e|%.3E|%g|%+.1f|%(.2f|%,.2f|%010.2f', d, d, d, d, d, d, d, d, d, d, d) AS x FROM nums;
+-- case: printf_rounding_half_up
+SELECT PRINTF('%.1f %.1f %.0f %.0f %.2e %.3g', CAST(0.05 AS DOUBLE), CAST(0.15 AS DOUBLE), CAST(2.5 AS DOUBLE), CAST(-0.5 AS DOUBLE), CAST(1.125 AS DOUBLE), CAST(0.00012345 AS DOUBLE)) AS x;
+-- case: printf_general_of_every_type
+SELECT id, PRINTF('%s %s %s %s %s %s %b %b', i, b, d, m, CAST(i AS SMALLINT), i > 0, i, CAST(NULL AS INT)) AS x FROM nums;
+-- case: printf_mismatch_is_null
+SELECT id, PRINTF('%d', d) AS a, PRINTF('%f', i) AS b, PRINTF('%f', m) AS c, PRINTF('%c', s) AS e, PRINTF('%d', s) AS f FROM nums;
+-- case: printf_null_arguments
+SELECT id, PRINTF('%s/%d/%5s/%b', CAST(NULL AS STRING), n, CAST(NULL AS INT), n) AS x, PRINTF(CASE WHEN id = 1 THEN CAST(NULL AS STRING) ELSE '%s' END, s) AS y FROM strs;
+-- case: printf_bad_formats
+SELECT PRINTF('%s %s', 'a') AS missing, PRINTF('%q', 1) AS unknown, PRINTF('%-s', 'a') AS no_width, PRINTF('%+s', 'a') AS bad_flag, PRINTF('%.2d', 1) AS precision, PRINTF('%', 1) AS dangling, PRINTF('no args') AS plain;
+-- case: printf_indexes_and_specials
+SELECT PRINTF('%2$s %1$s %<s %% %n|%c%c', 'a', 'b', 65, 128512) AS x;
+-- case: printf_temporal
+SELECT PRINTF('%s|%s|%s|%d', DATE '2024-01-02', TIMESTAMP '2024-01-02 03:04:05.123', TIMESTAMP '2024-01-02 03:04:00', DATE '1970-01-05') AS x;

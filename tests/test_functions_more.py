@@ -1,0 +1,84 @@
+"""PRINTF, ENCODE and DECODE: each expression gave this value in Flink 2.3 (PyFlink, streaming
+mode; probed one SELECT at a time); the reference group functions_more pins the same over tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from sqlstream.core.errors import SqlStreamError
+from sqlstream.frontend.session import Session
+
+CASES = [
+    ("PRINTF('%s|%d', 'a', 42)", "a|42"),
+    ("PRINTF('%5.2f', 3.14159)", None),  # a DECIMAL is a DecimalData to the formatter: %f fails
+    ("PRINTF('%5.2f', CAST(3.14159 AS DOUBLE))", " 3.14"),
+    ("PRINTF('%x|%X|%o', 255, 255, 8)", "ff|FF|10"),
+    ("PRINTF('%-6s|%6s|%%|%n|', 'ab', 'cd')", "ab    |    cd|%|\n|"),
+    ("PRINTF('%d', 3.5)", None),
+    ("PRINTF('%s', 3.5)", "3.5"),
+    ("PRINTF('%s', TRUE)", "true"),
+    ("PRINTF('%s %s', 'a')", None),
+    ("PRINTF('%q', 1)", None),
+    ("PRINTF('no args')", "no args"),
+    ("PRINTF('%b', CAST(NULL AS INT))", "false"),
+    ("PRINTF('%d', CAST(NULL AS INT))", "null"),
+    ("PRINTF('%s', CAST(NULL AS STRING))", "null"),
+    ("PRINTF(CAST(NULL AS STRING), 1)", None),
+    ("PRINTF('%05d|%+d|%,d|% d|%(d', 42, 42, 1234567, 42, -42)", "00042|+42|1,234,567| 42|(42)"),
+    ("PRINTF('%e|%.3e|%g|%10.4f|%-10.1f|', CAST(12345.678 AS DOUBLE), CAST(12345.678 AS DOUBLE), "
+     "CAST(12345.678 AS DOUBLE), CAST(2.5 AS DOUBLE), CAST(2.5 AS DOUBLE))", "1.234568e+04|1.235e+04|12345.7|    2.5000|2.5       |"),
+    ("PRINTF('%s', DATE '2024-01-02')", "19724"),  # a DATE is its day number to the formatter
+    ("PRINTF('%s', TIMESTAMP '2024-01-02 03:04:05.123')", "2024-01-02T03:04:05.123"),
+    ("PRINTF('%2$s %1$s', 'a', 'b')", "b a"),
+    ("PRINTF('%c', 'x')", None),
+    ("PRINTF('%.2s', 'abcdef')", "ab"),
+    ("PRINTF('%S', 'abc')", "ABC"),
+    # Java rounds the shortest decimal digits half up (C would give 0.1, 2 for 0.15, 2.5)
+    ("PRINTF('%.1f', CAST(0.05 AS DOUBLE))", "0.1"),
+    ("PRINTF('%.1f', CAST(0.15 AS DOUBLE))", "0.2"),
+    ("PRINTF('%.0f', CAST(2.5 AS DOUBLE))", "3"),
+    ("PRINTF('%.2f', CAST(1 AS INT))", None),
+    ("PRINTF('%x', -1)", "ffffffff"),
+    ("PRINTF('%x', CAST(-1 AS BIGINT))", "ffffffffffffffff"),
+    ("PRINTF('%x', CAST(-1 AS TINYINT))", "ff"),
+    ("PRINTF('%s', CAST(1.10 AS DECIMAL(5,2)))", "1.10"),
+    ("ENCODE('héllo', 'US-ASCII')", b"h?llo"),
+    ("ENCODE('héllo', 'ISO-8859-1')", b"h\xe9llo"),
+    ("ENCODE('a', 'UTF-16BE')", b"\x00a"),
+    ("ENCODE('a', 'UTF-16LE')", b"a\x00"),
+    ("ENCODE('a', 'UTF-16')", b"\xfe\xffa"[:2] + b"\x00a"),
+    ("ENCODE('a', 'utf8')", b"a"),
+    ("ENCODE(CAST(NULL AS STRING), 'UTF-8')", None),
+    ("ENCODE('a', CAST(NULL AS STRING))", None),
+    ("DECODE(ENCODE('é', 'UTF-8'), 'UTF-8')", "é"),
+    ("DECODE(ENCODE('é', 'ISO-8859-1'), 'UTF-8')", "\ufffd"),
+    ("DECODE(ENCODE('a', 'UTF-16BE'), 'UTF-16')", "a"),
+]
+
+
+@pytest.mark.parametrize(("expression", "value"), CASES, ids=[c[0] for c in CASES])
+def test_function_gives_flinks_value(expression: str, value: object) -> None:
+    table = Session().execute_script(f"SELECT {expression} AS v;")[-1].table
+    assert table.column(0).to_pylist() == [value]
+
+
+def test_printf_formats_each_row_of_a_column() -> None:
+    rows = "(VALUES (1, 'a'), (-20, CAST(NULL AS STRING)), (CAST(NULL AS INT), 'c')) AS t(n, s)"
+    table = Session().execute_script(f"SELECT PRINTF('%4d:%s', n, s) AS v FROM {rows};")[-1].table
+    assert sorted(table.column(0).to_pylist()) == sorted(["   1:a", " -20:null", "null:c"])
+
+
+@pytest.mark.parametrize(("expression", "refusal"), [
+    ("PRINTF('%h', 'abc')", "%h"),
+    ("PRINTF('%tY', 1)", "date/time conversion"),
+    ("PRINTF('%s', ARRAY[1, 2])", "cannot format a ARRAY"),
+])
+def test_printf_refuses_at_plan_time_what_only_a_jvm_prints(expression: str, refusal: str) -> None:
+    with pytest.raises(SqlStreamError, match=refusal):
+        Session().execute_script(f"EXPLAIN SELECT {expression};")
+
+
+def test_an_unknown_charset_fails_the_job_naming_it() -> None:
+    # Flink fails too (UnsupportedCharsetException)
+    with pytest.raises(SqlStreamError, match="unsupported charset 'bogus'"):
+        Session().execute_script("SELECT ENCODE(s, 'bogus') FROM (VALUES ('a')) AS t(s);")
