@@ -20,6 +20,7 @@ class AggCall:
     separator: str | None = None  # LISTAGG's, a constant
     offset: int | None = None  # LAG's: how many rows back, a constant
     default: object = None  # LAG's: the value when there is no row that far back, a constant of ``type``
+    ignore_nulls: bool = False  # ARRAY_AGG(x IGNORE NULLS): NULLs left out (RESPECT NULLS keeps them)
 
     def remapped(self, mapping: dict[int, int]) -> AggCall:
         """The same call over an input whose columns moved (old index -> new)."""
@@ -29,6 +30,8 @@ class AggCall:
         inner = "*" if self.arg is None else f"{'DISTINCT ' if self.distinct else ''}${self.arg}"
         if self.separator is not None:
             inner += f", '{self.separator}'"
+        if self.ignore_nulls:
+            inner += " IGNORE NULLS"
         if self.offset is not None:
             d = self.default
             inner += f", {self.offset}, {'NULL' if d is None else repr(d) if isinstance(d, str) else d}"

@@ -961,6 +961,9 @@ def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, n
         function, args = "LISTAGG", list(node.expressions)
     else:
         function, args = GROUP_AGGREGATES[type(node)], [node.this]
+    distinct = False
+    if function == "ARRAY_AGG" and args and isinstance(args[0], exp.Distinct) and len(args[0].expressions) == 1:
+        distinct, args = True, [args[0].expressions[0]]
     if not args or args[0] is None or isinstance(args[0], exp.Distinct):
         raise plan_error(f"{function} takes a value{'' if args and args[0] is not None else ''}, without DISTINCT", node)
     arg = binder.bind(args[0])
@@ -983,7 +986,8 @@ def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, n
         # Flink reduces them to SUM and COUNT and casts back: integers stay the argument's type,
         # DECIMAL(p, s) becomes DECIMAL(38, max(6, s)) as AVG does
         out = avg_type(t) if pa.types.is_decimal(t) else t
-    return AggCall(function, column_of(arg), False, out, name, separator)
+    return AggCall(function, column_of(arg), distinct, out, name, separator,
+                   ignore_nulls=bool(node.args.get("nulls_excluded")) if function == "ARRAY_AGG" else False)
 
 
 def _json_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:  # noqa: ANN001

@@ -304,12 +304,23 @@ class Statistic(AggFunction):
             return value.quantize(Decimal(1).scaleb(-t.scale), rounding=ROUND_HALF_UP)
 
 
+def _hashable(value: Any) -> Any:
+    """A value as a dict key: an ARRAY's or ROW's list/dict made a tuple, recursively."""
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _hashable(v)) for k, v in value.items())
+    return value
+
+
 class Sequence(AggFunction):
     """LISTAGG, FIRST_VALUE and LAST_VALUE: the argument's non-NULL values in arrival order (all
-    values, NULLs too, for ARRAY_AGG, whose result is their ARRAY).  Over an updating input the
-    accumulator keeps them all, and a retraction removes the value's first occurrence (Flink's
-    ...WithRetract functions); over an append-only one FIRST_VALUE and LAST_VALUE keep just the
-    one value."""
+    values, NULLs too, for ARRAY_AGG unless IGNORE NULLS, whose result is their ARRAY).  Over an
+    updating input the accumulator keeps them all, and a retraction removes the value's first
+    occurrence (Flink's ...WithRetract functions); over an append-only one FIRST_VALUE and
+    LAST_VALUE keep just the one value.  ARRAY_AGG(DISTINCT x) is Flink's distinct aggregate
+    around ARRAY_AGG: a count per value, the value added when its count rises from 0 and removed
+    when it falls back to 0 (the accumulator's second element)."""
 
     def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
         x = self.arg(batch)
@@ -318,16 +329,27 @@ class Sequence(AggFunction):
         return [(x, "list", None), (sign, "list", None)]
 
     def create(self) -> list[Any]:
-        return [[]]
+        return [[], {}] if self.call.distinct else [[]]
 
     def merge(self, acc: list[Any], values: list[Any]) -> None:
         items = values[0] or []
         signs = values[1] if len(values) > 1 else [1] * len(items)
         kept: list[Any] = acc[0]
-        keep_nulls = self.call.function == "ARRAY_AGG"
+        keep_nulls = self.call.function == "ARRAY_AGG" and not self.call.ignore_nulls
+        counts: dict[Any, int] | None = acc[1] if self.call.distinct else None
         for value, s in zip(items, signs, strict=True):
             if value is None and not keep_nulls:
                 continue
+            if counts is not None:
+                key = _hashable(value)
+                before = counts.get(key, 0)
+                after = before + (1 if s > 0 else -1)
+                if after > 0:
+                    counts[key] = after
+                else:
+                    counts.pop(key, None)
+                if (before > 0) == (after > 0):
+                    continue  # the distinct values did not change
             if s > 0:
                 kept.append(value)
             elif value in kept:
@@ -336,10 +358,18 @@ class Sequence(AggFunction):
             acc[0] = [kept[0]] if self.call.function == "FIRST_VALUE" else [kept[-1]]
 
     def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
-        acc[0] = acc[0] + other[0]
+        if not self.call.distinct:
+            acc[0] = acc[0] + other[0]
+            return
+        counts = acc[1]
+        for value in other[0]:
+            key = _hashable(value)
+            if key not in counts:
+                acc[0].append(value)
+            counts[key] = counts.get(key, 0) + other[1][key]
 
     def copy(self, acc: list[Any]) -> list[Any]:
-        return [list(acc[0])]
+        return [list(acc[0]), dict(acc[1])] if self.call.distinct else [list(acc[0])]
 
     def result(self, acc: list[Any]) -> Any:
         kept = acc[0]

@@ -698,6 +698,15 @@ def _build_date_format(args: list[exp.Expr], dialect: Dialect) -> exp.Expr:
     return exp.TimeToStr(this=args[0], format=dialect.format_time(args[1]))
 
 
+
+def _array_agg_nulls(node: exp.Expression) -> exp.Expression:
+    """``ARRAY_AGG(x IGNORE NULLS)`` as one ArrayAgg node marked ``nulls_excluded`` (sqlglot wraps
+    the call in IgnoreNulls, which would read as an aggregate around an aggregate); ``RESPECT
+    NULLS`` is ARRAY_AGG's default."""
+    if isinstance(node, exp.IgnoreNulls | exp.RespectNulls) and isinstance(node.this, exp.ArrayAgg):
+        return exp.ArrayAgg(this=node.this.this, nulls_excluded=True if isinstance(node, exp.IgnoreNulls) else None)
+    return node
+
 class Flink(Dialect):
     """Apache Flink SQL (Calcite-based, streaming extensions)."""
 
@@ -843,7 +852,7 @@ class Flink(Dialect):
                 node = parse_method(self)
                 if self._index < self._tokens_size:
                     self._raise_trailing(node)
-                results.append(node)
+                results.append(node.transform(_array_agg_nulls, copy=False) if node is not None else None)
                 self.check_errors()
             return results
 
@@ -1531,6 +1540,8 @@ class Flink(Dialect):
 
         TRANSFORMS = {
             **BaseGenerator.TRANSFORMS,
+            exp.ArrayAgg: lambda self, e: (
+                f"ARRAY_AGG({self.sql(e, 'this')}{' IGNORE NULLS' if e.args.get('nulls_excluded') else ''})"),
             Explain: lambda self, e: self.explain_sql(e),
             MetadataColumnConstraint: lambda self, e: self.metadatacolumnconstraint_sql(e),
             Reset: lambda self, e: f"RESET {self.sql(e, 'this')}".rstrip(),

@@ -29,3 +29,11 @@ SELECT PRINTF('%s %s', 'a') AS missing, PRINTF('%q', 1) AS unknown, PRINTF('%-s'
 SELECT PRINTF('%2$s %1$s %<s %% %n|%c%c', 'a', 'b', 65, 128512) AS x;
 -- case: printf_temporal
 SELECT PRINTF('%s|%s|%s|%d', DATE '2024-01-02', TIMESTAMP '2024-01-02 03:04:05.123', TIMESTAMP '2024-01-02 03:04:00', DATE '1970-01-05') AS x;
+-- case: array_agg_distinct
+SELECT product, ARRAY_AGG(DISTINCT user_id) AS users, ARRAY_AGG(DISTINCT currency) AS currencies FROM orders WHERE order_id <= 20 GROUP BY product;
+-- case: array_agg_ignore_nulls
+SELECT product, ARRAY_AGG(user_id IGNORE NULLS) AS a, ARRAY_AGG(user_id RESPECT NULLS) AS b, ARRAY_AGG(DISTINCT currency IGNORE NULLS) AS c FROM orders WHERE order_id <= 20 GROUP BY product;
+-- case: array_agg_distinct_retracting
+SELECT c, ARRAY_AGG(DISTINCT n) AS ns FROM (SELECT product, COUNT(*) AS c, MAX(qty) AS n FROM orders GROUP BY product) GROUP BY c;
+-- case: array_agg_distinct_window
+SELECT window_start, ARRAY_AGG(DISTINCT user_id) AS users, ARRAY_AGG(currency IGNORE NULLS) AS cs FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) WHERE order_id <= 12 GROUP BY window_start, window_end;
