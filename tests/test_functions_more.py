@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from sqlstream import TableEnvironment
 from sqlstream.core.errors import SqlStreamError
 from sqlstream.frontend.session import Session
 
@@ -82,3 +83,67 @@ def test_an_unknown_charset_fails_the_job_naming_it() -> None:
     # Flink fails too (UnsupportedCharsetException)
     with pytest.raises(SqlStreamError, match="unsupported charset 'bogus'"):
         Session().execute_script("SELECT ENCODE(s, 'bogus') FROM (VALUES ('a')) AS t(s);")
+
+
+def _rows(sql: str) -> list[dict]:
+    """The final rows of a bounded query (an updating result's changelog applied)."""
+    return TableEnvironment.create(streaming=True).sql_query(sql.rstrip(";")).to_arrow().to_pylist()
+
+
+def test_percentile_interpolates_between_the_sorted_values_as_flink() -> None:
+    rows = _rows("SELECT PERCENTILE(x, 0.5) AS a, PERCENTILE(x, 0) AS b, PERCENTILE(x, 1) AS c, "
+                 "PERCENTILE(x, ARRAY[0.25, 0.5]) AS d, PERCENTILE(x, 0.5, f) AS e "
+                 "FROM (VALUES (1, 1), (5, 2), (3, 1), (CAST(NULL AS INT), 1)) AS t(x, f);")
+    assert rows == [{"a": 3.0, "b": 1.0, "c": 5.0, "d": [2.0, 3.0], "e": 4.0}]
+
+
+def test_percentile_skips_null_and_non_positive_frequencies() -> None:
+    assert _rows("SELECT PERCENTILE(x, 0.5, f) AS p FROM (VALUES (1, 0), (2, CAST(NULL AS INT)), (3, 2)) AS t(x, f);") \
+        == [{"p": 3.0}]
+    assert _rows("SELECT PERCENTILE(x, 0.5, -1) AS p FROM (VALUES (1), (2)) AS t(x);") == [{"p": None}]
+
+
+def test_percentile_of_decimals_and_floats_is_a_double() -> None:
+    assert _rows("SELECT PERCENTILE(CAST(x AS DECIMAL(5, 2)), 0.5) AS a, PERCENTILE(CAST(x AS DOUBLE), 0.3) AS b "
+                 "FROM (VALUES (1), (2), (4)) AS t(x);") == [{"a": 2.0, "b": 1.6}]
+
+
+def test_percentile_over_an_updating_input_retracts() -> None:
+    rows = _rows("SELECT k, PERCENTILE(x, 0.5) AS p FROM (SELECT k, SUM(v) AS x FROM (VALUES ('a', 1, 1), ('a', 2, 1), "
+                 "('b', 3, 2), ('b', 4, 2)) AS t(g, v, k) GROUP BY g, k) GROUP BY k;")
+    assert sorted(rows, key=lambda r: r["k"]) == [{"k": 1, "p": 3.0}, {"k": 2, "p": 7.0}]
+
+
+@pytest.mark.parametrize(("expression", "refusal"), [
+    ("PERCENTILE(x, 1.5)", "between 0.0 and 1.0"),
+    ("PERCENTILE(x, CAST(NULL AS DOUBLE))", "between 0.0 and 1.0"),
+    ("PERCENTILE(x, y)", "must be a constant"),
+    ("PERCENTILE(CAST(x AS STRING), 0.5)", "numeric value"),
+])
+def test_percentile_refuses_what_flink_refuses_at_plan_time(expression: str, refusal: str) -> None:
+    with pytest.raises(SqlStreamError, match=refusal):
+        _rows(f"SELECT {expression} FROM (VALUES (1, 0.5), (2, 0.5)) AS t(x, y);")
+
+
+def test_array_agg_distinct_and_ignore_nulls() -> None:
+    rows = _rows("SELECT k, ARRAY_AGG(DISTINCT s) AS a, ARRAY_AGG(s IGNORE NULLS) AS b, ARRAY_AGG(s RESPECT NULLS) AS c, "
+                 "ARRAY_AGG(DISTINCT s IGNORE NULLS) AS d FROM (VALUES (1, 'a'), (1, 'b'), (1, 'a'), (1, CAST(NULL AS STRING)), "
+                 "(2, CAST(NULL AS STRING))) AS t(k, s) GROUP BY k;")
+    assert sorted(rows, key=lambda r: r["k"]) == [
+        {"k": 1, "a": ["a", "b", None], "b": ["a", "b", "a"], "c": ["a", "b", "a", None], "d": ["a", "b"]},
+        {"k": 2, "a": [None], "b": None, "c": [None], "d": None},
+    ]
+
+
+def test_array_agg_distinct_over_an_updating_input_drops_a_value_whose_count_falls_to_zero() -> None:
+    # k=1 counts 1, then 2: the value 1 is still there from k=2; then k=2's row goes to 2 as well
+    rows = _rows("SELECT ARRAY_AGG(DISTINCT x) AS a FROM (SELECT k, COUNT(*) AS x FROM (VALUES (1), (2), (1), (2)) AS t(k) "
+                 "GROUP BY k);")
+    assert rows == [{"a": [2]}]
+
+
+def test_filter_on_array_agg_needs_ignore_nulls() -> None:
+    with pytest.raises(SqlStreamError, match="IGNORE NULLS only"):
+        _rows("SELECT ARRAY_AGG(x) FILTER (WHERE x > 1) FROM (VALUES (1), (2)) AS t(x);")
+    assert _rows("SELECT ARRAY_AGG(x IGNORE NULLS) FILTER (WHERE x > 1) AS a FROM (VALUES (1), (2), (3)) AS t(x);") \
+        == [{"a": [2, 3]}]

@@ -607,7 +607,8 @@ class Row(tuple):
 
 
 def _hashable(value: Any) -> Any:
-    if isinstance(value, list):
+    """A row (a tuple) or value as a dict key: its ARRAYs and ROWs made tuples, all the way down."""
+    if isinstance(value, list | tuple):
         return tuple(_hashable(v) for v in value)
     if isinstance(value, dict):
         return tuple(sorted((k, _hashable(v)) for k, v in value.items()))

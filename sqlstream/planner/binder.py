@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 
 import pyarrow as pa
 from sqlglot import exp
@@ -920,6 +921,8 @@ class QueryBinder:
             return _json_aggregate_call(node, binder, column_of, name)
         if type(node) in GROUP_AGGREGATES or (isinstance(node, exp.Anonymous) and node.name.upper() == "LISTAGG"):
             return _group_aggregate_call(node, binder, column_of, name)
+        if isinstance(node, exp.Anonymous) and node.name.upper() == "PERCENTILE":
+            return _percentile_call(node, binder, column_of, name)
         if isinstance(node, exp.Anonymous):  # an aggregate UDF
 
             udaf = USER_AGGREGATES[node.name.upper()]
@@ -988,6 +991,36 @@ def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, n
         out = avg_type(t) if pa.types.is_decimal(t) else t
     return AggCall(function, column_of(arg), distinct, out, name, separator,
                    ignore_nulls=bool(node.args.get("nulls_excluded")) if function == "ARRAY_AGG" else False)
+
+
+def _percentile_call(node: exp.Anonymous, binder: ExprBinder, column_of, name: str) -> AggCall:  # noqa: ANN001
+    """PERCENTILE(value, percentage | ARRAY[percentage, ...] [, frequency]) as Flink types it: a
+    numeric value, percentages in [0, 1] (constants here: Flink takes the first row's), an integer
+    frequency; DOUBLE, or ARRAY<DOUBLE> for an array of percentages."""
+    args = list(node.expressions)
+    if not 2 <= len(args) <= 3 or any(isinstance(a, exp.Distinct) for a in args):
+        raise plan_error("PERCENTILE takes (value, percentage [, frequency]) without DISTINCT", node)
+    value = binder.bind(args[0])
+    if not (pa.types.is_integer(value.type) or pa.types.is_floating(value.type) or pa.types.is_decimal(value.type)):
+        raise plan_error(f"PERCENTILE needs a numeric value, got {sql_type_name(value.type)}", node)
+    percentage = fold(binder.bind(args[1]))
+    if not isinstance(percentage, Literal):
+        raise plan_error("PERCENTILE's percentage must be a constant (or an ARRAY of constants)", args[1])
+    many = isinstance(percentage.value, list)
+    values = percentage.value if many else [percentage.value]
+    if not values or any(isinstance(v, bool) or not isinstance(v, int | float | Decimal) or not 0 <= v <= 1
+                         for v in values):
+        raise plan_error("PERCENTILE's percentage must be a number between 0.0 and 1.0 (or an ARRAY of them), "
+                         f"got {args[1].sql(dialect=dialect.Flink)}", args[1])
+    extra: tuple[int, ...] = ()
+    if len(args) == 3:
+        frequency = binder.bind(args[2])
+        if not (pa.types.is_integer(frequency.type) or pa.types.is_null(frequency.type)):
+            raise plan_error(f"PERCENTILE's frequency must be an integer, got {sql_type_name(frequency.type)}", args[2])
+        extra = (column_of(frequency),)
+    out = pa.list_(pa.float64()) if many else pa.float64()
+    return AggCall("PERCENTILE", column_of(value), False, out, name, extra_args=extra,
+                   percentages=tuple(float(v) for v in values))
 
 
 def _json_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:  # noqa: ANN001
@@ -1103,6 +1136,9 @@ def _inline_filters(node: exp.Expression, conditions: list[exp.Expression]) -> e
             raise plan_error(
                 f"FILTER (WHERE ...) is not supported on the aggregate function {agg.name}", n
             )
+        if isinstance(agg, exp.ArrayAgg) and not agg.args.get("nulls_excluded"):
+            # the rows FILTER drops would reach ARRAY_AGG as NULLs, which it keeps
+            raise plan_error("FILTER (WHERE ...) on ARRAY_AGG is supported with IGNORE NULLS only", n)
         name = agg.sql_name()
         for inner in condition.walk():
             if is_aggregate(inner):

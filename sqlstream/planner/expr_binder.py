@@ -520,7 +520,7 @@ def is_aggregate(node: exp.Expression) -> bool:
     """A built-in aggregate call, or a call of a registered aggregate UDF."""
     if isinstance(node, AGGREGATES) or type(node) in GROUP_AGGREGATES:
         return True
-    if isinstance(node, exp.Anonymous) and node.name.upper() == "LISTAGG":
+    if isinstance(node, exp.Anonymous) and node.name.upper() in ("LISTAGG", "PERCENTILE"):
         return True
     if isinstance(node, JSON_AGGREGATES):
         return True

@@ -116,7 +116,7 @@ def bind_window_items(binder: QueryBinder, rel: Relation, items: list[exp.Expres
             raise plan_error("LEAD is not supported on streams (Flink: LEAD Function is not supported in stream "
                              "mode); LAG is", w)
         if not isinstance(f, (*AGGREGATES, exp.Lag, exp.FirstValue, exp.LastValue, *RANKINGS)):
-            name = f.sql_name() if isinstance(f, exp.Func) else f.sql()
+            name = f.name.upper() if isinstance(f, exp.Anonymous) else f.sql_name() if isinstance(f, exp.Func) else f.sql()
             raise plan_error(
                 f"window function {name} is not supported on streams; OVER takes COUNT, SUM, MIN, MAX, AVG, "
                 "FIRST_VALUE, LAST_VALUE and LAG, RANK() and DENSE_RANK() in time order, and ROW_NUMBER() "

@@ -19,7 +19,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.aggregates import JSON_AGGREGATES, SEQUENCES, STATISTICS, AggCall, wrap_integer
+from sqlstream.core.aggregates import (
+    JSON_AGGREGATES,
+    PERCENTILE,
+    SEQUENCES,
+    STATISTICS,
+    AggCall,
+    wrap_integer,
+)
+from sqlstream.core.casts import cast_to_float
 from sqlstream.core.errors import DataError
 from sqlstream.core.functions.json import object_text, split_entry
 from sqlstream.core.functions.udfs import USER_AGGREGATES
@@ -384,6 +392,69 @@ class Sequence(AggFunction):
         return (self.call.separator if self.call.separator is not None else ",").join(kept)
 
 
+class Percentile(AggFunction):
+    """PERCENTILE as Flink's PercentileAggFunction: a count per value (as a DOUBLE), a row adding
+    its frequency (1 without one; a NULL or non-positive frequency, or a NULL value, adds nothing)
+    and a retraction taking it away; the percentile at position p * (n - 1) + 1 of the sorted
+    values, interpolated linearly between its neighbours."""
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        x = self.arg(batch)
+        x = cast_to_float(x, pa.float64()) if pa.types.is_decimal(x.type) else pc.cast(x, pa.float64())
+        columns = [x]
+        if self.call.extra_args:
+            columns.append(pc.cast(batch.column(self.call.extra_args[0]), pa.int64()))
+        if sign is not None:
+            columns.append(sign)
+        return [(c, "list", None) for c in columns]
+
+    def create(self) -> list[Any]:
+        return [{}]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        items = values[0] or []
+        frequencies = values[1] if self.call.extra_args else [1] * len(items)
+        signs = values[-1] if len(values) > 1 + bool(self.call.extra_args) else [1] * len(items)
+        counts: dict[float, int] = acc[0]
+        for value, frequency, s in zip(items, frequencies, signs, strict=True):
+            if value is None or frequency is None or frequency <= 0:
+                continue
+            count = counts.get(value, 0) + (frequency if s > 0 else -frequency)
+            if count:
+                counts[value] = count
+            else:
+                del counts[value]
+
+    def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
+        counts: dict[float, int] = acc[0]
+        for value, n in other[0].items():
+            count = counts.get(value, 0) + n
+            if count:
+                counts[value] = count
+            else:
+                del counts[value]
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [dict(acc[0])]
+
+    def result(self, acc: list[Any]) -> Any:
+        entries = sorted(acc[0].items())
+        total = sum(c for _, c in entries)
+        if total <= 0:
+            return None
+        found: list[float] = [0.0] * len(self.call.percentages)
+        positions = sorted((p * (total - 1) + 1, i) for i, p in enumerate(self.call.percentages))
+        j, seen = 0, entries[0][1]
+        for position, i in positions:
+            lower, higher = math.floor(position), math.ceil(position)
+            while seen < lower:
+                j += 1
+                seen += entries[j][1]
+            value = entries[j][0]
+            found[i] = value if seen >= higher else (higher - position) * value + (position - lower) * entries[j + 1][0]
+        return found if pa.types.is_list(self.call.type) else found[0]
+
+
 class JsonArrayAgg(AggFunction):
     """JSON_ARRAYAGG as Flink's JsonArrayAggFunction: the values' JSON texts in arrival order (a
     NULL as null under NULL ON NULL, left out under ABSENT ON NULL); a retraction removes the
@@ -564,6 +635,8 @@ def make(call: AggCall, retracting: bool = False) -> AggFunction:
     """The function computing ``call``; over an updating input (``retracting``) its retractable form."""
     if call.function in STATISTICS:
         return Statistic(call, retracting)
+    if call.function == PERCENTILE:
+        return Percentile(call, retracting)
     if call.function in SEQUENCES:
         return Sequence(call, retracting)
     if call.function in JSON_AGGREGATES:

@@ -703,8 +703,18 @@ def _array_agg_nulls(node: exp.Expression) -> exp.Expression:
     """``ARRAY_AGG(x IGNORE NULLS)`` as one ArrayAgg node marked ``nulls_excluded`` (sqlglot wraps
     the call in IgnoreNulls, which would read as an aggregate around an aggregate); ``RESPECT
     NULLS`` is ARRAY_AGG's default."""
-    if isinstance(node, exp.IgnoreNulls | exp.RespectNulls) and isinstance(node.this, exp.ArrayAgg):
+    nulls = exp.IgnoreNulls | exp.RespectNulls
+    if isinstance(node, nulls) and isinstance(node.this, exp.ArrayAgg):
         return exp.ArrayAgg(this=node.this.this, nulls_excluded=True if isinstance(node, exp.IgnoreNulls) else None)
+    if isinstance(node, exp.ArrayAgg):  # before FILTER (...) sqlglot wraps the argument instead
+        arg = node.this
+        inner = arg.expressions[0] if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1 else arg
+        if isinstance(inner, nulls):
+            if inner is arg:
+                arg = inner.this
+            else:
+                arg.set("expressions", [inner.this])
+            return exp.ArrayAgg(this=arg, nulls_excluded=True if isinstance(inner, exp.IgnoreNulls) else None)
     return node
 
 class Flink(Dialect):

@@ -37,3 +37,21 @@ SELECT product, ARRAY_AGG(user_id IGNORE NULLS) AS a, ARRAY_AGG(user_id RESPECT 
 SELECT c, ARRAY_AGG(DISTINCT n) AS ns FROM (SELECT product, COUNT(*) AS c, MAX(qty) AS n FROM orders GROUP BY product) GROUP BY c;
 -- case: array_agg_distinct_window
 SELECT window_start, ARRAY_AGG(DISTINCT user_id) AS users, ARRAY_AGG(currency IGNORE NULLS) AS cs FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) WHERE order_id <= 12 GROUP BY window_start, window_end;
+-- case: array_agg_filter_ignore_nulls
+SELECT product, ARRAY_AGG(user_id IGNORE NULLS) FILTER (WHERE qty > 2) AS a FROM orders WHERE order_id <= 20 GROUP BY product;
+-- case: percentile_single_and_array
+SELECT product, PERCENTILE(qty, 0.5) AS med, PERCENTILE(price, 0.25) AS p25, PERCENTILE(amount, 1.0) AS top, PERCENTILE(qty, ARRAY[0.0, 0.3, 0.9]) AS ps FROM orders GROUP BY product;
+-- case: percentile_frequency
+SELECT product, PERCENTILE(price, 0.5, qty) AS med, PERCENTILE(price, 0.5, user_id - 3) AS shifted FROM orders GROUP BY product;
+-- case: percentile_nulls_and_extremes
+SELECT PERCENTILE(i, 0.5) AS a, PERCENTILE(b, 0.75) AS b, PERCENTILE(d, 0.1) AS c, PERCENTILE(m, 0.6) AS m FROM nums;
+-- case: percentile_retracting
+SELECT c, PERCENTILE(n, 0.5) AS med FROM (SELECT product, COUNT(*) AS c, SUM(qty) AS n FROM orders GROUP BY product) GROUP BY c;
+-- case: percentile_window
+SELECT window_start, PERCENTILE(price, 0.5) AS med, PERCENTILE(qty, ARRAY[0.5, 1.0]) AS qs FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;
+-- case: percentile_hop_window
+SELECT window_start, PERCENTILE(price, 0.5) AS med FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '30' SECOND, INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;
+-- case: percentile_out_of_range
+SELECT PERCENTILE(qty, 1.5) AS x FROM orders;
+-- case: percentile_of_a_string
+SELECT PERCENTILE(product, 0.5) AS x FROM orders;
