@@ -926,10 +926,13 @@ class QueryBinder:
         if isinstance(node, exp.Anonymous):  # an aggregate UDF
 
             udaf = USER_AGGREGATES[node.name.upper()]
-            if len(node.expressions) > 1:
-                raise plan_error(f"aggregate function {node.name} takes one argument here", node)
-            arg = column_of(binder.bind(node.expressions[0])) if node.expressions else None
-            return AggCall(udaf.name, arg, False, udaf.result_type, name)
+            if any(isinstance(a, exp.Distinct) for a in node.expressions):
+                raise plan_error(f"DISTINCT is not supported in the aggregate function {node.name}", node)
+            columns = [column_of(binder.bind(a)) for a in node.expressions]
+            # accumulate(acc, a, b, ...) takes the columns in order: the first is the call's
+            # argument, the others its extra_args
+            return AggCall(udaf.name, columns[0] if columns else None, False, udaf.result_type, name,
+                           extra_args=tuple(columns[1:]))
         function = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}[type(node)]
         arg_node = node.this
         distinct = False

@@ -594,28 +594,36 @@ class DistinctWithRetract(AggFunction):
 
 
 class UserAggregateFunction(AggFunction):
-    """An AggregateFunction UDF: Arrow collects each group's values, the UDF folds them."""
+    """An AggregateFunction UDF: Arrow collects each group's values (a list per argument column),
+    the UDF folds them a row at a time, ``accumulate(acc, a, b, ...)`` taking the row's arguments
+    in call order."""
 
     def __init__(self, call: AggCall, retracting: bool) -> None:
         super().__init__(call, retracting)
         self.impl = USER_AGGREGATES[call.function].implementation
+        self.width = 0 if call.arg is None else 1 + len(call.extra_args)
 
     def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
-        arg = self.arg(batch) if self.call.arg is not None else pa.nulls(batch.num_rows, pa.int8())
-        if sign is None:
-            return [(arg, "list", None)]
-        return [(arg, "list", None), (sign, "list", None)]
+        if self.call.arg is None:
+            columns = [pa.nulls(batch.num_rows, pa.int8())]  # one list per group, for its row count
+        else:
+            columns = [batch.column(i) for i in (self.call.arg, *self.call.extra_args)]
+        if sign is not None:
+            columns.append(sign)
+        return [(c, "list", None) for c in columns]
 
     def create(self) -> list[Any]:
         return [self.impl.create_accumulator()]
 
     def merge(self, acc: list[Any], values: list[Any]) -> None:
         """Each row in arrival order: accumulate, or (a -U/-D of an updating input) retract."""
-        items = values[0] or ()
-        signs = values[1] if len(values) > 1 else None
-        for i, v in enumerate(items):
+        width = max(self.width, 1)
+        items = [v or () for v in values[:width]]
+        signs = values[width] if len(values) > width else None
+        rows = zip(*items, strict=True) if self.width else (() for _ in items[0])
+        for i, row in enumerate(rows):
             step = self.impl.accumulate if signs is None or signs[i] > 0 else self.impl.retract
-            out = step(acc[0], *(() if self.call.arg is None else (v,)))
+            out = step(acc[0], *row)
             if out is not None:
                 acc[0] = out
 
