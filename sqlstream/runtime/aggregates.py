@@ -400,7 +400,8 @@ class Percentile(AggFunction):
 
     def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
         x = self.arg(batch)
-        x = cast_to_float(x, pa.float64()) if pa.types.is_decimal(x.type) else pc.cast(x, pa.float64())
+        # as Java's Number.doubleValue: a BIGINT beyond 2^53 rounds to the nearest double
+        x = cast_to_float(x, pa.float64()) if pa.types.is_decimal(x.type) else pc.cast(x, pa.float64(), safe=False)
         columns = [x]
         if self.call.extra_args:
             columns.append(pc.cast(batch.column(self.call.extra_args[0]), pa.int64()))

@@ -181,8 +181,8 @@ def _charset(name: str) -> str:
 def _encode(text: str, charset: str) -> bytes:
     """String.getBytes(charset): a character the charset lacks becomes '?'."""
     java = _charset(charset)
-    if java == "UTF-16":
-        return b"\xfe\xff" + text.encode("utf-16-be", errors="replace")
+    if java == "UTF-16":  # the byte order mark starts a non-empty encoding only
+        return b"\xfe\xff" + text.encode("utf-16-be", errors="replace") if text else b""
     return text.encode(java, errors="replace")
 
 

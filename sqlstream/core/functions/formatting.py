@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from functools import lru_cache
 from typing import Any
 
@@ -155,7 +155,9 @@ def _signed(magnitude: str, negative: bool, spec: _Spec) -> str:
 
 
 def _round(value: Decimal, places: int) -> Decimal:
-    return value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    with localcontext() as ctx:
+        ctx.prec = 330 + max(places, 0)  # every digit of a double's integral part (up to 309) and the places
+        return value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
 
 
 def _fixed(value: Decimal, places: int, spec: _Spec) -> str:

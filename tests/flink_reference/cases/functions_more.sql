@@ -24,7 +24,7 @@ SELECT id, PRINTF('%d', d) AS a, PRINTF('%f', i) AS b, PRINTF('%f', m) AS c, PRI
 -- case: printf_null_arguments
 SELECT id, PRINTF('%s/%d/%5s/%b', CAST(NULL AS STRING), n, CAST(NULL AS INT), n) AS x, PRINTF(CASE WHEN id = 1 THEN CAST(NULL AS STRING) ELSE '%s' END, s) AS y FROM strs;
 -- case: printf_bad_formats
-SELECT PRINTF('%s %s', 'a') AS missing, PRINTF('%q', 1) AS unknown, PRINTF('%-s', 'a') AS no_width, PRINTF('%+s', 'a') AS bad_flag, PRINTF('%.2d', 1) AS precision, PRINTF('%', 1) AS dangling, PRINTF('no args') AS plain;
+SELECT PRINTF('%s %s', 'a') AS missing, PRINTF('%q', 1) AS unknown_conversion, PRINTF('%-s', 'a') AS no_width, PRINTF('%+s', 'a') AS bad_flag, PRINTF('%.2d', 1) AS precision, PRINTF('%', 1) AS dangling, PRINTF('no args') AS plain;
 -- case: printf_indexes_and_specials
 SELECT PRINTF('%2$s %1$s %<s %% %n|%c%c', 'a', 'b', 65, 128512) AS x;
 -- case: printf_temporal
@@ -34,9 +34,13 @@ SELECT product, ARRAY_AGG(DISTINCT user_id) AS users, ARRAY_AGG(DISTINCT currenc
 -- case: array_agg_ignore_nulls
 SELECT product, ARRAY_AGG(user_id IGNORE NULLS) AS a, ARRAY_AGG(user_id RESPECT NULLS) AS b, ARRAY_AGG(DISTINCT currency IGNORE NULLS) AS c FROM orders WHERE order_id <= 20 GROUP BY product;
 -- case: array_agg_distinct_retracting
-SELECT c, ARRAY_AGG(DISTINCT n) AS ns FROM (SELECT product, COUNT(*) AS c, MAX(qty) AS n FROM orders GROUP BY product) GROUP BY c;
+SELECT c, ARRAY_SORT(ARRAY_AGG(DISTINCT n)) AS ns FROM (SELECT product, COUNT(*) AS c, MAX(qty) AS n FROM orders GROUP BY product) GROUP BY c;
 -- case: array_agg_distinct_window
-SELECT window_start, ARRAY_AGG(DISTINCT user_id) AS users, ARRAY_AGG(currency IGNORE NULLS) AS cs FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) WHERE order_id <= 12 GROUP BY window_start, window_end;
+SELECT window_start, ARRAY_AGG(DISTINCT user_id) AS users FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) WHERE order_id <= 12 GROUP BY window_start, window_end;
+-- case: array_agg_ignore_nulls_window
+SELECT window_start, ARRAY_AGG(currency IGNORE NULLS) AS cs FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) WHERE order_id <= 12 GROUP BY window_start, window_end;
+-- case: array_agg_filter
+SELECT product, ARRAY_AGG(user_id) FILTER (WHERE qty > 2) AS a FROM orders WHERE order_id <= 20 GROUP BY product;
 -- case: array_agg_filter_ignore_nulls
 SELECT product, ARRAY_AGG(user_id IGNORE NULLS) FILTER (WHERE qty > 2) AS a FROM orders WHERE order_id <= 20 GROUP BY product;
 -- case: percentile_single_and_array
