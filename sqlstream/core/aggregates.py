@@ -21,7 +21,8 @@ class AggCall:
     offset: int | None = None  # LAG's: how many rows back, a constant
     default: object = None  # LAG's: the value when there is no row that far back, a constant of ``type``
     ignore_nulls: bool = False  # ARRAY_AGG(x IGNORE NULLS): NULLs left out (RESPECT NULLS keeps them)
-    # input columns after ``arg``: an aggregate UDF's further arguments, PERCENTILE's frequency
+    # input columns after ``arg``: an aggregate UDF's further arguments, PERCENTILE's frequency,
+    # the FILTER condition of ARRAY_AGG (which keeps NULLs, so the CASE form of FILTER does not do)
     extra_args: tuple[int, ...] = ()
     # PERCENTILE's percentages, constants in [0, 1] (one, or an ARRAY's when ``type`` is an ARRAY)
     percentages: tuple[float, ...] = ()
@@ -58,6 +59,8 @@ STATISTICS = ("STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP")
 SEQUENCES = ("LISTAGG", "FIRST_VALUE", "LAST_VALUE", "ARRAY_AGG")
 # PERCENTILE(x, p | ARRAY[p, ...] [, frequency]): a count per value (GROUP BY and windows, not OVER)
 PERCENTILE = "PERCENTILE"
+# COLLECT([DISTINCT] x): the MULTISET of the non-NULL values (GROUP BY and windows, not OVER)
+COLLECT = "COLLECT"
 # Flink's names of JSON_ARRAYAGG / JSON_OBJECTAGG with their ON NULL clause: their argument is the
 # value's JSON text (JSON_OBJECTAGG's '"key":value'), see planner.binder._json_aggregate_call
 JSON_AGGREGATES = ("JSON_ARRAYAGG_ABSENT_ON_NULL", "JSON_ARRAYAGG_NULL_ON_NULL", "JSON_OBJECTAGG_NULL_ON_NULL",
@@ -72,7 +75,7 @@ def wrap_integer(total: int, t: pa.DataType) -> int:
     return wrapped - (1 << bits) if wrapped >= 1 << (bits - 1) else wrapped
 
 
-BUILT_INS = ("COUNT", "SUM", "AVG", "MIN", "MAX", *STATISTICS, *SEQUENCES, *JSON_AGGREGATES, PERCENTILE)
+BUILT_INS = ("COUNT", "SUM", "AVG", "MIN", "MAX", *STATISTICS, *SEQUENCES, *JSON_AGGREGATES, PERCENTILE, COLLECT)
 
 
 def retraction_refusal(call: AggCall) -> str | None:

@@ -28,7 +28,7 @@ from sqlstream.core.functions.arithmetic import avg_type, sum_type
 from sqlstream.core.functions.udfs import USER_AGGREGATES, USER_TABLE_FUNCTIONS, table_function_call
 from sqlstream.core.sql import dialect, script
 from sqlstream.core.tables import TableDef, ViewDef
-from sqlstream.core.types import is_ltz, is_nested, sql_type_name
+from sqlstream.core.types import is_ltz, is_multiset, is_nested, multiset_of, sql_type_name
 from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
 from sqlstream.planner.expr_binder import (
     GROUP_AGGREGATES,
@@ -923,6 +923,8 @@ class QueryBinder:
             return _group_aggregate_call(node, binder, column_of, name)
         if isinstance(node, exp.Anonymous) and node.name.upper() == "PERCENTILE":
             return _percentile_call(node, binder, column_of, name)
+        if isinstance(node, exp.Anonymous) and node.name.upper() == "COLLECT":
+            return _collect_call(node, binder, column_of, name)
         if isinstance(node, exp.Anonymous):  # an aggregate UDF
 
             udaf = USER_AGGREGATES[node.name.upper()]
@@ -972,6 +974,11 @@ def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, n
         distinct, args = True, [args[0].expressions[0]]
     if not args or args[0] is None or isinstance(args[0], exp.Distinct):
         raise plan_error(f"{function} takes a value{'' if args and args[0] is not None else ''}, without DISTINCT", node)
+    condition: tuple[int, ...] = ()
+    if node.args.get("filtered"):  # ARRAY_AGG(CASE WHEN c THEN x END) from ... FILTER (WHERE c)
+        when = args[0].args["ifs"][0]
+        args = [when.args["true"]]
+        condition = (column_of(binder.bind(when.this)),)
     arg = binder.bind(args[0])
     t = arg.type
     separator = None
@@ -993,7 +1000,23 @@ def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, n
         # DECIMAL(p, s) becomes DECIMAL(38, max(6, s)) as AVG does
         out = avg_type(t) if pa.types.is_decimal(t) else t
     return AggCall(function, column_of(arg), distinct, out, name, separator,
-                   ignore_nulls=bool(node.args.get("nulls_excluded")) if function == "ARRAY_AGG" else False)
+                   ignore_nulls=bool(node.args.get("nulls_excluded")) if function == "ARRAY_AGG" else False,
+                   extra_args=condition)
+
+
+def _collect_call(node: exp.Anonymous, binder: ExprBinder, column_of, name: str) -> AggCall:  # noqa: ANN001
+    """COLLECT([DISTINCT] x): Flink's MULTISET<type of x> of the non-NULL values."""
+    args = list(node.expressions)
+    distinct = len(args) == 1 and isinstance(args[0], exp.Distinct) and len(args[0].expressions) == 1
+    if distinct:
+        args = [args[0].expressions[0]]
+    if len(args) != 1 or isinstance(args[0], exp.Distinct):
+        raise plan_error("COLLECT takes one value: COLLECT([DISTINCT] x)", node)
+    arg = binder.bind(args[0])
+    if is_multiset(arg.type):
+        raise plan_error("COLLECT of MULTISET values is not supported", node)
+    element = pa.string() if pa.types.is_null(arg.type) else arg.type
+    return AggCall("COLLECT", column_of(arg), distinct, multiset_of(element), name)
 
 
 def _percentile_call(node: exp.Anonymous, binder: ExprBinder, column_of, name: str) -> AggCall:  # noqa: ANN001
@@ -1145,9 +1168,9 @@ def _inline_filters(node: exp.Expression, conditions: list[exp.Expression]) -> e
             raise plan_error(
                 f"FILTER (WHERE ...) is not supported on the aggregate function {agg.name}", n
             )
-        if isinstance(agg, exp.ArrayAgg) and not agg.args.get("nulls_excluded"):
-            # the rows FILTER drops would reach ARRAY_AGG as NULLs, which it keeps
-            raise plan_error("FILTER (WHERE ...) on ARRAY_AGG is supported with IGNORE NULLS only", n)
+        if isinstance(agg, exp.ArrayAgg) and agg.args.get("nulls_excluded"):
+            raise plan_error("FILTER (WHERE ...) cannot follow ARRAY_AGG(... IGNORE NULLS) (Flink: FILTER must be "
+                             "applied to aggregate function)", n)
         name = agg.sql_name()
         for inner in condition.walk():
             if is_aggregate(inner):
@@ -1166,6 +1189,10 @@ def _inline_filters(node: exp.Expression, conditions: list[exp.Expression]) -> e
             value = exp.Literal.number(1)
         case = exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())])
         holder.set(slot, [case] if slot == "expressions" else case)
+        if isinstance(agg, exp.ArrayAgg):
+            # ARRAY_AGG keeps NULLs: it reads the CASE's value and condition apart and skips the
+            # rows whose condition is not TRUE (_group_aggregate_call)
+            agg.set("filtered", True)
         return agg
 
     return node.transform(inline)

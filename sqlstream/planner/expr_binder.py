@@ -42,6 +42,7 @@ from sqlstream.core.types import (
     arrow_type,
     is_ltz,
     is_month_interval,
+    is_multiset,
     is_string,
     sql_type_name,
 )
@@ -398,6 +399,12 @@ class ExprBinder:
             )
             raise plan_error(f"{name} takes {expected} arguments, got {len(args)}", node)
         types = [a.type for a in args]
+        multiset = next((t for t in types if is_multiset(t)), None)
+        if multiset is not None:
+            # Flink's MULTISET (COLLECT's result) goes to CAST ... AS STRING and the output only; its
+            # functions fail in Flink 2.3 (CARDINALITY: 'Expect an array or a map' at code generation)
+            raise plan_error(f"{name} does not take a {sql_type_name(multiset)} value (sqlstream supports a MULTISET "
+                             "in the output and in CAST(... AS STRING) only)", node)
         try:
             if fn.sees_constants:
                 constants = [a.value if isinstance(a, Literal) else None for a in args]
@@ -520,7 +527,7 @@ def is_aggregate(node: exp.Expression) -> bool:
     """A built-in aggregate call, or a call of a registered aggregate UDF."""
     if isinstance(node, AGGREGATES) or type(node) in GROUP_AGGREGATES:
         return True
-    if isinstance(node, exp.Anonymous) and node.name.upper() in ("LISTAGG", "PERCENTILE"):
+    if isinstance(node, exp.Anonymous) and node.name.upper() in ("LISTAGG", "PERCENTILE", "COLLECT"):
         return True
     if isinstance(node, JSON_AGGREGATES):
         return True

@@ -118,7 +118,7 @@ def bind_window_items(binder: QueryBinder, rel: Relation, items: list[exp.Expres
         if not isinstance(f, (*AGGREGATES, exp.Lag, exp.FirstValue, exp.LastValue, *RANKINGS)):
             name = f.name.upper() if isinstance(f, exp.Anonymous) else f.sql_name() if isinstance(f, exp.Func) else f.sql()
             what = "the aggregate function (a Python UDF)" if is_aggregate(f) and isinstance(f, exp.Anonymous) \
-                and name not in ("LISTAGG", "PERCENTILE") else "window function"
+                and name not in ("LISTAGG", "PERCENTILE", "COLLECT") else "window function"
             raise plan_error(
                 f"{what} {name} is not supported in OVER on streams; OVER takes COUNT, SUM, MIN, MAX, AVG, "
                 "FIRST_VALUE, LAST_VALUE and LAG, RANK() and DENSE_RANK() in time order, and ROW_NUMBER() "

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sqlstream.core.aggregates import (
+    COLLECT,
     JSON_AGGREGATES,
     PERCENTILE,
     SEQUENCES,
@@ -331,22 +332,24 @@ class Sequence(AggFunction):
     when it falls back to 0 (the accumulator's second element)."""
 
     def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
-        x = self.arg(batch)
-        if sign is None:
-            return [(x, "list", None)]
-        return [(x, "list", None), (sign, "list", None)]
+        columns = [self.arg(batch), *(batch.column(c) for c in self.call.extra_args)]
+        if sign is not None:
+            columns.append(sign)
+        return [(c, "list", None) for c in columns]
 
     def create(self) -> list[Any]:
         return [[], {}] if self.call.distinct else [[]]
 
     def merge(self, acc: list[Any], values: list[Any]) -> None:
         items = values[0] or []
-        signs = values[1] if len(values) > 1 else [1] * len(items)
+        filtered = bool(self.call.extra_args)  # ARRAY_AGG ... FILTER (WHERE c): c's values come next
+        conditions = values[1] if filtered else [True] * len(items)
+        signs = values[1 + filtered] if len(values) > 1 + filtered else [1] * len(items)
         kept: list[Any] = acc[0]
         keep_nulls = self.call.function == "ARRAY_AGG" and not self.call.ignore_nulls
         counts: dict[Any, int] | None = acc[1] if self.call.distinct else None
-        for value, s in zip(items, signs, strict=True):
-            if value is None and not keep_nulls:
+        for value, condition, s in zip(items, conditions, signs, strict=True):
+            if (value is None and not keep_nulls) or condition is not True:
                 continue
             if counts is not None:
                 key = _hashable(value)
@@ -390,6 +393,58 @@ class Sequence(AggFunction):
         if self.call.function == "ARRAY_AGG":
             return list(kept)
         return (self.call.separator if self.call.separator is not None else ",").join(kept)
+
+
+class Collect(AggFunction):
+    """COLLECT as Flink's CollectAggFunction: a count per non-NULL value, a retraction taking one
+    off (removing the value at 1, leaving -1 for a value never added), merging adding the counts;
+    the result is the MULTISET of (value, count) entries, empty rather than NULL. COLLECT(DISTINCT
+    x) is Flink's distinct aggregate around it: each value present counts once."""
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        x = self.arg(batch)
+        return [(x, "list", None)] if sign is None else [(x, "list", None), (sign, "list", None)]
+
+    def create(self) -> list[Any]:
+        return [{}]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        items = values[0] or []
+        signs = values[1] if len(values) > 1 else [1] * len(items)
+        counts: dict[Any, list[Any]] = acc[0]  # hashable value -> [value, count]
+        for value, s in zip(items, signs, strict=True):
+            if value is None:
+                continue
+            key = _hashable(value)
+            entry = counts.get(key)
+            if s > 0:
+                if entry is None:
+                    counts[key] = [value, 1]
+                else:
+                    entry[1] += 1
+            elif entry is None:
+                counts[key] = [value, -1]
+            elif entry[1] == 1:
+                del counts[key]
+            else:
+                entry[1] -= 1
+
+    def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
+        counts = acc[0]
+        for key, (value, n) in other[0].items():
+            if key in counts:
+                counts[key][1] += n
+            else:
+                counts[key] = [value, n]
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [{k: list(v) for k, v in acc[0].items()}]
+
+    def result(self, acc: list[Any]) -> Any:
+        entries = acc[0].values()
+        if self.call.distinct:
+            return [(value, 1) for value, n in entries if n > 0]
+        return [(value, n) for value, n in entries]
 
 
 class Percentile(AggFunction):
@@ -644,6 +699,8 @@ def make(call: AggCall, retracting: bool = False) -> AggFunction:
     """The function computing ``call``; over an updating input (``retracting``) its retractable form."""
     if call.function in STATISTICS:
         return Statistic(call, retracting)
+    if call.function == COLLECT:
+        return Collect(call, retracting)
     if call.function == PERCENTILE:
         return Percentile(call, retracting)
     if call.function in SEQUENCES:

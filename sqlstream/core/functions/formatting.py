@@ -172,7 +172,7 @@ def _fixed(value: Decimal, places: int, spec: _Spec) -> str:
 
 def _scientific(value: Decimal, places: int, conversion: str) -> str:
     if value == 0:
-        mantissa, exponent = Decimal(0), 0
+        mantissa, exponent = _round(Decimal(0), places), 0
     else:
         exponent = value.adjusted()
         mantissa = _round(value.scaleb(-exponent), places)

@@ -1540,6 +1540,18 @@ class Flink(Dialect):
     class Generator(BaseGenerator):
         """Writes trees back as Flink SQL (used for SHOW CREATE and EXPLAIN output)."""
 
+        def flink_array_agg_sql(self, e: exp.ArrayAgg) -> str:
+            """ARRAY_AGG([DISTINCT] x [IGNORE NULLS]), and the FILTER that the binder folded into its
+            argument (``filtered``: the argument is CASE WHEN condition THEN x END) written back."""
+            ignore = " IGNORE NULLS" if e.args.get("nulls_excluded") else ""
+            if not e.args.get("filtered"):
+                return f"ARRAY_AGG({self.sql(e, 'this')}{ignore})"
+            arg = e.this
+            distinct = isinstance(arg, exp.Distinct)
+            when = (arg.expressions[0] if distinct else arg).args["ifs"][0]
+            value = f"{'DISTINCT ' if distinct else ''}{self.sql(when, 'true')}"
+            return f"ARRAY_AGG({value}{ignore}) FILTER (WHERE {self.sql(when, 'this')})"
+
         TYPE_MAPPING = {
             **BaseGenerator.TYPE_MAPPING,
             exp.DType.STRUCT: "ROW",
@@ -1550,8 +1562,7 @@ class Flink(Dialect):
 
         TRANSFORMS = {
             **BaseGenerator.TRANSFORMS,
-            exp.ArrayAgg: lambda self, e: (
-                f"ARRAY_AGG({self.sql(e, 'this')}{' IGNORE NULLS' if e.args.get('nulls_excluded') else ''})"),
+            exp.ArrayAgg: lambda self, e: self.flink_array_agg_sql(e),
             Explain: lambda self, e: self.explain_sql(e),
             MetadataColumnConstraint: lambda self, e: self.metadatacolumnconstraint_sql(e),
             Reset: lambda self, e: f"RESET {self.sql(e, 'this')}".rstrip(),

@@ -24,7 +24,7 @@ SELECT id, PRINTF('%d', d) AS a, PRINTF('%f', i) AS b, PRINTF('%f', m) AS c, PRI
 -- case: printf_null_arguments
 SELECT id, PRINTF('%s/%d/%5s/%b', CAST(NULL AS STRING), n, CAST(NULL AS INT), n) AS x, PRINTF(CASE WHEN id = 1 THEN CAST(NULL AS STRING) ELSE '%s' END, s) AS y FROM strs;
 -- case: printf_bad_formats
-SELECT PRINTF('%s %s', 'a') AS missing, PRINTF('%q', 1) AS unknown_conversion, PRINTF('%-s', 'a') AS no_width, PRINTF('%+s', 'a') AS bad_flag, PRINTF('%.2d', 1) AS precision, PRINTF('%', 1) AS dangling, PRINTF('no args') AS plain;
+SELECT PRINTF('%s %s', 'a') AS missing, PRINTF('%q', 1) AS unknown_conversion, PRINTF('%-s', 'a') AS no_width, PRINTF('%+s', 'a') AS bad_flag, PRINTF('%.2d', 1) AS bad_precision, PRINTF('%', 1) AS dangling, PRINTF('no args') AS plain_text;
 -- case: printf_indexes_and_specials
 SELECT PRINTF('%2$s %1$s %<s %% %n|%c%c', 'a', 'b', 65, 128512) AS x;
 -- case: printf_temporal
@@ -59,3 +59,17 @@ SELECT window_start, PERCENTILE(price, 0.5) AS med FROM TABLE(HOP(TABLE orders, 
 SELECT PERCENTILE(qty, 1.5) AS x FROM orders;
 -- case: percentile_of_a_string
 SELECT PERCENTILE(product, 0.5) AS x FROM orders;
+-- case: collect_multiset
+SELECT product, COLLECT(currency) AS cs, COLLECT(qty) AS qs, COLLECT(DISTINCT qty) AS dq FROM orders GROUP BY product;
+-- case: collect_cast_to_string
+SELECT product, CAST(COLLECT(user_id) AS STRING) AS us FROM orders WHERE order_id <= 20 GROUP BY product;
+-- case: collect_only_nulls
+SELECT COLLECT(n) AS ns FROM strs WHERE n IS NULL;
+-- case: collect_retracting
+SELECT c, COLLECT(n) AS ns FROM (SELECT product, COUNT(*) AS c, MAX(qty) AS n FROM orders GROUP BY product) GROUP BY c;
+-- case: collect_window
+SELECT window_start, COLLECT(currency) AS cs FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;
+-- case: collect_session_window
+SELECT window_start, COLLECT(qty) AS qs FROM TABLE(SESSION(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end;
+-- case: collect_cardinality_fails
+SELECT CARDINALITY(COLLECT(qty)) AS n FROM orders;
