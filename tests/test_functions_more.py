@@ -173,3 +173,25 @@ def test_a_multiset_goes_to_no_function() -> None:
     # Flink 2.3 fails too (CARDINALITY: 'Expect an array or a map' at code generation)
     with pytest.raises(SqlStreamError, match="CARDINALITY does not take a MULTISET<INT>"):
         _rows("SELECT CARDINALITY(COLLECT(x)) FROM (VALUES (1)) AS t(x);")
+
+
+@pytest.mark.parametrize(("expression", "reason"), [
+    ("TYPEOF(1)", "carry neither NOT NULL nor CHAR/VARCHAR lengths"),
+    ("PARSE_JSON('1')", "VARIANT"),
+    ("BITMAP_TO_STRING(BITMAP_BUILD(ARRAY[1]))", "BITMAP type"),
+    ("OBJECT_OF('x', 'a', 1)", "structured types"),
+    ("JSON_ARRAYAGG_ABSENT_ON_NULL(1)", "internal name of JSON_ARRAYAGG"),
+])
+def test_flink_functions_sqlstream_does_not_run_are_refused_with_the_reason(expression: str, reason: str) -> None:
+    with pytest.raises(SqlStreamError, match=f"is not supported: .*{reason}"):
+        Session().execute_script(f"EXPLAIN SELECT {expression};")
+
+
+def test_source_watermark_is_refused_where_the_table_is_created() -> None:
+    with pytest.raises(SqlStreamError, match=r"SOURCE_WATERMARK\(\) is not supported"):
+        Session().execute_script("CREATE TABLE w (ts TIMESTAMP(3), WATERMARK FOR ts AS SOURCE_WATERMARK()) "
+                                 "WITH ('connector' = 'datagen');")
+
+
+def test_translate3_is_translate_under_the_name_flinks_function_list_gives_it() -> None:
+    assert _rows("SELECT TRANSLATE3('abc', 'a', 'x') AS t;") == [{"t": "xbc"}]  # as Flink 2.3

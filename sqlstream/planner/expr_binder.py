@@ -22,7 +22,7 @@ from sqlstream.core.expressions import (
     Literal,
     referenced_columns,
 )
-from sqlstream.core.functions import ArgumentTypeError, common_type, lookup
+from sqlstream.core.functions import NOT_SUPPORTED, ArgumentTypeError, common_type, lookup
 from sqlstream.core.functions.collections import FIELD, ITEM
 from sqlstream.core.functions.json import constant_path
 from sqlstream.core.functions.udfs import USER_AGGREGATES
@@ -216,6 +216,9 @@ class ExprBinder:
         if isinstance(node, exp.Func):
             translated = translate_call(node)
             if translated is None:
+                name = node.sql_name().upper()
+                if name in NOT_SUPPORTED:
+                    raise plan_error(f"{name} is not supported: {NOT_SUPPORTED[name]}", node)
                 raise plan_error(f"unknown function '{node.sql_name()}' in '{node.sql()}'", node)
             name, arg_nodes = translated
             return self._call(name, [self.bind(a) for a in arg_nodes], node)
@@ -389,6 +392,8 @@ class ExprBinder:
 
     def _call(self, name: str, args: list[Expr], node: exp.Expression) -> Expr:
         fn = lookup(name)
+        if fn is None and name.upper() in NOT_SUPPORTED:
+            raise plan_error(f"{name.upper()} is not supported: {NOT_SUPPORTED[name.upper()]}", node)
         if fn is None:
             raise plan_error(f"unknown function '{name}'", node)
         if len(args) < fn.min_args or (fn.max_args is not None and len(args) > fn.max_args):

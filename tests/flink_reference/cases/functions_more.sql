@@ -62,7 +62,7 @@ SELECT PERCENTILE(product, 0.5) AS x FROM orders;
 -- case: collect_multiset
 SELECT product, COLLECT(currency) AS cs, COLLECT(qty) AS qs, COLLECT(DISTINCT qty) AS dq FROM orders GROUP BY product;
 -- case: collect_cast_to_string
-SELECT product, CAST(COLLECT(user_id) AS STRING) AS us FROM orders WHERE order_id <= 20 GROUP BY product;
+SELECT product, user_id, CAST(COLLECT(user_id) AS STRING) AS us FROM orders WHERE order_id <= 20 GROUP BY product, user_id;
 -- case: collect_only_nulls
 SELECT COLLECT(n) AS ns FROM strs WHERE n IS NULL;
 -- case: collect_retracting
