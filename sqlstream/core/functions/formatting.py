@@ -323,12 +323,85 @@ def _format_one(spec: _Spec, arg: _Argument, row: int) -> str:
     return text.upper() if c.isupper() else text
 
 
+def _java_text(arr: pa.Array) -> pa.Array | None:
+    """String.valueOf of each value as Flink hands it to the formatter, computed on the column
+    ('null' for a NULL); None for a type formatted a value at a time."""
+    t = arr.type
+    if pa.types.is_null(t):
+        text = pa.nulls(len(arr), pa.string())
+    elif is_string(t):
+        text = arr
+    elif pa.types.is_integer(t):
+        text = pc.cast(arr, pa.string())
+    elif pa.types.is_boolean(t):
+        text = pc.if_else(arr, "true", "false")
+    elif pa.types.is_floating(t) or pa.types.is_decimal(t):
+        text = to_string(arr)
+        text = pc.cast(arr, pa.string()) if text is None else text
+    elif pa.types.is_date(t):
+        text = pc.cast(pc.cast(pc.cast(arr, pa.date32()), pa.int32()), pa.string())
+    elif pa.types.is_time(t):
+        text = pc.cast(pc.cast(pc.cast(arr, pa.time32("ms")), pa.int32()), pa.string())
+    else:
+        return None
+    return pc.fill_null(text, "null")
+
+
+def _vectorized(parts: tuple[str | _Spec, ...], args: list[pa.Array]) -> pa.Array | None:
+    """A constant format whose specifiers are all %s, %d (of integers) and %b, with width,
+    precision and the '-' flag only, applied to whole columns with Arrow's string kernels; None
+    where a specifier needs the formatter a value at a time."""
+    n = len(args[0]) if args else 0
+    pieces: list[pa.Array | pa.Scalar] = []
+    for part in parts:
+        if isinstance(part, str):
+            pieces.append(pa.scalar(part))
+            continue
+        c = part.conversion
+        if c in "%n":
+            pieces.append(pa.scalar(_justify("%", part) if c == "%" else "\n"))
+            continue
+        if part.index is None or part.index >= len(args) or part.flags not in ("", "-") or c not in "sbBd":
+            return None
+        arr = args[part.index]
+        if c == "d":
+            if not pa.types.is_integer(arr.type) or part.precision is not None:
+                return None
+            text = pc.fill_null(pc.cast(arr, pa.string()), "null")
+        elif c == "s":
+            found = _java_text(arr)
+            if found is None:
+                return None
+            text = found
+        else:  # %b: a Boolean's value, 'false' for NULL, 'true' for any other value
+            truth = pc.fill_null(arr, False) if pa.types.is_boolean(arr.type) else arr.is_valid()
+            text = pc.if_else(truth, "TRUE" if c == "B" else "true", "FALSE" if c == "B" else "false")
+        if part.precision is not None:
+            text = pc.utf8_slice_codeunits(text, 0, part.precision)
+        if part.width is not None:
+            text = (pc.utf8_rpad if "-" in part.flags else pc.utf8_lpad)(text, part.width, " ")
+        pieces.append(text)
+    if not any(isinstance(p, pa.Array) for p in pieces):
+        return pa.array(["".join(p.as_py() for p in pieces)] * n, pa.string())
+    return pc.binary_join_element_wise(*pieces, "")
+
+
 def _printf(fmt: Value, *args: Value) -> Value:
-    """Formats each row; the format is parsed once per distinct value."""
+    """Formats each row: a constant format on whole columns where its specifiers allow
+    (_vectorized), else a row at a time, each distinct format parsed once."""
     columns = [len(a) for a in (fmt, *args) if not isinstance(a, pa.Scalar)]
     if not columns:  # constants only: one value
         return _printf(pa.array([fmt.as_py()], fmt.type), *args)[0]
     n = columns[0]
+    if isinstance(fmt, pa.Scalar) and fmt.is_valid:
+        parts, fails = _parse(fmt.as_py())
+        if fails:
+            return pa.nulls(n, pa.string())
+        whole = [pa.repeat(a, n) if isinstance(a, pa.Scalar) else
+                 a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in args]
+        fast = _vectorized(parts, whole)
+        if fast is not None:
+            return fast
     formats = [fmt.as_py()] * n if isinstance(fmt, pa.Scalar) else fmt.to_pylist()
     arguments = [_argument(a, n) for a in args]
     out: list[str | None] = []
