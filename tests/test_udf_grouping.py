@@ -133,7 +133,27 @@ def test_several_column_aggregate_udf_registered_through_the_table_api(data) -> 
     assert rows(got) == duckdb_rows(f"SELECT a, {DUCK_WAVG} FROM t GROUP BY a", t=t)
 
 
-def test_aggregate_udf_in_over_is_refused_at_plan_time_naming_it(timed) -> None:
-    ddl, _ = timed
-    with pytest.raises(SqlStreamError, match="aggregate function .* WAVG is not supported in OVER"):
-        run_sql(ddl + WEIGHTED + "SELECT wavg(v, b) OVER (ORDER BY ts) FROM timed;")
+@pytest.mark.parametrize(("frame", "duck_frame"), [
+    ("", "RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"),
+    ("ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"),
+    ("ROWS BETWEEN 3 PRECEDING AND CURRENT ROW", "ROWS BETWEEN 3 PRECEDING AND CURRENT ROW"),
+    ("RANGE BETWEEN INTERVAL '4' SECOND PRECEDING AND CURRENT ROW",
+     "RANGE BETWEEN INTERVAL 4 SECOND PRECEDING AND CURRENT ROW"),
+])
+def test_several_column_aggregate_udf_in_over(timed, frame: str, duck_frame: str) -> None:
+    ddl, t = timed
+    got = run_sql(ddl + WEIGHTED + f"SELECT b, v, ts, wavg(v, b) OVER (PARTITION BY b ORDER BY ts {frame}) AS w "
+                  "FROM timed;")
+    window = f"OVER (PARTITION BY b ORDER BY ts {duck_frame})"
+    duck = DUCK_WAVG.replace(") /", f") {window} /").replace("), 0)", f") {window}, 0)")
+    assert rows(got) == duckdb_rows(f"SELECT b, v, ts, {duck} FROM t", t=t)
+
+
+def test_aggregate_udf_over_an_unbounded_frame_keeps_its_accumulator_in_rocksdb_at_parallelism_2(timed) -> None:
+    ddl, t = timed
+    settings = "SET 'state.backend.type' = 'rocksdb';\nSET 'parallelism.default' = '2';\n"
+    got = run_sql(settings + ddl + WEIGHTED + "SELECT b, v, ts, wavg(v, b) OVER (PARTITION BY b ORDER BY ts) AS w "
+                  "FROM timed;")
+    window = "OVER (PARTITION BY b ORDER BY ts)"
+    duck = DUCK_WAVG.replace(") /", f") {window} /").replace("), 0)", f") {window}, 0)")
+    assert rows(got) == duckdb_rows(f"SELECT b, v, ts, {duck} FROM t", t=t)

@@ -47,6 +47,7 @@ from sqlstream.core.expressions import (
     referenced_columns,
     substitute,
 )
+from sqlstream.core.functions.udfs import USER_AGGREGATES
 from sqlstream.core.sql import dialect
 from sqlstream.core.types import sql_type_name
 from sqlstream.core.windows import WINDOW_COLUMNS
@@ -115,14 +116,13 @@ def bind_window_items(binder: QueryBinder, rel: Relation, items: list[exp.Expres
         if isinstance(f, exp.Lead):
             raise plan_error("LEAD is not supported on streams (Flink: LEAD Function is not supported in stream "
                              "mode); LAG is", w)
-        if not isinstance(f, (*AGGREGATES, exp.Lag, exp.FirstValue, exp.LastValue, *RANKINGS)):
+        udaf = isinstance(f, exp.Anonymous) and f.name.upper() in USER_AGGREGATES
+        if not isinstance(f, (*AGGREGATES, exp.Lag, exp.FirstValue, exp.LastValue, *RANKINGS)) and not udaf:
             name = f.name.upper() if isinstance(f, exp.Anonymous) else f.sql_name() if isinstance(f, exp.Func) else f.sql()
-            what = "the aggregate function (a Python UDF)" if is_aggregate(f) and isinstance(f, exp.Anonymous) \
-                and name not in ("LISTAGG", "PERCENTILE", "COLLECT") else "window function"
             raise plan_error(
-                f"{what} {name} is not supported in OVER on streams; OVER takes COUNT, SUM, MIN, MAX, AVG, "
-                "FIRST_VALUE, LAST_VALUE and LAG, RANK() and DENSE_RANK() in time order, and ROW_NUMBER() "
-                "(numbering rows in time order, or with a condition on it for Top-N and deduplication)",
+                f"window function {name} is not supported in OVER on streams; OVER takes COUNT, SUM, MIN, MAX, AVG, "
+                "FIRST_VALUE, LAST_VALUE, LAG and aggregate UDFs, RANK() and DENSE_RANK() in time order, and "
+                "ROW_NUMBER() (numbering rows in time order, or with a condition on it for Top-N and deduplication)",
                 w,
             )
     return _bind_over_aggregates(binder, rel, items, windows, select)
