@@ -157,3 +157,14 @@ def test_aggregate_udf_over_an_unbounded_frame_keeps_its_accumulator_in_rocksdb_
     window = "OVER (PARTITION BY b ORDER BY ts)"
     duck = DUCK_WAVG.replace(") /", f") {window} /").replace("), 0)", f") {window}, 0)")
     assert rows(got) == duckdb_rows(f"SELECT b, v, ts, {duck} FROM t", t=t)
+
+
+def test_a_session_window_needs_an_aggregate_udf_with_merge(timed) -> None:
+    ddl, _ = timed
+    register = "CREATE TEMPORARY FUNCTION IF NOT EXISTS last_pair AS 'tests.udf_samples.LastPair';\n"
+    with pytest.raises(SqlStreamError, match=r"LAST_PAIR \(LastPair\) does not implement merge"):
+        run_sql(ddl + register + "SELECT last_pair(v, b) FROM TABLE(SESSION(TABLE timed, DESCRIPTOR(ts), "
+                "INTERVAL '5' SECOND)) GROUP BY window_start, window_end;")
+    got = run_sql(ddl + register + "SELECT window_start, last_pair(v, b) AS p FROM TABLE(TUMBLE(TABLE timed, "
+                  "DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end;")
+    assert got.num_rows > 0 and all("/" in p for p in got.column("p").to_pylist())

@@ -109,3 +109,18 @@ class WeightedAverage(AggregateFunction):
 
     def get_value(self, acc: list[float]) -> float | None:
         return acc[0] / acc[1] if acc[1] else None
+
+
+class LastPair(AggregateFunction):
+    """The last (a, b) pair as 'a/b': no merge, no retract."""
+
+    result_type = "STRING"
+
+    def create_accumulator(self) -> list[str | None]:
+        return [None]
+
+    def accumulate(self, acc: list[str | None], a: object, b: object) -> None:
+        acc[0] = f"{a}/{b}"
+
+    def get_value(self, acc: list[str | None]) -> str | None:
+        return acc[0]

@@ -29,6 +29,7 @@ from sqlstream.core.functions.udfs import USER_AGGREGATES, USER_TABLE_FUNCTIONS,
 from sqlstream.core.sql import dialect, script
 from sqlstream.core.tables import TableDef, ViewDef
 from sqlstream.core.types import is_ltz, is_multiset, is_nested, multiset_of, sql_type_name
+from sqlstream.core.udf import implements_merge
 from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
 from sqlstream.planner.expr_binder import (
     GROUP_AGGREGATES,
@@ -1072,7 +1073,14 @@ def _refuse_window_aggregates(aggs: list[AggCall], window: WindowSpec | None, le
     arguments unwrapped (JSON_ARRAYAGG gives [a,b] unquoted, JSON_OBJECTAGG fails).  Also
     ARRAY_AGG(DISTINCT x) in a window: Flink's window aggregation builds that array from its
     distinct values' hash map (reference case functions_more.array_agg_distinct_window), an order
-    sqlstream does not reproduce."""
+    sqlstream does not reproduce.  And an aggregate UDF without ``merge`` in a SESSION window, whose
+    sessions merge their accumulators."""
+    for a in aggs:
+        udaf = USER_AGGREGATES.get(a.function)
+        if window is not None and window.kind == "SESSION" and udaf is not None \
+                and not implements_merge(udaf.implementation):
+            raise plan_error(f"aggregate function {a.function} ({type(udaf.implementation).__name__}) does not implement "
+                             "merge(accumulator, other), which a SESSION window needs", at)
     if window is not None and any(a.function == "ARRAY_AGG" and a.distinct for a in aggs):
         raise plan_error("ARRAY_AGG(DISTINCT ...) in a window aggregation is not supported: Flink orders the "
                          "array by its hash map of the distinct values there", at)
