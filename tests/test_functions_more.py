@@ -209,3 +209,8 @@ def test_a_constant_format_on_whole_columns_gives_what_a_row_at_a_time_gives(fmt
                 f"{args}) AS r FROM {rows};")
     assert [r["c"] for r in got] == [r["r"] for r in got]
     assert any(r["c"] is not None for r in got)
+
+
+def test_a_multiset_column_in_a_table_is_refused_naming_it() -> None:
+    with pytest.raises(SqlStreamError, match="MULTISET columns are not supported"):
+        Session().execute_script("CREATE TABLE p (c MULTISET<INT>) WITH ('connector' = 'print');")

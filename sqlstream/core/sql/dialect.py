@@ -1092,6 +1092,9 @@ class Flink(Dialect):
                 TokenType.VAR,
                 TokenType.IDENTIFIER,
             ):
+                if self._curr.text.upper() == "MULTISET":
+                    self.raise_error("MULTISET columns are not supported (a query's COLLECT gives a MULTISET, which can "
+                                     "be selected or CAST to STRING)")
                 self.raise_error(f"unknown data type '{self._curr.text}'")
             return column
 
