@@ -214,3 +214,24 @@ def test_a_constant_format_on_whole_columns_gives_what_a_row_at_a_time_gives(fmt
 def test_a_multiset_column_in_a_table_is_refused_naming_it() -> None:
     with pytest.raises(SqlStreamError, match="MULTISET columns are not supported"):
         Session().execute_script("CREATE TABLE p (c MULTISET<INT>) WITH ('connector' = 'print');")
+
+
+def test_the_new_aggregates_keep_their_accumulators_in_rocksdb_at_parallelism_2() -> None:
+    query = ("SELECT c, PERCENTILE(n, ARRAY[0.5, 0.9]) AS p, COLLECT(n) AS m, "
+             "ARRAY_SORT(ARRAY_AGG(DISTINCT n)) AS d, CARDINALITY(ARRAY_AGG(n IGNORE NULLS)) AS k "
+             "FROM (SELECT k, COUNT(*) AS c, MAX(v) AS n FROM (VALUES (1, 5), (2, 7), (1, 5), (3, CAST(NULL AS INT)), "
+             "(2, 1), (4, 7), (4, 2), (5, 9)) AS t(k, v) GROUP BY k) GROUP BY c")
+    env = TableEnvironment.create(streaming=True)
+
+    def final_rows() -> list[dict]:
+        # a MULTISET's entries come in arrival order, which two subtasks interleave: sorted here
+        got = [{**r, "m": sorted(r["m"])} for r in env.sql_query(query).to_arrow().to_pylist()]
+        return sorted(got, key=lambda r: r["c"])
+
+    heap = final_rows()
+    env.execute_sql("SET 'state.backend.type' = 'rocksdb'")
+    env.execute_sql("SET 'parallelism.default' = '2'")
+    assert final_rows() == heap
+    # k = 1, 2, 4 count 2 with maxima 5, 7, 7; k = 3 and 5 count 1 with maxima NULL and 9
+    assert heap == [{"c": 1, "p": [9.0, 9.0], "m": [(9, 1)], "d": [None, 9], "k": 1},
+                    {"c": 2, "p": [7.0, 7.0], "m": [(5, 1), (7, 2)], "d": [5, 7], "k": 3}]
