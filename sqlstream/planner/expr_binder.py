@@ -50,7 +50,7 @@ from sqlstream.planner.function_calls import translate_call
 from sqlstream.planner.scope import Scope, plan_error
 
 AGGREGATES = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
-# aggregates that GROUP BY and windows run, but not OVER
+# aggregates beyond COUNT/SUM/MIN/MAX/AVG: GROUP BY and windows run them (OVER all but the statistics)
 GROUP_AGGREGATES: dict[type, str] = {
     exp.StddevPop: "STDDEV_POP", exp.StddevSamp: "STDDEV_SAMP", exp.Stddev: "STDDEV_SAMP",
     exp.VariancePop: "VAR_POP", exp.Variance: "VAR_SAMP", exp.FirstValue: "FIRST_VALUE",

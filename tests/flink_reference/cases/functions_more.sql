@@ -73,3 +73,13 @@ SELECT window_start, COLLECT(currency) AS cs FROM TABLE(TUMBLE(TABLE orders, DES
 SELECT window_start, COLLECT(qty) AS qs FROM TABLE(SESSION(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end;
 -- case: collect_cardinality_fails
 SELECT CARDINALITY(COLLECT(qty)) AS n FROM orders;
+-- case: over_listagg_array_agg_rows
+SELECT order_id, LISTAGG(product) OVER w AS l, ARRAY_AGG(qty) OVER w AS a, ARRAY_AGG(currency IGNORE NULLS) OVER w AS c FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW);
+-- case: over_statistics_range
+SELECT order_id, STDDEV_POP(qty) OVER w AS sp, VAR_SAMP(price) OVER w AS vs, STDDEV_SAMP(amount) OVER w AS ss FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '30' SECOND PRECEDING AND CURRENT ROW);
+-- case: over_percentile_collect_unbounded
+SELECT order_id, PERCENTILE(price, 0.5) OVER w AS med, COLLECT(qty) OVER w AS qs, LISTAGG(currency, '|') OVER w AS cs FROM orders WINDOW w AS (PARTITION BY product ORDER BY ts);
+-- case: over_percentile_rows_unbounded
+SELECT order_id, PERCENTILE(qty, ARRAY[0.25, 0.75]) OVER w AS ps, ARRAY_AGG(qty) OVER w AS qs FROM orders WINDOW w AS (PARTITION BY currency ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
+-- case: over_var_pop_integer
+SELECT order_id, VAR_POP(qty) OVER w AS vp FROM orders WINDOW w AS (PARTITION BY currency ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
