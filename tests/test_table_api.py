@@ -248,3 +248,41 @@ def test_python_functions_are_called_from_the_table_api_and_sql() -> None:
         assert "plus_one_tapi" in [f.name for f in env.session.catalog.functions()]
     finally:
         udfs.unregister("plus_one_tapi")
+
+
+def _lateral_env() -> tuple[TableEnvironment, Table]:
+    from tests.udf_samples import Countdown, split_words
+
+    env = TableEnvironment.create(streaming=True)
+    env.create_temporary_function("split_words", split_words)
+    env.create_temporary_function("countdown", Countdown())
+    texts = env.from_arrow(pa.table({"id": pa.array([1, 2, 3], pa.int32()), "s": ["hello big world", None, "a b"],
+                                     "n": pa.array([2, 0, None], pa.int32())}))
+    env.create_temporary_view("texts", texts)
+    return env, env.from_path("texts")
+
+
+def test_join_lateral_joins_each_row_with_what_the_table_function_yields() -> None:
+    env, texts = _lateral_env()
+    joined = texts.join_lateral(call("split_words", col("s")).alias("word", "len")).select(col("id"), col("word"), col("len"))
+    expected = rows(env.sql_query("SELECT id, word, len FROM texts, LATERAL TABLE(split_words(s)) AS w(word, len)").to_arrow())
+    assert rows(joined.to_arrow()) == expected == [(1, "big", 3), (1, "hello", 5), (1, "world", 5), (3, "a", 1),
+                                                   (3, "b", 1)]
+    # without names the columns are the function's f0, f1, ...; a predicate keeps matching rows only
+    unnamed = texts.join_lateral(call("split_words", col("s")), col("f1") > 3).select(col("id"), col("f0"))
+    assert rows(unnamed.to_arrow()) == [(1, "hello"), (1, "world")]
+
+
+def test_left_outer_join_lateral_keeps_rows_that_yield_nothing() -> None:
+    env, texts = _lateral_env()
+    joined = texts.left_outer_join_lateral(call("countdown", col("n")).alias("x")).select(col("id"), col("x"))
+    expected = rows(env.sql_query("SELECT id, x FROM texts LEFT JOIN LATERAL TABLE(countdown(n)) AS c(x) ON TRUE").to_arrow())
+    assert rows(joined.to_arrow()) == expected == [(1, 1), (1, 2), (2, None), (3, None)]
+    with pytest.raises(PlanError, match="ON TRUE only"):
+        texts.left_outer_join_lateral(call("countdown", col("n")).alias("x"), col("x") > 1).to_arrow()
+
+
+def test_several_names_name_only_a_table_functions_columns() -> None:
+    _, texts = _lateral_env()
+    with pytest.raises(PlanError, match="only name a table function's columns"):
+        texts.select(col("id").alias("a", "b")).to_arrow()

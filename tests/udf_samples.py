@@ -82,3 +82,45 @@ class Countdown(TableFunction):
 def wrong_arity(s: str | None) -> Iterator[tuple[str]]:
     """Declares two columns, yields rows of one."""
     yield (s,)
+
+
+class WeightedAverage(AggregateFunction):
+    """avg(value, weight): two arguments per row; retractable and mergeable (for every input and
+    window kind)."""
+
+    result_type = "DOUBLE"
+
+    def create_accumulator(self) -> list[float]:
+        return [0.0, 0.0]  # weighted sum, total weight
+
+    def accumulate(self, acc: list[float], value: float | None, weight: int | None) -> None:
+        if value is not None and weight is not None:
+            acc[0] += value * weight
+            acc[1] += weight
+
+    def retract(self, acc: list[float], value: float | None, weight: int | None) -> None:
+        if value is not None and weight is not None:
+            acc[0] -= value * weight
+            acc[1] -= weight
+
+    def merge(self, acc: list[float], other: list[float]) -> None:
+        acc[0] += other[0]
+        acc[1] += other[1]
+
+    def get_value(self, acc: list[float]) -> float | None:
+        return acc[0] / acc[1] if acc[1] else None
+
+
+class LastPair(AggregateFunction):
+    """The last (a, b) pair as 'a/b': no merge, no retract."""
+
+    result_type = "STRING"
+
+    def create_accumulator(self) -> list[str | None]:
+        return [None]
+
+    def accumulate(self, acc: list[str | None], a: object, b: object) -> None:
+        acc[0] = f"{a}/{b}"
+
+    def get_value(self, acc: list[str | None]) -> str | None:
+        return acc[0]

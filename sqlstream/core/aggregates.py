@@ -20,15 +20,33 @@ class AggCall:
     separator: str | None = None  # LISTAGG's, a constant
     offset: int | None = None  # LAG's: how many rows back, a constant
     default: object = None  # LAG's: the value when there is no row that far back, a constant of ``type``
+    ignore_nulls: bool = False  # ARRAY_AGG(x IGNORE NULLS): NULLs left out (RESPECT NULLS keeps them)
+    # input columns after ``arg``: an aggregate UDF's further arguments, PERCENTILE's frequency,
+    # the FILTER condition of ARRAY_AGG (which keeps NULLs, so the CASE form of FILTER does not do)
+    extra_args: tuple[int, ...] = ()
+    # PERCENTILE's percentages, constants in [0, 1] (one, or an ARRAY's when ``type`` is an ARRAY)
+    percentages: tuple[float, ...] = ()
 
     def remapped(self, mapping: dict[int, int]) -> AggCall:
         """The same call over an input whose columns moved (old index -> new)."""
-        return replace(self, arg=None if self.arg is None else mapping[self.arg])
+        return replace(self, arg=None if self.arg is None else mapping[self.arg],
+                       extra_args=tuple(mapping[a] for a in self.extra_args))
+
+    @property
+    def columns(self) -> set[int]:
+        """The input columns the call reads."""
+        return ({self.arg} if self.arg is not None else set()) | set(self.extra_args)
 
     def describe(self) -> str:
         inner = "*" if self.arg is None else f"{'DISTINCT ' if self.distinct else ''}${self.arg}"
+        if self.percentages:
+            p = ", ".join(map(str, self.percentages))
+            inner += f", ARRAY[{p}]" if pa.types.is_list(self.type) else f", {p}"
+        inner += "".join(f", ${a}" for a in self.extra_args)
         if self.separator is not None:
             inner += f", '{self.separator}'"
+        if self.ignore_nulls:
+            inner += " IGNORE NULLS"
         if self.offset is not None:
             d = self.default
             inner += f", {self.offset}, {'NULL' if d is None else repr(d) if isinstance(d, str) else d}"
@@ -39,6 +57,10 @@ class AggCall:
 # (no columnar form, no OVER)
 STATISTICS = ("STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP")
 SEQUENCES = ("LISTAGG", "FIRST_VALUE", "LAST_VALUE", "ARRAY_AGG")
+# PERCENTILE(x, p | ARRAY[p, ...] [, frequency]): a count per value (GROUP BY and windows, not OVER)
+PERCENTILE = "PERCENTILE"
+# COLLECT([DISTINCT] x): the MULTISET of the non-NULL values (GROUP BY and windows, not OVER)
+COLLECT = "COLLECT"
 # Flink's names of JSON_ARRAYAGG / JSON_OBJECTAGG with their ON NULL clause: their argument is the
 # value's JSON text (JSON_OBJECTAGG's '"key":value'), see planner.binder._json_aggregate_call
 JSON_AGGREGATES = ("JSON_ARRAYAGG_ABSENT_ON_NULL", "JSON_ARRAYAGG_NULL_ON_NULL", "JSON_OBJECTAGG_NULL_ON_NULL",
@@ -53,7 +75,7 @@ def wrap_integer(total: int, t: pa.DataType) -> int:
     return wrapped - (1 << bits) if wrapped >= 1 << (bits - 1) else wrapped
 
 
-BUILT_INS = ("COUNT", "SUM", "AVG", "MIN", "MAX", *STATISTICS, *SEQUENCES, *JSON_AGGREGATES)
+BUILT_INS = ("COUNT", "SUM", "AVG", "MIN", "MAX", *STATISTICS, *SEQUENCES, *JSON_AGGREGATES, PERCENTILE, COLLECT)
 
 
 def retraction_refusal(call: AggCall) -> str | None:

@@ -108,6 +108,20 @@ def is_month_interval(t: pa.DataType) -> bool:
     return t == INTERVAL_MONTH
 
 
+# Flink's MULTISET<T> (what COLLECT gives): each distinct element with its count, as Flink holds it
+# (a MapData of element -> INT).  An Arrow map whose counts are uint32 marks it, so it never passes
+# for a MAP<T, INT> (whose values are int32).
+MULTISET_COUNT = pa.uint32()
+
+
+def multiset_of(element: pa.DataType) -> pa.DataType:
+    return pa.map_(element, MULTISET_COUNT)
+
+
+def is_multiset(t: pa.DataType) -> bool:
+    return pa.types.is_map(t) and t.item_type == MULTISET_COUNT
+
+
 def sql_type_name(t: pa.DataType) -> str:
     """The Flink SQL spelling of an Arrow type, for DESCRIBE and error messages."""
     if pa.types.is_boolean(t):
@@ -135,6 +149,8 @@ def sql_type_name(t: pa.DataType) -> str:
         return f"DECIMAL({t.precision}, {t.scale})"
     if pa.types.is_list(t):
         return f"ARRAY<{sql_type_name(t.value_type)}>"
+    if is_multiset(t):
+        return f"MULTISET<{sql_type_name(t.key_type)}>"
     if pa.types.is_map(t):
         return f"MAP<{sql_type_name(t.key_type)}, {sql_type_name(t.item_type)}>"
     if pa.types.is_struct(t):

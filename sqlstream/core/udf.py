@@ -102,3 +102,8 @@ class AggregateFunction:
 def implements_retract(function: AggregateFunction) -> bool:
     """Whether an aggregate UDF overrides ``retract`` (Flink requires it over an updating input)."""
     return type(function).retract is not AggregateFunction.retract
+
+
+def implements_merge(function: AggregateFunction) -> bool:
+    """Whether an aggregate UDF overrides ``merge`` (a SESSION window merges accumulators)."""
+    return type(function).merge is not AggregateFunction.merge

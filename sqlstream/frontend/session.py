@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from sqlstream.catalog.persistent import CatalogManager, FunctionDef, parse_statements
 from sqlstream.core import config as config_keys
+from sqlstream.core.aggregates import BUILT_INS
 from sqlstream.core.config import setting
 from sqlstream.core.errors import PlanError, SqlError
 from sqlstream.core.functions import REGISTRY, udfs
@@ -232,8 +233,9 @@ class Session:
         if what == "VIEWS":
             return StatementResult("TABLE", table=pa.table({"view name": [v.name for v in self.catalog.views()]}))
         if what == "FUNCTIONS":
-            names = sorted(n for n in REGISTRY if n[0].isalpha())
-            names = sorted(set(names) | {"COUNT", "SUM", "MIN", "MAX", "AVG"})
+            # the scalar functions, the aggregates (Flink lists JSON_ARRAYAGG and JSON_OBJECTAGG by
+            # their ..._ON_NULL names too) and the window functions OVER takes
+            names = sorted({n for n in REGISTRY if n[0].isalpha()} | set(BUILT_INS) | {"LAG", "ROW_NUMBER"})
             return StatementResult("TABLE", table=pa.table({"function name": names}))
         if what == "CREATE TABLE":
             target = node.args["target"].name

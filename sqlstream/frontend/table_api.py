@@ -107,8 +107,10 @@ class Expression:
         raise TypeError("a Table API expression has no truth value; use & | ~ instead of and/or/not")
 
     # -- naming and types
-    def alias(self, name: str) -> Expression:
-        return _Alias(self, name)
+    def alias(self, name: str, *extra_names: str) -> Expression:
+        """A name for the value; several names for the columns of a table function call
+        (``call('split', col('s')).alias('word', 'length')`` in ``join_lateral``)."""
+        return _Alias(self, name) if not extra_names else _ColumnsAlias(self, (name, *extra_names))
 
     def cast(self, type_: str | pa.DataType) -> Expression:
         return _Template(f"CAST({{0}} AS {_type_sql(type_)})", [self])
@@ -245,6 +247,18 @@ class _Alias(Expression):
 
     def render(self, ctx: _RenderContext) -> str:
         return f"{self.inner.render(ctx)} AS {quote(self.name)}"
+
+
+@dataclass(frozen=True, eq=False)
+class _ColumnsAlias(Expression):
+    """Names for the columns a table function yields; only ``join_lateral`` takes it."""
+
+    inner: Expression
+    names: tuple[str, ...]
+
+    def render(self, ctx: _RenderContext) -> str:
+        raise PlanError(f"several names ({', '.join(self.names)}) only name a table function's columns, "
+                        "in join_lateral / left_outer_join_lateral")
 
 
 @dataclass(frozen=True, eq=False)
@@ -461,6 +475,38 @@ class Table:
         spec = self._wrapped()
         return Table(self._env, replace(spec, items=("DISTINCT *",)))
 
+    def join_lateral(self, table_function_call: Expression, join_predicate: Expression | str | None = None) -> Table:
+        """Each row joined with the rows a table function yields for it (rows yielding none are
+        dropped), as PyFlink's: ``t.join_lateral(call('split', col('s')).alias('word', 'len'))``,
+        optionally only where ``join_predicate`` holds. SQL: ``JOIN LATERAL TABLE(...) ON ...``."""
+        return self._lateral(table_function_call, join_predicate, outer=False)
+
+    def left_outer_join_lateral(self, table_function_call: Expression,
+                                join_predicate: Expression | str | None = None) -> Table:
+        """As ``join_lateral``, keeping a row whose call yields nothing with NULLs for the function's
+        columns; the predicate, as in Flink, may only be TRUE."""
+        return self._lateral(table_function_call, join_predicate, outer=True)
+
+    def _lateral(self, table_function_call: Expression, join_predicate: Expression | str | None, outer: bool) -> Table:
+        names: tuple[str, ...] = ()
+        fn = table_function_call
+        if isinstance(fn, _Alias):
+            fn, names = fn.inner, (fn.name,)
+        elif isinstance(fn, _ColumnsAlias):
+            fn, names = fn.inner, fn.names
+        if not isinstance(fn, Expression):
+            raise PlanError("join_lateral takes a table function call: call('f', col('x')), optionally "
+                            ".alias('a', 'b', ...)")
+        ctx = _RenderContext()
+        left = self._env._fresh("t")
+        alias = self._env._fresh("f")
+        columns = f" ({', '.join(quote(n) for n in names)})" if names else ""
+        condition = "TRUE" if join_predicate is None else _predicate(join_predicate, ctx)
+        spec = self._spec
+        source = (f"({spec.body()}) AS {quote(left)} {'LEFT JOIN' if outer else 'JOIN'} "
+                  f"LATERAL TABLE({fn.render(ctx)}) AS {quote(alias)}{columns} ON {condition}")
+        return Table(self._env, _Spec(source, ctes=spec.ctes))
+
     def union_all(self, other: Table) -> Table:
         alias = self._env._fresh("t")
         source = f"({self._spec.body()} UNION ALL {other._spec.body()}) AS {quote(alias)}"
@@ -607,7 +653,8 @@ class Row(tuple):
 
 
 def _hashable(value: Any) -> Any:
-    if isinstance(value, list):
+    """A row (a tuple) or value as a dict key: its ARRAYs and ROWs made tuples, all the way down."""
+    if isinstance(value, list | tuple):
         return tuple(_hashable(v) for v in value)
     if isinstance(value, dict):
         return tuple(sorted((k, _hashable(v)) for k, v in value.items()))

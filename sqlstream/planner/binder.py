@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 
 import pyarrow as pa
 from sqlglot import exp
@@ -27,7 +28,8 @@ from sqlstream.core.functions.arithmetic import avg_type, sum_type
 from sqlstream.core.functions.udfs import USER_AGGREGATES, USER_TABLE_FUNCTIONS, table_function_call
 from sqlstream.core.sql import dialect, script
 from sqlstream.core.tables import TableDef, ViewDef
-from sqlstream.core.types import is_ltz, is_nested, sql_type_name
+from sqlstream.core.types import is_ltz, is_multiset, is_nested, multiset_of, sql_type_name
+from sqlstream.core.udf import implements_merge
 from sqlstream.core.windows import WINDOW_COLUMNS, WindowSpec
 from sqlstream.planner.expr_binder import (
     GROUP_AGGREGATES,
@@ -787,7 +789,7 @@ class QueryBinder:
             # the () set of GROUPING SETS): a COUNT(*) that nothing reads carries it
             aggs.append(AggCall("COUNT", None, False, pa.int64(), "$rows"))
 
-        _refuse_json_aggregates(aggs, None if windowed is None else windowed.window, group_window is not None,
+        _refuse_window_aggregates(aggs, None if windowed is None else windowed.window, group_window is not None,
                                 group or sel)
         if len(pre_exprs) > len(input_scope.columns):
             input_node = Project(input_node, pre_exprs, pre_names, input_node.rowtime)
@@ -920,13 +922,20 @@ class QueryBinder:
             return _json_aggregate_call(node, binder, column_of, name)
         if type(node) in GROUP_AGGREGATES or (isinstance(node, exp.Anonymous) and node.name.upper() == "LISTAGG"):
             return _group_aggregate_call(node, binder, column_of, name)
+        if isinstance(node, exp.Anonymous) and node.name.upper() == "PERCENTILE":
+            return _percentile_call(node, binder, column_of, name)
+        if isinstance(node, exp.Anonymous) and node.name.upper() == "COLLECT":
+            return _collect_call(node, binder, column_of, name)
         if isinstance(node, exp.Anonymous):  # an aggregate UDF
 
             udaf = USER_AGGREGATES[node.name.upper()]
-            if len(node.expressions) > 1:
-                raise plan_error(f"aggregate function {node.name} takes one argument here", node)
-            arg = column_of(binder.bind(node.expressions[0])) if node.expressions else None
-            return AggCall(udaf.name, arg, False, udaf.result_type, name)
+            if any(isinstance(a, exp.Distinct) for a in node.expressions):
+                raise plan_error(f"DISTINCT is not supported in the aggregate function {node.name}", node)
+            columns = [column_of(binder.bind(a)) for a in node.expressions]
+            # accumulate(acc, a, b, ...) takes the columns in order: the first is the call's
+            # argument, the others its extra_args
+            return AggCall(udaf.name, columns[0] if columns else None, False, udaf.result_type, name,
+                           extra_args=tuple(columns[1:]))
         function = {exp.Count: "COUNT", exp.Sum: "SUM", exp.Min: "MIN", exp.Max: "MAX", exp.Avg: "AVG"}[type(node)]
         arg_node = node.this
         distinct = False
@@ -961,8 +970,16 @@ def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, n
         function, args = "LISTAGG", list(node.expressions)
     else:
         function, args = GROUP_AGGREGATES[type(node)], [node.this]
+    distinct = False
+    if function == "ARRAY_AGG" and args and isinstance(args[0], exp.Distinct) and len(args[0].expressions) == 1:
+        distinct, args = True, [args[0].expressions[0]]
     if not args or args[0] is None or isinstance(args[0], exp.Distinct):
         raise plan_error(f"{function} takes a value{'' if args and args[0] is not None else ''}, without DISTINCT", node)
+    condition: tuple[int, ...] = ()
+    if node.args.get("filtered"):  # ARRAY_AGG(CASE WHEN c THEN x END) from ... FILTER (WHERE c)
+        when = args[0].args["ifs"][0]
+        args = [when.args["true"]]
+        condition = (column_of(binder.bind(when.this)),)
     arg = binder.bind(args[0])
     t = arg.type
     separator = None
@@ -983,7 +1000,54 @@ def _group_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, n
         # Flink reduces them to SUM and COUNT and casts back: integers stay the argument's type,
         # DECIMAL(p, s) becomes DECIMAL(38, max(6, s)) as AVG does
         out = avg_type(t) if pa.types.is_decimal(t) else t
-    return AggCall(function, column_of(arg), False, out, name, separator)
+    return AggCall(function, column_of(arg), distinct, out, name, separator,
+                   ignore_nulls=bool(node.args.get("nulls_excluded")) if function == "ARRAY_AGG" else False,
+                   extra_args=condition)
+
+
+def _collect_call(node: exp.Anonymous, binder: ExprBinder, column_of, name: str) -> AggCall:  # noqa: ANN001
+    """COLLECT([DISTINCT] x): Flink's MULTISET<type of x> of the non-NULL values."""
+    args = list(node.expressions)
+    distinct = len(args) == 1 and isinstance(args[0], exp.Distinct) and len(args[0].expressions) == 1
+    if distinct:
+        args = [args[0].expressions[0]]
+    if len(args) != 1 or isinstance(args[0], exp.Distinct):
+        raise plan_error("COLLECT takes one value: COLLECT([DISTINCT] x)", node)
+    arg = binder.bind(args[0])
+    if is_multiset(arg.type):
+        raise plan_error("COLLECT of MULTISET values is not supported", node)
+    element = pa.string() if pa.types.is_null(arg.type) else arg.type
+    return AggCall("COLLECT", column_of(arg), distinct, multiset_of(element), name)
+
+
+def _percentile_call(node: exp.Anonymous, binder: ExprBinder, column_of, name: str) -> AggCall:  # noqa: ANN001
+    """PERCENTILE(value, percentage | ARRAY[percentage, ...] [, frequency]) as Flink types it: a
+    numeric value, percentages in [0, 1] (constants here: Flink takes the first row's), an integer
+    frequency; DOUBLE, or ARRAY<DOUBLE> for an array of percentages."""
+    args = list(node.expressions)
+    if not 2 <= len(args) <= 3 or any(isinstance(a, exp.Distinct) for a in args):
+        raise plan_error("PERCENTILE takes (value, percentage [, frequency]) without DISTINCT", node)
+    value = binder.bind(args[0])
+    if not (pa.types.is_integer(value.type) or pa.types.is_floating(value.type) or pa.types.is_decimal(value.type)):
+        raise plan_error(f"PERCENTILE needs a numeric value, got {sql_type_name(value.type)}", node)
+    percentage = fold(binder.bind(args[1]))
+    if not isinstance(percentage, Literal):
+        raise plan_error("PERCENTILE's percentage must be a constant (or an ARRAY of constants)", args[1])
+    many = isinstance(percentage.value, list)
+    values = percentage.value if many else [percentage.value]
+    if not values or any(isinstance(v, bool) or not isinstance(v, int | float | Decimal) or not 0 <= v <= 1
+                         for v in values):
+        raise plan_error("PERCENTILE's percentage must be a number between 0.0 and 1.0 (or an ARRAY of them), "
+                         f"got {args[1].sql(dialect=dialect.Flink)}", args[1])
+    extra: tuple[int, ...] = ()
+    if len(args) == 3:
+        frequency = binder.bind(args[2])
+        if not (pa.types.is_integer(frequency.type) or pa.types.is_null(frequency.type)):
+            raise plan_error(f"PERCENTILE's frequency must be an integer, got {sql_type_name(frequency.type)}", args[2])
+        extra = (column_of(frequency),)
+    out = pa.list_(pa.float64()) if many else pa.float64()
+    return AggCall("PERCENTILE", column_of(value), False, out, name, extra_args=extra,
+                   percentages=tuple(float(v) for v in values))
 
 
 def _json_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, name: str) -> AggCall:  # noqa: ANN001
@@ -1003,10 +1067,23 @@ def _json_aggregate_call(node: exp.Expression, binder: ExprBinder, column_of, na
     return AggCall(f"JSON_OBJECTAGG_{on_null}_ON_NULL", column_of(entry), False, pa.string(), name)
 
 
-def _refuse_json_aggregates(aggs: list[AggCall], window: WindowSpec | None, legacy: bool, at: exp.Expression) -> None:
+def _refuse_window_aggregates(aggs: list[AggCall], window: WindowSpec | None, legacy: bool, at: exp.Expression) -> None:
     """Where Flink 2.3 cannot run its JSON aggregates: JSON_ARRAYAGG has no merge, which HOP,
     CUMULATE and SESSION windows need; a legacy GROUP BY TUMBLE/HOP/SESSION window passes their
-    arguments unwrapped (JSON_ARRAYAGG gives [a,b] unquoted, JSON_OBJECTAGG fails)."""
+    arguments unwrapped (JSON_ARRAYAGG gives [a,b] unquoted, JSON_OBJECTAGG fails).  Also
+    ARRAY_AGG(DISTINCT x) in a window: Flink's window aggregation builds that array from its
+    distinct values' hash map (reference case functions_more.array_agg_distinct_window), an order
+    sqlstream does not reproduce.  And an aggregate UDF without ``merge`` in a SESSION window, whose
+    sessions merge their accumulators."""
+    for a in aggs:
+        udaf = USER_AGGREGATES.get(a.function)
+        if window is not None and window.kind == "SESSION" and udaf is not None \
+                and not implements_merge(udaf.implementation):
+            raise plan_error(f"aggregate function {a.function} ({type(udaf.implementation).__name__}) does not implement "
+                             "merge(accumulator, other), which a SESSION window needs", at)
+    if window is not None and any(a.function == "ARRAY_AGG" and a.distinct for a in aggs):
+        raise plan_error("ARRAY_AGG(DISTINCT ...) in a window aggregation is not supported: Flink orders the "
+                         "array by its hash map of the distinct values there", at)
     json_aggs = [a for a in aggs if a.function.startswith(("JSON_ARRAYAGG", "JSON_OBJECTAGG"))]
     if not json_aggs or window is None:
         return
@@ -1099,6 +1176,9 @@ def _inline_filters(node: exp.Expression, conditions: list[exp.Expression]) -> e
             raise plan_error(
                 f"FILTER (WHERE ...) is not supported on the aggregate function {agg.name}", n
             )
+        if isinstance(agg, exp.ArrayAgg) and agg.args.get("nulls_excluded"):
+            raise plan_error("FILTER (WHERE ...) cannot follow ARRAY_AGG(... IGNORE NULLS) (Flink: FILTER must be "
+                             "applied to aggregate function)", n)
         name = agg.sql_name()
         for inner in condition.walk():
             if is_aggregate(inner):
@@ -1117,6 +1197,10 @@ def _inline_filters(node: exp.Expression, conditions: list[exp.Expression]) -> e
             value = exp.Literal.number(1)
         case = exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())])
         holder.set(slot, [case] if slot == "expressions" else case)
+        if isinstance(agg, exp.ArrayAgg):
+            # ARRAY_AGG keeps NULLs: it reads the CASE's value and condition apart and skips the
+            # rows whose condition is not TRUE (_group_aggregate_call)
+            agg.set("filtered", True)
         return agg
 
     return node.transform(inline)

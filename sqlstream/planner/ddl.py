@@ -88,6 +88,10 @@ def table_def(create: exp.Create, catalog: Catalog | None = None) -> TableDef:
             raise plan_error(f"PRIMARY KEY column '{k}' is not a column of '{name}'", create)
     if len(watermarks) > 1:
         raise plan_error("a table can declare only one WATERMARK", wms[-1] if wms else create)
+    for node in wms:
+        if any(isinstance(n, exp.Anonymous) and n.name.upper() == "SOURCE_WATERMARK" for n in node.expression.walk()):
+            raise plan_error("WATERMARK ... AS SOURCE_WATERMARK() is not supported: no sqlstream source emits watermarks "
+                             "of its own; declare WATERMARK FOR ts AS <expression>", node.expression)
     for wm in watermarks:
         if wm.column.lower() not in names:
             node = next((w.this for w in wms if w.this.name == wm.column), create)

@@ -22,7 +22,7 @@ from sqlstream.core.expressions import (
     Literal,
     referenced_columns,
 )
-from sqlstream.core.functions import ArgumentTypeError, common_type, lookup
+from sqlstream.core.functions import NOT_SUPPORTED, ArgumentTypeError, common_type, lookup
 from sqlstream.core.functions.collections import FIELD, ITEM
 from sqlstream.core.functions.json import constant_path
 from sqlstream.core.functions.udfs import USER_AGGREGATES
@@ -42,6 +42,7 @@ from sqlstream.core.types import (
     arrow_type,
     is_ltz,
     is_month_interval,
+    is_multiset,
     is_string,
     sql_type_name,
 )
@@ -49,7 +50,7 @@ from sqlstream.planner.function_calls import translate_call
 from sqlstream.planner.scope import Scope, plan_error
 
 AGGREGATES = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
-# aggregates that GROUP BY and windows run, but not OVER
+# aggregates beyond COUNT/SUM/MIN/MAX/AVG: GROUP BY and windows run them (OVER all but the statistics)
 GROUP_AGGREGATES: dict[type, str] = {
     exp.StddevPop: "STDDEV_POP", exp.StddevSamp: "STDDEV_SAMP", exp.Stddev: "STDDEV_SAMP",
     exp.VariancePop: "VAR_POP", exp.Variance: "VAR_SAMP", exp.FirstValue: "FIRST_VALUE",
@@ -215,6 +216,9 @@ class ExprBinder:
         if isinstance(node, exp.Func):
             translated = translate_call(node)
             if translated is None:
+                name = node.sql_name().upper()
+                if name in NOT_SUPPORTED:
+                    raise plan_error(f"{name} is not supported: {NOT_SUPPORTED[name]}", node)
                 raise plan_error(f"unknown function '{node.sql_name()}' in '{node.sql()}'", node)
             name, arg_nodes = translated
             return self._call(name, [self.bind(a) for a in arg_nodes], node)
@@ -388,6 +392,8 @@ class ExprBinder:
 
     def _call(self, name: str, args: list[Expr], node: exp.Expression) -> Expr:
         fn = lookup(name)
+        if fn is None and name.upper() in NOT_SUPPORTED:
+            raise plan_error(f"{name.upper()} is not supported: {NOT_SUPPORTED[name.upper()]}", node)
         if fn is None:
             raise plan_error(f"unknown function '{name}'", node)
         if len(args) < fn.min_args or (fn.max_args is not None and len(args) > fn.max_args):
@@ -398,6 +404,12 @@ class ExprBinder:
             )
             raise plan_error(f"{name} takes {expected} arguments, got {len(args)}", node)
         types = [a.type for a in args]
+        multiset = next((t for t in types if is_multiset(t)), None)
+        if multiset is not None:
+            # Flink's MULTISET (COLLECT's result) goes to CAST ... AS STRING and the output only; its
+            # functions fail in Flink 2.3 (CARDINALITY: 'Expect an array or a map' at code generation)
+            raise plan_error(f"{name} does not take a {sql_type_name(multiset)} value (sqlstream supports a MULTISET "
+                             "in the output and in CAST(... AS STRING) only)", node)
         try:
             if fn.sees_constants:
                 constants = [a.value if isinstance(a, Literal) else None for a in args]
@@ -520,7 +532,7 @@ def is_aggregate(node: exp.Expression) -> bool:
     """A built-in aggregate call, or a call of a registered aggregate UDF."""
     if isinstance(node, AGGREGATES) or type(node) in GROUP_AGGREGATES:
         return True
-    if isinstance(node, exp.Anonymous) and node.name.upper() == "LISTAGG":
+    if isinstance(node, exp.Anonymous) and node.name.upper() in ("LISTAGG", "PERCENTILE", "COLLECT"):
         return True
     if isinstance(node, JSON_AGGREGATES):
         return True

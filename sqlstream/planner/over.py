@@ -47,10 +47,11 @@ from sqlstream.core.expressions import (
     referenced_columns,
     substitute,
 )
+from sqlstream.core.functions.udfs import USER_AGGREGATES
 from sqlstream.core.sql import dialect
 from sqlstream.core.types import sql_type_name
 from sqlstream.core.windows import WINDOW_COLUMNS
-from sqlstream.planner.expr_binder import AGGREGATES, ExprBinder, is_aggregate
+from sqlstream.planner.expr_binder import AGGREGATES, GROUP_AGGREGATES, ExprBinder, is_aggregate
 from sqlstream.planner.joins import conjoin, conjuncts
 from sqlstream.planner.logical import (
     TOP_N_HINT,
@@ -115,12 +116,19 @@ def bind_window_items(binder: QueryBinder, rel: Relation, items: list[exp.Expres
         if isinstance(f, exp.Lead):
             raise plan_error("LEAD is not supported on streams (Flink: LEAD Function is not supported in stream "
                              "mode); LAG is", w)
-        if not isinstance(f, (*AGGREGATES, exp.Lag, exp.FirstValue, exp.LastValue, *RANKINGS)):
-            name = f.sql_name() if isinstance(f, exp.Func) else f.sql()
+        # aggregate UDFs and LISTAGG / PERCENTILE / COLLECT (ARRAY_AGG is a typed node); not the
+        # statistics: Flink computes them in OVER through SUM and COUNT in the argument's type, an
+        # integer one truncating each division (VAR_POP of 3, 3, 1 is 1 there, 0 in GROUP BY)
+        framed = isinstance(f, exp.Anonymous) and f.name.upper() in (*USER_AGGREGATES, "LISTAGG", "PERCENTILE", "COLLECT")
+        if not isinstance(f, (*AGGREGATES, exp.Lag, exp.FirstValue, exp.LastValue, exp.ArrayAgg, *RANKINGS)) \
+                and not framed:
+            name = GROUP_AGGREGATES.get(type(f)) or (f.name.upper() if isinstance(f, exp.Anonymous) else
+                                                     f.sql_name() if isinstance(f, exp.Func) else f.sql())
             raise plan_error(
-                f"window function {name} is not supported on streams; OVER takes COUNT, SUM, MIN, MAX, AVG, "
-                "FIRST_VALUE, LAST_VALUE and LAG, RANK() and DENSE_RANK() in time order, and ROW_NUMBER() "
-                "(numbering rows in time order, or with a condition on it for Top-N and deduplication)",
+                f"window function {name} is not supported in OVER on streams; OVER takes COUNT, SUM, MIN, MAX, AVG, "
+                "FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG, PERCENTILE, COLLECT, LAG and aggregate "
+                "UDFs, RANK() and DENSE_RANK() in time order, and ROW_NUMBER() (numbering rows in time order, or "
+                "with a condition on it for Top-N and deduplication)",
                 w,
             )
     return _bind_over_aggregates(binder, rel, items, windows, select)

@@ -19,7 +19,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.aggregates import JSON_AGGREGATES, SEQUENCES, STATISTICS, AggCall, wrap_integer
+from sqlstream.core.aggregates import (
+    COLLECT,
+    JSON_AGGREGATES,
+    PERCENTILE,
+    SEQUENCES,
+    STATISTICS,
+    AggCall,
+    wrap_integer,
+)
+from sqlstream.core.casts import cast_to_float
 from sqlstream.core.errors import DataError
 from sqlstream.core.functions.json import object_text, split_entry
 from sqlstream.core.functions.udfs import USER_AGGREGATES
@@ -304,30 +313,54 @@ class Statistic(AggFunction):
             return value.quantize(Decimal(1).scaleb(-t.scale), rounding=ROUND_HALF_UP)
 
 
+def _hashable(value: Any) -> Any:
+    """A value as a dict key: an ARRAY's or ROW's list/dict made a tuple, recursively."""
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _hashable(v)) for k, v in value.items())
+    return value
+
+
 class Sequence(AggFunction):
     """LISTAGG, FIRST_VALUE and LAST_VALUE: the argument's non-NULL values in arrival order (all
-    values, NULLs too, for ARRAY_AGG, whose result is their ARRAY).  Over an updating input the
-    accumulator keeps them all, and a retraction removes the value's first occurrence (Flink's
-    ...WithRetract functions); over an append-only one FIRST_VALUE and LAST_VALUE keep just the
-    one value."""
+    values, NULLs too, for ARRAY_AGG unless IGNORE NULLS, whose result is their ARRAY).  Over an
+    updating input the accumulator keeps them all, and a retraction removes the value's first
+    occurrence (Flink's ...WithRetract functions); over an append-only one FIRST_VALUE and
+    LAST_VALUE keep just the one value.  ARRAY_AGG(DISTINCT x) is Flink's distinct aggregate
+    around ARRAY_AGG: a count per value, the value added when its count rises from 0 and removed
+    when it falls back to 0 (the accumulator's second element)."""
 
     def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
-        x = self.arg(batch)
-        if sign is None:
-            return [(x, "list", None)]
-        return [(x, "list", None), (sign, "list", None)]
+        columns = [self.arg(batch), *(batch.column(c) for c in self.call.extra_args)]
+        if sign is not None:
+            columns.append(sign)
+        return [(c, "list", None) for c in columns]
 
     def create(self) -> list[Any]:
-        return [[]]
+        return [[], {}] if self.call.distinct else [[]]
 
     def merge(self, acc: list[Any], values: list[Any]) -> None:
         items = values[0] or []
-        signs = values[1] if len(values) > 1 else [1] * len(items)
+        filtered = bool(self.call.extra_args)  # ARRAY_AGG ... FILTER (WHERE c): c's values come next
+        conditions = values[1] if filtered else [True] * len(items)
+        signs = values[1 + filtered] if len(values) > 1 + filtered else [1] * len(items)
         kept: list[Any] = acc[0]
-        keep_nulls = self.call.function == "ARRAY_AGG"
-        for value, s in zip(items, signs, strict=True):
-            if value is None and not keep_nulls:
+        keep_nulls = self.call.function == "ARRAY_AGG" and not self.call.ignore_nulls
+        counts: dict[Any, int] | None = acc[1] if self.call.distinct else None
+        for value, condition, s in zip(items, conditions, signs, strict=True):
+            if (value is None and not keep_nulls) or condition is not True:
                 continue
+            if counts is not None:
+                key = _hashable(value)
+                before = counts.get(key, 0)
+                after = before + (1 if s > 0 else -1)
+                if after > 0:
+                    counts[key] = after
+                else:
+                    counts.pop(key, None)
+                if (before > 0) == (after > 0):
+                    continue  # the distinct values did not change
             if s > 0:
                 kept.append(value)
             elif value in kept:
@@ -336,10 +369,18 @@ class Sequence(AggFunction):
             acc[0] = [kept[0]] if self.call.function == "FIRST_VALUE" else [kept[-1]]
 
     def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
-        acc[0] = acc[0] + other[0]
+        if not self.call.distinct:
+            acc[0] = acc[0] + other[0]
+            return
+        counts = acc[1]
+        for value in other[0]:
+            key = _hashable(value)
+            if key not in counts:
+                acc[0].append(value)
+            counts[key] = counts.get(key, 0) + other[1][key]
 
     def copy(self, acc: list[Any]) -> list[Any]:
-        return [list(acc[0])]
+        return [list(acc[0]), dict(acc[1])] if self.call.distinct else [list(acc[0])]
 
     def result(self, acc: list[Any]) -> Any:
         kept = acc[0]
@@ -352,6 +393,122 @@ class Sequence(AggFunction):
         if self.call.function == "ARRAY_AGG":
             return list(kept)
         return (self.call.separator if self.call.separator is not None else ",").join(kept)
+
+
+class Collect(AggFunction):
+    """COLLECT as Flink's CollectAggFunction: a count per non-NULL value, a retraction taking one
+    off (removing the value at 1, leaving -1 for a value never added), merging adding the counts;
+    the result is the MULTISET of (value, count) entries, empty rather than NULL. COLLECT(DISTINCT
+    x) is Flink's distinct aggregate around it: each value present counts once."""
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        x = self.arg(batch)
+        return [(x, "list", None)] if sign is None else [(x, "list", None), (sign, "list", None)]
+
+    def create(self) -> list[Any]:
+        return [{}]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        items = values[0] or []
+        signs = values[1] if len(values) > 1 else [1] * len(items)
+        counts: dict[Any, list[Any]] = acc[0]  # hashable value -> [value, count]
+        for value, s in zip(items, signs, strict=True):
+            if value is None:
+                continue
+            key = _hashable(value)
+            entry = counts.get(key)
+            if s > 0:
+                if entry is None:
+                    counts[key] = [value, 1]
+                else:
+                    entry[1] += 1
+            elif entry is None:
+                counts[key] = [value, -1]
+            elif entry[1] == 1:
+                del counts[key]
+            else:
+                entry[1] -= 1
+
+    def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
+        counts = acc[0]
+        for key, (value, n) in other[0].items():
+            if key in counts:
+                counts[key][1] += n
+            else:
+                counts[key] = [value, n]
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [{k: list(v) for k, v in acc[0].items()}]
+
+    def result(self, acc: list[Any]) -> Any:
+        entries = acc[0].values()
+        if self.call.distinct:
+            return [(value, 1) for value, n in entries if n > 0]
+        return [(value, n) for value, n in entries]
+
+
+class Percentile(AggFunction):
+    """PERCENTILE as Flink's PercentileAggFunction: a count per value (as a DOUBLE), a row adding
+    its frequency (1 without one; a NULL or non-positive frequency, or a NULL value, adds nothing)
+    and a retraction taking it away; the percentile at position p * (n - 1) + 1 of the sorted
+    values, interpolated linearly between its neighbours."""
+
+    def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
+        x = self.arg(batch)
+        # as Java's Number.doubleValue: a BIGINT beyond 2^53 rounds to the nearest double
+        x = cast_to_float(x, pa.float64()) if pa.types.is_decimal(x.type) else pc.cast(x, pa.float64(), safe=False)
+        columns = [x]
+        if self.call.extra_args:
+            columns.append(pc.cast(batch.column(self.call.extra_args[0]), pa.int64()))
+        if sign is not None:
+            columns.append(sign)
+        return [(c, "list", None) for c in columns]
+
+    def create(self) -> list[Any]:
+        return [{}]
+
+    def merge(self, acc: list[Any], values: list[Any]) -> None:
+        items = values[0] or []
+        frequencies = values[1] if self.call.extra_args else [1] * len(items)
+        signs = values[-1] if len(values) > 1 + bool(self.call.extra_args) else [1] * len(items)
+        counts: dict[float, int] = acc[0]
+        for value, frequency, s in zip(items, frequencies, signs, strict=True):
+            if value is None or frequency is None or frequency <= 0:
+                continue
+            count = counts.get(value, 0) + (frequency if s > 0 else -frequency)
+            if count:
+                counts[value] = count
+            else:
+                del counts[value]
+
+    def merge_acc(self, acc: list[Any], other: list[Any]) -> None:
+        counts: dict[float, int] = acc[0]
+        for value, n in other[0].items():
+            count = counts.get(value, 0) + n
+            if count:
+                counts[value] = count
+            else:
+                del counts[value]
+
+    def copy(self, acc: list[Any]) -> list[Any]:
+        return [dict(acc[0])]
+
+    def result(self, acc: list[Any]) -> Any:
+        entries = sorted(acc[0].items())
+        total = sum(c for _, c in entries)
+        if total <= 0:
+            return None
+        found: list[float] = [0.0] * len(self.call.percentages)
+        positions = sorted((p * (total - 1) + 1, i) for i, p in enumerate(self.call.percentages))
+        j, seen = 0, entries[0][1]
+        for position, i in positions:
+            lower, higher = math.floor(position), math.ceil(position)
+            while seen < lower:
+                j += 1
+                seen += entries[j][1]
+            value = entries[j][0]
+            found[i] = value if seen >= higher else (higher - position) * value + (position - lower) * entries[j + 1][0]
+        return found if pa.types.is_list(self.call.type) else found[0]
 
 
 class JsonArrayAgg(AggFunction):
@@ -493,28 +650,36 @@ class DistinctWithRetract(AggFunction):
 
 
 class UserAggregateFunction(AggFunction):
-    """An AggregateFunction UDF: Arrow collects each group's values, the UDF folds them."""
+    """An AggregateFunction UDF: Arrow collects each group's values (a list per argument column),
+    the UDF folds them a row at a time, ``accumulate(acc, a, b, ...)`` taking the row's arguments
+    in call order."""
 
     def __init__(self, call: AggCall, retracting: bool) -> None:
         super().__init__(call, retracting)
         self.impl = USER_AGGREGATES[call.function].implementation
+        self.width = 0 if call.arg is None else 1 + len(call.extra_args)
 
     def partials(self, batch: pa.RecordBatch, sign: pa.Array | None) -> list[Partial]:
-        arg = self.arg(batch) if self.call.arg is not None else pa.nulls(batch.num_rows, pa.int8())
-        if sign is None:
-            return [(arg, "list", None)]
-        return [(arg, "list", None), (sign, "list", None)]
+        if self.call.arg is None:
+            columns = [pa.nulls(batch.num_rows, pa.int8())]  # one list per group, for its row count
+        else:
+            columns = [batch.column(i) for i in (self.call.arg, *self.call.extra_args)]
+        if sign is not None:
+            columns.append(sign)
+        return [(c, "list", None) for c in columns]
 
     def create(self) -> list[Any]:
         return [self.impl.create_accumulator()]
 
     def merge(self, acc: list[Any], values: list[Any]) -> None:
         """Each row in arrival order: accumulate, or (a -U/-D of an updating input) retract."""
-        items = values[0] or ()
-        signs = values[1] if len(values) > 1 else None
-        for i, v in enumerate(items):
+        width = max(self.width, 1)
+        items = [v or () for v in values[:width]]
+        signs = values[width] if len(values) > width else None
+        rows = zip(*items, strict=True) if self.width else (() for _ in items[0])
+        for i, row in enumerate(rows):
             step = self.impl.accumulate if signs is None or signs[i] > 0 else self.impl.retract
-            out = step(acc[0], *(() if self.call.arg is None else (v,)))
+            out = step(acc[0], *row)
             if out is not None:
                 acc[0] = out
 
@@ -534,6 +699,10 @@ def make(call: AggCall, retracting: bool = False) -> AggFunction:
     """The function computing ``call``; over an updating input (``retracting``) its retractable form."""
     if call.function in STATISTICS:
         return Statistic(call, retracting)
+    if call.function == COLLECT:
+        return Collect(call, retracting)
+    if call.function == PERCENTILE:
+        return Percentile(call, retracting)
     if call.function in SEQUENCES:
         return Sequence(call, retracting)
     if call.function in JSON_AGGREGATES:

@@ -102,8 +102,9 @@ def flink_text(value: Any, t: pa.DataType) -> str:
 
 
 def _map_order(row: list[Any], maps: list[bool]) -> list[Any]:
-    """MAP columns' text with its entries sorted: a map's order is Flink's hash order of its keys
-    (a map read from JSON is a hash map of BinaryStringData), sqlstream's the order written."""
+    """MAP (and MULTISET) columns' text with its entries sorted: a map's order is Flink's hash order
+    of its keys (a map read from JSON is a hash map of BinaryStringData), sqlstream's the order
+    written."""
     return [{"text": _sorted_entries(v["text"])} if flag and isinstance(v, dict) and "text" in v else v
             for v, flag in zip(row, maps, strict=False)]
 
@@ -148,10 +149,10 @@ def compare(case: suite.Case, parallelism: int) -> str | None:
     if flink_types != ours:
         problems.append(f"column types differ: Flink {flink_types}, sqlstream {ours}")
     single = [t == "FLOAT" for t in flink_types]
-    maps = [t.startswith("MAP<") for t in flink_types]
+    maps = [t.startswith(("MAP<", "MULTISET<")) for t in flink_types]
     # a nested column is compared as text where the golden file holds its text (see record.py), else
     # as its plain values
-    plain = [t.startswith(("ARRAY<", "MAP<", "ROW<"))
+    plain = [t.startswith(("ARRAY<", "MAP<", "MULTISET<", "ROW<"))
              and not any(isinstance(r[k], dict) and "text" in r[k] for r in expected["rows"] if k < len(r))
              for k, t in enumerate(ours)]
     actual = {**actual, "rows": [[p if flag else t for t, p, flag in zip(row, values, plain, strict=False)]

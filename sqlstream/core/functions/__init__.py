@@ -79,6 +79,31 @@ def lookup(name: str) -> ScalarFunction | None:
     return REGISTRY.get(name.upper())
 
 
+_BITMAP = "the BITMAP type (Flink's RoaringBitmap) is not supported"
+_INTERNAL_JSON = ("Flink's internal name of JSON_ARRAYAGG/JSON_OBJECTAGG, which takes the value unwrapped "
+                  "(strings come out unquoted); write JSON_ARRAYAGG(...) / JSON_OBJECTAGG(...)")
+# Functions of Flink 2.3's SHOW FUNCTIONS that SQL can call but sqlstream does not run, with why;
+# the binder names the reason instead of calling them unknown (the README lists them too)
+NOT_SUPPORTED: dict[str, str] = {
+    "TYPEOF": "sqlstream's types carry neither NOT NULL nor CHAR/VARCHAR lengths, which TYPEOF prints "
+              "(TYPEOF('a') is 'CHAR(1) NOT NULL' in Flink)",
+    "PARSE_JSON": "the VARIANT type is not supported",
+    "TRY_PARSE_JSON": "the VARIANT type is not supported",
+    "OBJECT_OF": "structured types (STRUCTURED<'class', ...>) are not supported",
+    "OBJECT_UPDATE": "structured types (STRUCTURED<'class', ...>) are not supported",
+    "ML_PREDICT": "models (CREATE MODEL) are not supported",
+    "FROM_CHANGELOG": "process table functions are not supported",
+    "TO_CHANGELOG": "process table functions are not supported",
+    "SOURCE_WATERMARK": "no sqlstream source emits watermarks of its own; declare WATERMARK FOR ts AS <expression>",
+    **{name: _INTERNAL_JSON for name in ("JSON_ARRAYAGG_ABSENT_ON_NULL", "JSON_ARRAYAGG_NULL_ON_NULL",
+                                         "JSON_OBJECTAGG_ABSENT_ON_NULL", "JSON_OBJECTAGG_NULL_ON_NULL")},
+    **{f"BITMAP_{name}": _BITMAP for name in (
+        "AND", "ANDNOT", "BUILD", "CARDINALITY", "FROM_BYTES", "OR", "TO_ARRAY", "TO_BYTES", "TO_STRING", "XOR",
+        "AND_AGG", "AND_CARDINALITY_AGG", "BUILD_AGG", "BUILD_CARDINALITY_AGG", "OR_AGG", "OR_CARDINALITY_AGG",
+        "XOR_AGG", "XOR_CARDINALITY_AGG")},
+}
+
+
 # ---------------------------------------------------------------- type rules
 
 _INT_RANK = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
@@ -477,6 +502,7 @@ from sqlstream.core.functions import (  # noqa: E402, F401
     arithmetic,
     collections,
     encodings,
+    formatting,
     json,
     numeric,
     randomness,

@@ -1,4 +1,4 @@
-"""Flink's encoding and web functions: TO_BASE64/FROM_BASE64, HEX/UNHEX/BIN, URL_ENCODE/URL_DECODE,
+"""Flink's encoding and web functions: ENCODE/DECODE, TO_BASE64/FROM_BASE64, HEX/UNHEX/BIN, URL_ENCODE/URL_DECODE,
 PARSE_URL, INET_ATON/INET_NTOA, with Flink's (Java's) results, including its NULLs for malformed
 input (each checked against Flink 2.3, see tests/test_functions_text.py).
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import re
 from collections.abc import Callable
 from typing import Any
@@ -16,11 +17,13 @@ from urllib.parse import quote_plus, unquote_plus
 
 import pyarrow as pa
 
+from sqlstream.core.errors import DataError
 from sqlstream.core.functions import ArgumentTypeError, Value, register
 from sqlstream.core.functions.strings import INTEGER, STRING, returns, strict, type_names
 from sqlstream.core.types import is_string
 
 _MASK64 = (1 << 64) - 1
+BINARY = (lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t), "BINARY")
 
 
 def per_value(result: pa.DataType, fn: Callable[..., Any]) -> Callable[..., Value]:
@@ -152,3 +155,47 @@ register("URL_DECODE", returns("URL_DECODE", pa.string(), STRING), per_value(pa.
 register("PARSE_URL", returns("PARSE_URL", pa.string(), STRING, STRING, STRING), per_value(pa.string(), _parse_url), 2, 3)
 register("INET_ATON", returns("INET_ATON", pa.int64(), STRING), per_value(pa.int64(), _inet_aton), 1)
 register("INET_NTOA", returns("INET_NTOA", pa.string(), INTEGER), per_value(pa.string(), _inet_ntoa), 1)
+
+
+# Java's standard charsets (every JVM has them) by Python codec name, with what Java does that
+# Python's codec does not: 'UTF-16' writes a big-endian byte order mark and reads big-endian
+# where there is none
+_JAVA_CHARSETS = {"ascii": "US-ASCII", "iso8859-1": "ISO-8859-1", "utf-8": "UTF-8", "utf-16-be": "UTF-16BE",
+                  "utf-16-le": "UTF-16LE", "utf-16": "UTF-16"}
+
+
+def _charset(name: str) -> str:
+    """The Java charset ``name`` stands for (its canonical name or an alias Python's codecs also
+    know, such as 'utf8' or 'latin1'); an error for a charset outside Java's standard six, as
+    Charset.forName fails for an unknown one."""
+    try:
+        codec = codecs.lookup(name).name
+    except LookupError:
+        codec = ""
+    if codec not in _JAVA_CHARSETS:
+        raise DataError(f"unsupported charset '{name}' (sqlstream knows Java's standard charsets: "
+                        f"{', '.join(_JAVA_CHARSETS.values())})")
+    return _JAVA_CHARSETS[codec]
+
+
+def _encode(text: str, charset: str) -> bytes:
+    """String.getBytes(charset): a character the charset lacks becomes '?'."""
+    java = _charset(charset)
+    if java == "UTF-16":  # the byte order mark starts a non-empty encoding only
+        return b"\xfe\xff" + text.encode("utf-16-be", errors="replace") if text else b""
+    return text.encode(java, errors="replace")
+
+
+def _decode(data: bytes, charset: str) -> str:
+    """new String(bytes, charset): malformed input becomes U+FFFD; 'UTF-16' honours a byte order
+    mark and is big-endian without one."""
+    java = _charset(charset)
+    if java == "UTF-16":
+        if data[:2] == b"\xff\xfe":
+            return data[2:].decode("utf-16-le", errors="replace")
+        return data[2 if data[:2] == b"\xfe\xff" else 0:].decode("utf-16-be", errors="replace")
+    return data.decode(java, errors="replace")
+
+
+register("ENCODE", returns("ENCODE", pa.binary(), STRING, STRING), per_value(pa.binary(), _encode), 2)
+register("DECODE", returns("DECODE", pa.string(), BINARY, STRING), per_value(pa.string(), _decode), 2)

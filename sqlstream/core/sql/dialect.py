@@ -698,6 +698,25 @@ def _build_date_format(args: list[exp.Expr], dialect: Dialect) -> exp.Expr:
     return exp.TimeToStr(this=args[0], format=dialect.format_time(args[1]))
 
 
+
+def _array_agg_nulls(node: exp.Expression) -> exp.Expression:
+    """``ARRAY_AGG(x IGNORE NULLS)`` as one ArrayAgg node marked ``nulls_excluded`` (sqlglot wraps
+    the call in IgnoreNulls, which would read as an aggregate around an aggregate); ``RESPECT
+    NULLS`` is ARRAY_AGG's default."""
+    nulls = exp.IgnoreNulls | exp.RespectNulls
+    if isinstance(node, nulls) and isinstance(node.this, exp.ArrayAgg):
+        return exp.ArrayAgg(this=node.this.this, nulls_excluded=True if isinstance(node, exp.IgnoreNulls) else None)
+    if isinstance(node, exp.ArrayAgg):  # before FILTER (...) sqlglot wraps the argument instead
+        arg = node.this
+        inner = arg.expressions[0] if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1 else arg
+        if isinstance(inner, nulls):
+            if inner is arg:
+                arg = inner.this
+            else:
+                arg.set("expressions", [inner.this])
+            return exp.ArrayAgg(this=arg, nulls_excluded=True if isinstance(inner, exp.IgnoreNulls) else None)
+    return node
+
 class Flink(Dialect):
     """Apache Flink SQL (Calcite-based, streaming extensions)."""
 
@@ -764,10 +783,13 @@ class Flink(Dialect):
             "TIMESTAMPADD": build_date_delta(exp.TimestampAdd),
             "TIMESTAMPDIFF": build_date_delta(exp.TimestampDiff),
             "TO_TIMESTAMP_LTZ": _build_to_timestamp_ltz,
+            # Flink's ENCODE(s, charset) / DECODE(bytes, charset), not sqlglot's Oracle-style DECODE
+            "ENCODE": lambda args: exp.Anonymous(this="ENCODE", expressions=args),
+            "DECODE": lambda args: exp.Anonymous(this="DECODE", expressions=args),
         }
 
         FUNCTION_PARSERS = {
-            **BaseParser.FUNCTION_PARSERS,
+            **{k: v for k, v in BaseParser.FUNCTION_PARSERS.items() if k != "DECODE"},
             "JSON_VALUE": lambda self: self._parse_flink_json_value(),
             "JSON_QUERY": lambda self: self._parse_flink_json_query(),
             "JSON_EXISTS": lambda self: self._parse_flink_json_exists(),
@@ -840,7 +862,7 @@ class Flink(Dialect):
                 node = parse_method(self)
                 if self._index < self._tokens_size:
                     self._raise_trailing(node)
-                results.append(node)
+                results.append(node.transform(_array_agg_nulls, copy=False) if node is not None else None)
                 self.check_errors()
             return results
 
@@ -1070,6 +1092,9 @@ class Flink(Dialect):
                 TokenType.VAR,
                 TokenType.IDENTIFIER,
             ):
+                if self._curr.text.upper() == "MULTISET":
+                    self.raise_error("MULTISET columns are not supported (a query's COLLECT gives a MULTISET, which can "
+                                     "be selected or CAST to STRING)")
                 self.raise_error(f"unknown data type '{self._curr.text}'")
             return column
 
@@ -1518,6 +1543,18 @@ class Flink(Dialect):
     class Generator(BaseGenerator):
         """Writes trees back as Flink SQL (used for SHOW CREATE and EXPLAIN output)."""
 
+        def flink_array_agg_sql(self, e: exp.ArrayAgg) -> str:
+            """ARRAY_AGG([DISTINCT] x [IGNORE NULLS]), and the FILTER that the binder folded into its
+            argument (``filtered``: the argument is CASE WHEN condition THEN x END) written back."""
+            ignore = " IGNORE NULLS" if e.args.get("nulls_excluded") else ""
+            if not e.args.get("filtered"):
+                return f"ARRAY_AGG({self.sql(e, 'this')}{ignore})"
+            arg = e.this
+            distinct = isinstance(arg, exp.Distinct)
+            when = (arg.expressions[0] if distinct else arg).args["ifs"][0]
+            value = f"{'DISTINCT ' if distinct else ''}{self.sql(when, 'true')}"
+            return f"ARRAY_AGG({value}{ignore}) FILTER (WHERE {self.sql(when, 'this')})"
+
         TYPE_MAPPING = {
             **BaseGenerator.TYPE_MAPPING,
             exp.DType.STRUCT: "ROW",
@@ -1528,6 +1565,7 @@ class Flink(Dialect):
 
         TRANSFORMS = {
             **BaseGenerator.TRANSFORMS,
+            exp.ArrayAgg: lambda self, e: self.flink_array_agg_sql(e),
             Explain: lambda self, e: self.explain_sql(e),
             MetadataColumnConstraint: lambda self, e: self.metadatacolumnconstraint_sql(e),
             Reset: lambda self, e: f"RESET {self.sql(e, 'this')}".rstrip(),

@@ -283,7 +283,7 @@ class Aggregate(OneInput):
         return f"GroupAggregate(keys=[{keys}], aggs=[{', '.join(a.describe() for a in self.aggs)}])"
 
     def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
-        child, mapping = prune(self.input, set(self.keys) | {a.arg for a in self.aggs if a.arg is not None})
+        child, mapping = prune(self.input, set(self.keys).union(*(a.columns for a in self.aggs)))
         node = Aggregate(child, [mapping[k] for k in self.keys], [a.remapped(mapping) for a in self.aggs],
                          self.key_names, self.state_ttl_ms)
         return node, _identity(self)
@@ -352,7 +352,7 @@ class WindowAggregate(OneInput):
         return f"WindowAggregate({window}, groups=[{outs}], aggs=[{', '.join(a.describe() for a in self.aggs)}])"
 
     def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
-        needed = set(self.key_indexes) | {a.arg for a in self.aggs if a.arg is not None}
+        needed = set(self.key_indexes).union(*(a.columns for a in self.aggs))
         if self.input_window is None:
             needed |= {self.window.time_index} | set(self.window.partition_keys)
         else:

@@ -67,7 +67,7 @@ class OverAggregate(OneInput):
     def prune_columns(self, required: set[int], prune: Prune) -> tuple[LogicalNode, dict[int, int]]:
         width = len(self.input.schema)
         needed = {i for i in required if i < width} | set(self.partition_keys) | {self.time_index}
-        needed |= {a.arg for a in self.aggs if a.arg is not None}
+        needed = needed.union(*(a.columns for a in self.aggs))
         child, mapping = prune(self.input, needed)
         aggs = [a.remapped(mapping) for a in self.aggs]
         node = OverAggregate(child, [mapping[k] for k in self.partition_keys], mapping[self.time_index],

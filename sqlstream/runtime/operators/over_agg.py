@@ -20,6 +20,11 @@ RANK() and DENSE_RANK() run in the RANGE UNBOUNDED frame (Flink allows no other)
 Flink computes them there, are the frame's row count: rows with equal timestamps (peers)
 rank alike, and a tie counts all its rows (1, 1, 1, 4 by RANK and by DENSE_RANK alike).
 
+An aggregate UDF, LISTAGG, ARRAY_AGG, PERCENTILE or COLLECT contributes its
+per-row partials; each due row's frame is fed to a fresh
+accumulator, except that an UNBOUNDED frame's accumulator so far is kept per
+key in state (so an aggregate UDF needs only ``accumulate`` and ``get_value``).
+
 LAG needs no frame (Flink allows none with it): per key the state keeps the
 last ``offset`` values of each LAG argument, read back before the key's next
 due rows.
@@ -40,7 +45,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.aggregates import AggCall
+from sqlstream.core.aggregates import COLLECT, PERCENTILE, AggCall
+from sqlstream.core.functions.udfs import USER_AGGREGATES
+from sqlstream.runtime import aggregates
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.rank import KeyTimers, group_rows
@@ -48,6 +55,8 @@ from sqlstream.runtime.operators.waiting import take_due, wait_for_watermark
 from sqlstream.runtime.operators.window_agg import event_times
 
 Frame = tuple[np.ndarray, ...]  # contribution columns, sorted by time
+# the built-in aggregates OVER runs a frame at a time (_FramedAggregate), as it runs aggregate UDFs
+FRAMED = ("LISTAGG", "ARRAY_AGG", PERCENTILE, COLLECT)
 
 
 def _prefix(values: np.ndarray) -> np.ndarray:
@@ -196,6 +205,70 @@ class _OverAgg:
         return _arrow_values(total / safe, filled, t)
 
 
+class _FramedAggregate:
+    """An aggregate that runs a frame at a time (aggregate UDFs, LISTAGG, ARRAY_AGG, PERCENTILE,
+    COLLECT), as Flink runs them in OVER: per due row, the function's accumulator fed the
+    frame's rows in time order, then its result.  The contribution columns are [present (0 on an
+    UNBOUNDED frame's running row), then the values and validity of each of the function's
+    per-row partials (runtime.aggregates: lists, or sums)]; an UNBOUNDED frame's accumulator so far
+    is kept per key (``seeds``), a bounded frame is fed from its first row (so nothing is retracted)."""
+
+    def __init__(self, call: AggCall, schema: pa.Schema, first_column: int) -> None:
+        self.call = call
+        self.fn = aggregates.make(call)
+        empty = self.fn.partials(pa.RecordBatch.from_pylist([], schema=schema), None)
+        self.kinds = [kind for _, kind, _ in empty]
+        self.types = [arr.type for arr, _, _ in empty]
+        if any(kind not in ("list", "sum") for kind in self.kinds):
+            raise ValueError(f"{call.function} cannot run a frame at a time")
+        self.columns = list(range(first_column, first_column + 1 + 2 * len(self.kinds)))
+
+    def contributions(self, rows: pa.RecordBatch) -> list[np.ndarray]:
+        out = [np.ones(rows.num_rows, dtype=np.int8)]
+        for arr, _, _ in self.fn.partials(rows, None):
+            out += list(_numpy_values(arr))
+        return out
+
+    def run(self, cols: list[np.ndarray], lo: np.ndarray, hi: np.ndarray, due_key: np.ndarray,
+            seeds: list[Any] | None) -> tuple[pa.Array, list[np.ndarray], list[Any] | None]:
+        """(the due rows' results, their frames' contributions, each key's next accumulator if
+        ``seeds`` (an UNBOUNDED frame) else None)."""
+        present = cols[self.columns[0]]
+        values = [_arrow_values(cols[c], cols[c + 1].astype(bool), t).to_pylist()
+                  for c, t in zip(self.columns[1::2], self.types, strict=True)]
+
+        def feed(acc: list[Any], start: int, end: int) -> list[Any]:
+            rows = [j for j in range(start, end + 1) if present[j]]
+            if rows:
+                parts = [[v[j] for j in rows] for v in values]
+                self.fn.merge(acc, [part if kind == "list" else sum(x for x in part if x is not None)
+                                    for part, kind in zip(parts, self.kinds, strict=True)])
+            return acc
+
+        results: list[Any] = []
+        next_seeds = None if seeds is None else list(seeds)
+        acc: list[Any] = []
+        key, fed = -1, -1
+        for i in range(len(lo)):
+            if seeds is None:
+                results.append(self.fn.result(feed(self.fn.create(), int(lo[i]), int(hi[i]))))
+                continue
+            k = int(due_key[i])
+            if k != key:  # the key's first due row: its accumulator so far, fed from the frame's start
+                seed = seeds[k]
+                acc = self.fn.create() if seed is None else self.fn.copy(list(seed))
+                key, fed = k, int(lo[i]) - 1
+            acc = feed(acc, fed + 1, int(hi[i]))
+            fed = max(fed, int(hi[i]))
+            results.append(self.fn.result(acc))
+            next_seeds[k] = acc
+        # a running row made of a frame is not a row of its own: present 0, its partials NULL
+        frame = [np.zeros(len(lo), dtype=np.int8)]
+        for c in self.columns[1::2]:
+            frame += [cols[c][hi], np.zeros(len(lo), dtype=cols[c + 1].dtype)]
+        return pa.array(results, self.call.type), frame, next_seeds
+
+
 class OverAggOperator(Operator):
     name = "OverAggregate"
     keyed = True
@@ -210,12 +283,21 @@ class OverAggOperator(Operator):
         self.calls = aggs
         self.aggs: list[_OverAgg] = []
         width = 2  # contribution columns 0 and 1: time, row count
+        self.frame_aggs: list[_FramedAggregate] = []
+        self.framed: list[_OverAgg | _FramedAggregate] = []  # both kinds in call order: the order of their columns
         for a in aggs:
             if a.function == "LAG":
+                continue
+            if a.function in FRAMED or a.function in USER_AGGREGATES:
+                framed = _FramedAggregate(a, schema, width)
+                width += len(framed.columns)
+                self.frame_aggs.append(framed)
+                self.framed.append(framed)
                 continue
             agg = _OverAgg(a, None if a.arg is None else schema.field(a.arg).type, width)
             width += len(agg.columns)
             self.aggs.append(agg)
+            self.framed.append(agg)
         self.lags = [a for a in aggs if a.function == "LAG"]
         self.width = width
         # a bounded RANGE frame expires as event time passes; ROWS and UNBOUNDED frames never do
@@ -234,6 +316,8 @@ class OverAggOperator(Operator):
         # (key group, partition key) -> per LAG call, the key's last ``offset`` values of its argument
         # (a one-column batch each)
         self.lag_history = ctx.keyed_state.state("lag")
+        # (key group, partition key) -> per _FramedAggregate of an UNBOUNDED frame, its accumulator so far
+        self.frame_seeds = ctx.keyed_state.state("framed")
 
     # ------------------------------------------------------------ input
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
@@ -267,7 +351,12 @@ class OverAggOperator(Operator):
         owner = np.repeat(np.arange(len(groups)), [len(g[2]) for g in groups])
         frames = [self.frames.get(kg, key) for kg, key, _ in groups]
         histories = [self.lag_history.get(kg, key) for kg, key, _ in groups] if self.lags else []
-        batch, new_frames, new_histories = self._evaluate(ordered, owner, frames, histories, watermark)
+        seeded = bool(self.frame_aggs) and self.preceding is None
+        seeds = [self.frame_seeds.get(kg, key) for kg, key, _ in groups] if seeded else None
+        batch, new_frames, new_histories, new_seeds = self._evaluate(ordered, owner, frames, histories, watermark,
+                                                                     seeds)
+        for (kg, key, _), seed in zip(groups if seeded else [], new_seeds or [], strict=True):
+            self.frame_seeds.put(kg, key, seed)
         for (kg, key, _), frame in zip(groups, new_frames, strict=True):
             self._store_frame(kg, key, frame)
         for (kg, key, _), history in zip(groups if self.lags else [], new_histories, strict=True):
@@ -285,15 +374,18 @@ class OverAggOperator(Operator):
     def _contributions(self, rows: pa.RecordBatch) -> list[np.ndarray]:
         ts = event_times(rows, self.time_index).to_numpy(zero_copy_only=False)
         columns = [ts, np.ones(len(ts), dtype=np.int64)]
-        for a in self.aggs:
+        for a in self.framed:
             columns += a.contributions(rows)
         return columns
 
     def _evaluate(self, due_rows: pa.RecordBatch, due_owner: np.ndarray, frames: list[Frame | None],
                   histories: list[tuple[pa.RecordBatch, ...] | None], watermark: int,
-                  ) -> tuple[pa.RecordBatch, list[Frame | None], list[tuple[pa.RecordBatch, ...]]]:
+                  seeds: list[tuple[Any, ...] | None] | None = None,
+                  ) -> tuple[pa.RecordBatch, list[Frame | None], list[tuple[pa.RecordBatch, ...]],
+                             list[tuple[Any, ...]] | None]:
         """Output rows for the due rows of ``len(frames)`` keys (owners 0..n-1), each key's next frame,
-        and its next LAG history."""
+        its next LAG history and (UNBOUNDED frames with aggregate UDFs: ``seeds`` given) its UDFs'
+        next accumulators."""
         keys = len(frames)
         present = [f for f in frames if f is not None]
         contributions = self._contributions(due_rows)
@@ -311,14 +403,23 @@ class OverAggOperator(Operator):
         n_frame = _range_sum(cols[1], lo, hi)
         per_agg = [a.evaluate(cols, lo, hi) for a in self.aggs]
         computed = iter([a.result(f, n_frame) for a, f in zip(self.aggs, per_agg, strict=True)])
+        runs = [u.run(cols, lo, hi, owner[positions], None if seeds is None else
+                      [None if seed is None else seed[j] for seed in seeds]) for j, u in enumerate(self.frame_aggs)]
+        udaf_results = iter([r[0] for r in runs])
         emitted = due_rows.take(pa.array(order[positions] - first_due))
         lagged, next_histories = self._lag(emitted, owner[positions], np.searchsorted(positions, hi), histories, keys)
         lag_results = iter(lagged)
-        results = [next(lag_results) if c.function == "LAG" else next(computed) for c in self.calls]
+        results = [next(lag_results) if c.function == "LAG" else next(udaf_results) if c.function in FRAMED
+                   or c.function in USER_AGGREGATES else next(computed) for c in self.calls]
         output = pa.RecordBatch.from_arrays(list(emitted.columns) + results, schema=self.schema)
         by_time = np.argsort(cols[0][positions], kind="stable")  # emit in event-time order across keys
         output = output.take(pa.array(by_time))
-        return output, self._next_frames(cols, owner, positions, starts, n_frame, per_agg, watermark), next_histories
+        frames_of = iter(per_agg)
+        udaf_frames = iter([r[1] for r in runs])
+        in_order = [next(udaf_frames) if isinstance(a, _FramedAggregate) else next(frames_of) for a in self.framed]
+        next_seeds = None if seeds is None else [tuple(r[2][k] for r in runs) for k in range(keys)]
+        return (output, self._next_frames(cols, owner, positions, starts, n_frame, in_order, watermark),
+                next_histories, next_seeds)
 
     def _lag(self, emitted: pa.RecordBatch, due_key: np.ndarray, last_peer: np.ndarray,
              histories: list[tuple[pa.RecordBatch, ...] | None], keys: int,
