@@ -70,6 +70,16 @@ def _type_sql(t: str | pa.DataType) -> str:
 # ---------------------------------------------------------------- expressions
 
 
+
+def _python_values(column: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """A result column as Python values: a nanosecond TIMESTAMP becomes a ``datetime`` cut to
+    microseconds, as PyFlink hands Java's LocalDateTime to Python (without pandas pyarrow has no
+    Python value for nanoseconds)."""
+    t = column.type
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        column = column.cast(pa.timestamp("us", t.tz), safe=False)
+    return column.to_pylist()
+
 class Expression:
     """A column expression; operators and properties build larger ones, as in PyFlink."""
 
@@ -683,7 +693,7 @@ class MaterializedChangelog:
             del self._rows[key]
 
     def apply_chunk(self, batch: pa.RecordBatch | pa.Table, kinds: pa.Array | None) -> None:
-        columns = [c.to_pylist() for c in batch.columns]
+        columns = [_python_values(c) for c in batch.columns]
         ops = kinds.to_pylist() if kinds is not None else [0] * batch.num_rows
         for i, op in enumerate(ops):
             self.apply(tuple(c[i] for c in columns), RowKind(op))
@@ -798,11 +808,12 @@ class TableResult:
         fields = tuple(self._schema.names)
         if self._query is None:
             table = self._table if self._table is not None else pa.table({"result": [self._message or "OK"]})
-            rows = (Row(tuple(r.values()), fields) for r in table.to_pylist())
+            rows = (Row(tuple(v), fields) for v in zip(*(_python_values(c) for c in table.columns), strict=True))
             return CloseableIterator(iter(rows), lambda: None)
         if not self._env.streaming:
             final = self._env._run_bounded(self._query)
-            return CloseableIterator(iter([Row(tuple(r.values()), fields) for r in final.to_pylist()]), lambda: None)
+            values = zip(*(_python_values(c) for c in final.columns), strict=True)
+            return CloseableIterator(iter([Row(tuple(v), fields) for v in values]), lambda: None)
         chunks: queue.Queue[Chunk] = queue.Queue(maxsize=16)
         job: _Job
 
@@ -825,7 +836,7 @@ class TableResult:
                     if job.done.is_set() and chunks.empty():
                         break  # every chunk is put before the job is done
                     continue
-                columns = [c.to_pylist() for c in item.batch.columns]
+                columns = [_python_values(c) for c in item.batch.columns]
                 kinds = item.kinds.to_pylist() if item.kinds is not None else [0] * item.num_rows
                 for i, k in enumerate(kinds):
                     yield Row(tuple(c[i] for c in columns), fields, RowKind(k))

@@ -44,10 +44,19 @@ def _nested(value: Any, type_: pa.DataType) -> str:
     return "(" + ", ".join(part(value[f.name], f.type) for f in type_) + ")"
 
 
+def _python_values(column: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """The column's values for format_value.  Nanosecond timestamps are printed by Arrow (all nine
+    digits, as Flink prints a TIMESTAMP(9)): Python's datetime stops at microseconds."""
+    t = column.type
+    if pa.types.is_timestamp(t) and t.unit == "ns" and t.tz is None:
+        return column.cast(pa.string()).to_pylist()
+    return column.to_pylist()
+
+
 def _width(f: pa.Field) -> int:
     t = f.type
     if pa.types.is_timestamp(t):
-        base = 23
+        base = 29 if t.unit == "ns" else 23  # a TIMESTAMP(9) shows its nine digits
     elif pa.types.is_integer(t):
         base = 11 if t.bit_width <= 32 else 20
     elif pa.types.is_boolean(t):
@@ -92,7 +101,7 @@ class TableauPrinter:
     def write(self, batch: pa.RecordBatch | pa.Table, kinds: pa.Array | None) -> None:
         if not self.started:
             self.header()
-        columns = [c.to_pylist() for c in batch.columns]
+        columns = [_python_values(c) for c in batch.columns]
         ops = kinds.to_pylist() if kinds is not None else [0] * batch.num_rows
         for r in range(batch.num_rows):
             cells = [format_value(col[r], f.type) for col, f in zip(columns, self.schema, strict=True)]

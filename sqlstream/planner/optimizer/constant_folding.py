@@ -24,8 +24,7 @@ def fold(e: Expr) -> Expr:
                 value = compile_expr(e)(pa.record_batch([pa.array([0])], names=["x"]))
             except Exception:  # noqa: BLE001 - leave it to runtime, which reports the error with context
                 return e
-            if isinstance(value, pa.Scalar):
-                return Literal(value.cast(e.type).as_py(), e.type)
+            return _literal(value, e)
         return e
     if isinstance(e, Cast):
         arg = fold(e.arg)
@@ -38,12 +37,23 @@ def fold(e: Expr) -> Expr:
                 value = compile_expr(e)(pa.record_batch([pa.array([0])], names=["x"]))
             except Exception:  # noqa: BLE001 - leave it to runtime, which reports the error with context
                 return e
-            if isinstance(value, pa.Scalar):
-                return Literal(value.cast(e.type).as_py(), e.type)
+            return _literal(value, e)
         return e
     if isinstance(e, Case):
         return Case(tuple((fold(c), fold(v)) for c, v in e.whens), None if e.default is None else fold(e.default), e.type)
     return e
+
+
+def _literal(value: pa.Scalar | pa.Array, e: Call | Cast) -> Expr:
+    """``e``'s constant value as a literal, or ``e`` itself where Python holds no such value: a
+    nanosecond timestamp with a fraction finer than microseconds has no ``datetime`` (pyarrow gives
+    one only through pandas, which sqlstream does not depend on), so it is computed at run time."""
+    if not isinstance(value, pa.Scalar):
+        return e
+    try:
+        return Literal(value.cast(e.type).as_py(), e.type)
+    except ValueError:
+        return e
 
 
 def deterministic(e: Expr) -> bool:
