@@ -1,0 +1,146 @@
+"""Ray scale-out with checkpoints on S3: a local multi-node Ray cluster (``ray.cluster_utils.Cluster``)
+whose actors write their snapshots to a real S3 server (moto's, tests/s3_server.py).
+
+The head node has no CPU, so every actor runs on one of the two worker nodes; each
+actor works in a directory of its own node and puts its snapshot files on the store
+itself, and the coordinator actor publishes the metadata there.  Removing a node that
+hosts actors fails the attempt: the job restores from the store on the remaining
+node and the committed output equals the failure-free answer (exactly once).
+
+The storage test at the top needs no Ray: it pins the part of the protocol that lets
+a coordinator publish files it never saw (their digests travel with the acknowledgement).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqlstream.frontend.session import Session
+from sqlstream.runtime.checkpoint import storage as chk_storage
+from sqlstream.runtime.checkpoint.storage import (
+    CheckpointStorage,
+    CorruptCheckpointError,
+    file_digest,
+)
+from sqlstream.runtime.fs import resolve
+from tests.conftest import rows
+from tests.fault_harness import ROWS, committed, expected_rows, file_job_script
+from tests.s3_server import S3Server
+from tests.test_ray import RAY, Background, wait_for
+
+pytest_plugins = ("tests.s3_server",)
+
+RESTARTS = """
+SET 'restart-strategy.type' = 'fixed-delay';
+SET 'restart-strategy.fixed-delay.attempts' = '3';
+SET 'restart-strategy.fixed-delay.delay' = '200 ms';
+"""
+
+
+def _metadata_keys(server: S3Server, bucket: str, prefix: str) -> list[str]:
+    return [k for k in server.keys(bucket, prefix) if k.endswith("/_metadata")]
+
+
+def test_a_checkpoint_lists_files_its_writers_put_on_the_store(s3_server: S3Server, bucket: str,
+                                                                 tmp_path: Path) -> None:
+    """The coordinator's copy of the root holds no state file: the digests the writer sent are
+    listed, only ``_metadata`` is uploaded, and a restore from the store verifies the file."""
+    remote = resolve(f"s3://{bucket}/chk", s3_server.settings)
+    writer_dir = tmp_path / "writer"
+    writer_dir.mkdir()
+    state = writer_dir / "state.bin"
+    state.write_bytes(b"keyed state of one subtask")
+    remote.child("chk-1", "op-0", "state.bin").upload(state)  # what the subtask's actor does
+    storage = CheckpointStorage(tmp_path / "coordinator", 1, remote)
+    listed = storage.root / "chk-1" / "op-0" / "state.bin"
+    assert not listed.exists()
+    storage.complete(1, {"checkpoint_id": 1, "subtasks": {("op", 0): {"keyed": {"op": listed}}}},
+                     {listed: file_digest(state)})
+    assert s3_server.keys(bucket, "chk/") == ["chk/chk-1/_metadata", "chk/chk-1/op-0/state.bin"]
+    point = chk_storage.restore_point(f"s3://{bucket}/chk", s3_server.settings)
+    assert point.metadata["subtasks"][("op", 0)]["keyed"]["op"].read_bytes() == b"keyed state of one subtask"
+    # a wrong digest from the writer is caught at restore, as a corrupted file would be
+    remote.child("chk-2", "op-0", "state.bin").upload(state)
+    listed2 = storage.root / "chk-2" / "op-0" / "state.bin"
+    size, _ = file_digest(state)
+    storage.complete(2, {"checkpoint_id": 2, "subtasks": {("op", 0): {"keyed": {"op": listed2}}}},
+                     {listed2: (size, "0" * 64)})
+    with pytest.raises(CorruptCheckpointError, match="does not match its sha256"):
+        chk_storage.read_checkpoint(chk_storage.download(remote.child("chk-2")))
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """A head without CPUs (the driver's node) and two worker nodes of one CPU each."""
+    pytest.importorskip("ray", reason="Ray is not installed: pip install 'sqlstream[ray]'")
+    import ray
+    from ray.cluster_utils import Cluster
+
+    memory = 80 * 1024 * 1024  # Ray's smallest object store: batches here are small
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": memory,
+                                                      "include_dashboard": False})
+    for _ in range(2):
+        c.add_node(num_cpus=1, object_store_memory=memory)
+    ray.init(address=c.address, logging_level="warning")
+    c.wait_for_nodes()
+    try:
+        yield c
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+@pytest.mark.slow
+def test_losing_a_node_restores_from_s3_on_the_remaining_one_exactly_once(
+        cluster: Any, s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    uri = f"s3://{bucket}/chk"
+    script = RAY + s3_server.set_statements() + RESTARTS + file_job_script(out, uri, "rocksdb", 1)  # type: ignore[arg-type]
+    job = Background(script)
+    executor = job.running_executor(timeout=120)
+    wait_for(lambda: _metadata_keys(s3_server, bucket, "chk/"), timeout=60, what="a checkpoint on S3")
+    assert not job.done.is_set(), "the job should still be processing when the node goes"
+    hosting = set(executor.actor_nodes.values())
+    victim = next(n for n in cluster.worker_nodes if n.node_id in hosting)
+    cluster.remove_node(victim, allow_graceful=False)
+    result = job.result(timeout=240).job
+    assert result is not None and result.restarts >= 1
+    # the last attempt resumed from the checkpoint on S3: its source did not start from the first row
+    assert result.metrics["#0 Source"].records_out < ROWS
+    assert rows(committed(out)) == expected_rows()
+    assert victim.node_id not in set(executor.actor_nodes.values())
+    # RocksDB's shared files and the subtasks' snapshots reached the store from the actors' nodes
+    keys = s3_server.keys(bucket, "chk/")
+    assert any(k.startswith("chk/shared/") for k in keys)
+    assert _metadata_keys(s3_server, bucket, "chk/")
+    # the driver's local copy is only a cache, gone with the job
+    assert not chk_storage.local_copy(uri).exists()
+    cluster.add_node(num_cpus=1, object_store_memory=80 * 1024 * 1024)  # back to two workers for the next test
+
+
+@pytest.mark.slow
+def test_a_savepoint_on_s3_taken_on_the_cluster_restores_at_another_parallelism(
+        cluster: Any, s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    settings = RAY + s3_server.set_statements()
+    script = settings + file_job_script(out, f"s3://{bucket}/chk", "rocksdb", 1)  # type: ignore[arg-type]
+    first = Background(script)
+    executor = first.running_executor(timeout=120)
+    wait_for(lambda: committed(out).num_rows > 0, timeout=60, what="committed output")
+    savepoint = executor.stop_with_savepoint(f"s3://{bucket}/sp", timeout_s=60)
+    assert savepoint == f"s3://{bucket}/sp"
+    assert first.result().job.cancelled
+    assert "sp/_metadata" in s3_server.keys(bucket, "sp/")
+    partial = rows(committed(out))
+    assert 0 < len(partial) < len(expected_rows())
+    started = time.monotonic()
+    rescaled = script.replace("'parallelism.default' = '1'", "'parallelism.default' = '2'").replace(
+        f"s3://{bucket}/chk", f"s3://{bucket}/chk2")
+    Session(restore_from=savepoint).execute_script(rescaled)
+    assert rows(committed(out)) == expected_rows()
+    assert time.monotonic() - started < 120
