@@ -3,9 +3,11 @@ whose actors write their snapshots to a real S3 server (moto's, tests/s3_server.
 
 The head node has no CPU, so every actor runs on one of the two worker nodes; each
 actor works in a directory of its own node and puts its snapshot files on the store
-itself, and the coordinator actor publishes the metadata there.  Removing a node that
-hosts actors fails the attempt: the job restores from the store on the remaining
-node and the committed output equals the failure-free answer (exactly once).
+itself, and the coordinator actor publishes the metadata there.  Removing the node of
+the coordinator actor (and of the subtask actors Ray placed there) fails the attempt:
+the job restores from the store on the remaining node and the committed output equals
+the failure-free answer (exactly once).  A savepoint taken on the cluster to S3
+restores at another parallelism.
 
 The storage test at the top needs no Ray: it pins the part of the protocol that lets
 a coordinator publish files it never saw (their digests travel with the acknowledgement).
@@ -16,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -30,8 +32,10 @@ from sqlstream.runtime.checkpoint.storage import (
 from sqlstream.runtime.fs import resolve
 from tests.conftest import rows
 from tests.fault_harness import ROWS, committed, expected_rows, file_job_script
-from tests.s3_server import S3Server
 from tests.test_ray import RAY, Background, wait_for
+
+if TYPE_CHECKING:
+    from tests.s3_server import S3Server
 
 pytest_plugins = ("tests.s3_server",)
 
@@ -96,7 +100,7 @@ def cluster() -> Iterator[Any]:
 
 
 @pytest.mark.slow
-def test_losing_a_node_restores_from_s3_on_the_remaining_one_exactly_once(
+def test_losing_the_coordinators_node_restores_from_s3_on_the_remaining_one_exactly_once(
         cluster: Any, s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     uri = f"s3://{bucket}/chk"
@@ -105,19 +109,24 @@ def test_losing_a_node_restores_from_s3_on_the_remaining_one_exactly_once(
     executor = job.running_executor(timeout=120)
     wait_for(lambda: _metadata_keys(s3_server, bucket, "chk/"), timeout=60, what="a checkpoint on S3")
     assert not job.done.is_set(), "the job should still be processing when the node goes"
-    hosting = set(executor.actor_nodes.values())
-    victim = next(n for n in cluster.worker_nodes if n.node_id in hosting)
+    # the node of the checkpoint coordinator: with it go the checkpoint in flight, the coordinator's
+    # working copy and the subtask actors Ray placed there
+    victim = next(n for n in cluster.worker_nodes if n.node_id == executor.coordinator_node)
     cluster.remove_node(victim, allow_graceful=False)
     result = job.result(timeout=240).job
     assert result is not None and result.restarts >= 1
     # the last attempt resumed from the checkpoint on S3: its source did not start from the first row
     assert result.metrics["#0 Source"].records_out < ROWS
     assert rows(committed(out)) == expected_rows()
-    assert victim.node_id not in set(executor.actor_nodes.values())
+    assert victim.node_id not in {executor.coordinator_node, *executor.actor_nodes.values()}
     # RocksDB's shared files and the subtasks' snapshots reached the store from the actors' nodes
     keys = s3_server.keys(bucket, "chk/")
     assert any(k.startswith("chk/shared/") for k in keys)
     assert _metadata_keys(s3_server, bucket, "chk/")
+    # the sink actors' commit journal on the store is pruned with the checkpoints (one entry per
+    # checkpoint otherwise): left are those of the last notifications, recorded after the last pruning
+    journal = [k for k in keys if k.startswith("chk/commits/") and not k.endswith("/")]
+    assert 1 <= len(journal) <= 3 < len(result.checkpoints)
     # the driver's local copy is only a cache, gone with the job
     assert not chk_storage.local_copy(uri).exists()
     cluster.add_node(num_cpus=1, object_store_memory=80 * 1024 * 1024)  # back to two workers for the next test
@@ -128,7 +137,8 @@ def test_a_savepoint_on_s3_taken_on_the_cluster_restores_at_another_parallelism(
         cluster: Any, s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     settings = RAY + s3_server.set_statements()
-    script = settings + file_job_script(out, f"s3://{bucket}/chk", "rocksdb", 1)  # type: ignore[arg-type]
+    script = settings + file_job_script(out, f"s3://{bucket}/chk", "rocksdb", 1).replace(  # type: ignore[arg-type]
+        "'fields.seq.kind' = 'sequence'", "'scan.parallelism' = '1', 'fields.seq.kind' = 'sequence'")
     first = Background(script)
     executor = first.running_executor(timeout=120)
     wait_for(lambda: committed(out).num_rows > 0, timeout=60, what="committed output")

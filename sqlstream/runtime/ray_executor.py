@@ -203,9 +203,11 @@ class _CoordinatorProxy:
 
         kind, where, rel = ray.get(self.actor.target_for.remote(checkpoint_id, uid, subtask))
         if kind == "store":
-            assert self.storage is not None
             root = self.remote if self.remote is not None and where == self.remote.uri else None
-            base = self.storage.root if root is not None else self.storage.root / f".savepoint-{checkpoint_id}"
+            if root is not None and self.storage is not None:
+                base = self.storage.root
+            else:  # a savepoint's local copy, removed once uploaded
+                base = Path(tempfile.gettempdir()) / "sqlstream-ray" / f"savepoint-{uuid.uuid4().hex[:12]}"
             directory = base / rel
             with self.lock:
                 self.targets[checkpoint_id] = (base, root or resolve(where, self.settings), directory)
@@ -472,10 +474,14 @@ class CoordinatorActor:
         self.quiet_until = 0.0  # monotonic time before which no periodic checkpoint is triggered
         self.stopped = threading.Event()
 
-    def attach(self, subtasks: dict[SubtaskKey, Any], sources: list[SubtaskKey]) -> None:
-        """The subtask actors (created after this one, since they need its handle)."""
+    def attach(self, subtasks: dict[SubtaskKey, Any], sources: list[SubtaskKey]) -> str:
+        """The subtask actors (created after this one, since they need its handle); returns the id
+        of this actor's node."""
+        import ray
+
         self.subtasks = subtasks
         self.sources = sources
+        return ray.get_runtime_context().get_node_id()
 
     def start(self) -> None:
         if self.interval_s is not None:
@@ -624,6 +630,7 @@ class RayJobExecutor(JobExecutor):
         self._actor_metrics: dict[SubtaskKey, dict[str, Metrics]] = {}
         self._actor_status: dict[SubtaskKey, dict[int, SubtaskStatus]] = {}
         self.actor_nodes: dict[SubtaskKey, str] = {}  # the Ray node id each current actor runs on
+        self.coordinator_node = ""  # and the coordinator actor's
 
     def cancel(self) -> None:
         """Stop the coordinator first, so no checkpoint completes (and commits) once cancel was asked."""
@@ -683,7 +690,8 @@ class RayJobExecutor(JobExecutor):
             nodes = self._get([actors[(uid, i)].build.remote(uid, i, _chain_metadata(metadata, uid), restored_from)
                                for uid, i in keys], "building the subtasks", build=True)
             self.actor_nodes = dict(zip(keys, nodes, strict=True))
-            self._get([coordinator.attach.remote(actors, [k for k in keys if by_uid[k[0]].is_source])], "the coordinator")
+            self.coordinator_node = self._get(
+                [coordinator.attach.remote(actors, [k for k in keys if by_uid[k[0]].is_source])], "the coordinator")[0]
             self._get([actors[k].connect.remote(gates) for k, gates in self._gates(actors).items()], "wiring")
             running = {actors[k].run.remote(): k for k in keys}
             served = coordinator.serve.remote()
@@ -713,7 +721,7 @@ class RayJobExecutor(JobExecutor):
                     self._deliver(self._get([ref], "the collect sink")[0])
                     polled = collector.poll.remote(COLLECT_POLL_S)
                 elif ref == served:
-                    self._get([ref], "the checkpoint coordinator")
+                    self._get([ref], f"the checkpoint coordinator on node {self.coordinator_node[:12]}")
                     if self.cancel_event.is_set():
                         return  # cancel() stopped it
                     raise JobFailure(JobError("the checkpoint coordinator stopped while the job was running"))

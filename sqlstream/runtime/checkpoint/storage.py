@@ -673,9 +673,16 @@ class CommitJournal:
 
     @staticmethod
     def prune(root: Path, oldest_retained: int, remote: Location | None = None) -> None:
-        """Entries no recovery can fall back past (at or before the oldest retained checkpoint) go."""
+        """Entries no recovery can fall back past (at or before the oldest retained checkpoint) go,
+        on the store too, also those that sink subtasks on other machines (Ray actors) put there."""
         base = Path(root) / COMMITS
         for path in base.glob("*/*") if base.is_dir() else ():
             name = path.name
             if not name.startswith(".") and int(name.rsplit("-", 1)[1]) <= oldest_retained:
                 CommitJournal.forget(root, [path], remote)
+        if remote is not None:
+            for entry in remote.child(COMMITS).list():
+                name = entry.path.rsplit("/", 1)[-1]
+                if (entry.type == pafs.FileType.File and not name.startswith(".")
+                        and int(name.rsplit("-", 1)[1]) <= oldest_retained):
+                    Location(remote.fs, entry.path, entry.path, remote.endpoint).delete()
