@@ -29,7 +29,9 @@ from sqlstream.runtime.checkpoint.storage import (
     CorruptCheckpointError,
     file_digest,
 )
+from sqlstream.runtime.executor import JobConfig
 from sqlstream.runtime.fs import resolve
+from sqlstream.runtime.ray_executor import CoordinatorActor, _CoordinatorProxy
 from tests.conftest import rows
 from tests.fault_harness import ROWS, committed, expected_rows, file_job_script
 from tests.test_ray import RAY, Background, wait_for
@@ -76,6 +78,45 @@ def test_a_checkpoint_lists_files_its_writers_put_on_the_store(s3_server: S3Serv
                      {listed2: (size, "0" * 64)})
     with pytest.raises(CorruptCheckpointError, match="does not match its sha256"):
         chk_storage.read_checkpoint(chk_storage.download(remote.child("chk-2")))
+
+
+def test_an_actors_snapshot_reaches_the_store_and_only_live_shared_files_stay_on_its_node(
+        s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
+    """The actor side (_CoordinatorProxy._upload) and the coordinator side (CoordinatorActor._absolute,
+    then publishing) of a checkpoint on a store, without Ray: the restore reads what the actor wrote."""
+    uri = f"s3://{bucket}/chk"
+    remote = resolve(uri, s3_server.settings)
+    proxy = _CoordinatorProxy(None, JobConfig(checkpoint_dir=tmp_path / "node", checkpoint_uri=uri), remote)
+    assert proxy.storage is not None
+    work = proxy.storage.root
+
+    def snapshot(n: int, ssts: list[str]) -> dict[str, Any]:
+        own = work / f"chk-{n}" / "op-0"
+        own.mkdir(parents=True)
+        (own / "MANIFEST").write_bytes(f"db of {n}".encode())
+        shared = work / "shared" / "db1"
+        shared.mkdir(parents=True, exist_ok=True)
+        for name in ssts:
+            if not (shared / name).exists():
+                (shared / name).write_bytes(name.encode())
+        return {"keyed": {"op": {"private_files": [own / "MANIFEST"],
+                                 "shared_files": [shared / name for name in ssts]}}}
+
+    proxy._upload(1, snapshot(1, ["1.sst", "2.sst"]), work, remote)
+    relative, written = proxy._upload(2, snapshot(2, ["2.sst", "3.sst"]), work, remote)
+    assert s3_server.keys(bucket, "chk/") == ["chk/chk-1/op-0/MANIFEST", "chk/chk-2/op-0/MANIFEST", "chk/shared/db1/1.sst",
+                                              "chk/shared/db1/2.sst", "chk/shared/db1/3.sst"]
+    # on the node: no snapshot file (the store has them), the shared files the db still holds
+    assert sorted(p.relative_to(work).as_posix() for p in work.rglob("*") if p.is_file()) == [
+        "shared/db1/2.sst", "shared/db1/3.sst"]
+    assert relative["keyed"]["op"]["private_files"] == [Path("chk-2/op-0/MANIFEST")] and set(written) == {
+        "chk-2/op-0/MANIFEST", "shared/db1/2.sst", "shared/db1/3.sst"}
+    coordinator = CheckpointStorage(tmp_path / "coordinator", 1, remote)
+    snap, files = CoordinatorActor._absolute(relative, written, coordinator.root)
+    coordinator.complete(2, {"checkpoint_id": 2, "subtasks": {("op", 0): snap}}, files)
+    restored = chk_storage.restore_point(uri, s3_server.settings).metadata["subtasks"][("op", 0)]
+    assert [p.read_bytes() for p in restored["keyed"]["op"]["shared_files"]] == [b"2.sst", b"3.sst"]
+    assert [p.read_bytes() for p in restored["keyed"]["op"]["private_files"]] == [b"db of 2"]
 
 
 @pytest.fixture(scope="module")
