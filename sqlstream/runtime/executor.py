@@ -222,9 +222,10 @@ class JobExecutor:
         self.error: str | None = None
         self.checkpoint_history = CheckpointHistory()
         self.remote_root = self._reach_store(config.checkpoint_uri) if config.checkpoint_uri else None
-        # where keyed-state backends keep their working files (RocksDB's db): the system's temporary
-        # directory unless a host says otherwise (a Ray actor: its node's own working directory)
-        self.state_dir: Path | None = None
+        # where RocksDB keeps its working files (Flink's state.backend.rocksdb.localdir), a path on
+        # the machine the subtask runs on; unset, the system's temporary directory
+        localdir = config.raw.get("state.backend.rocksdb.localdir")
+        self.state_dir: Path | None = Path(localdir) if localdir else None
         # checkpoints without a configured directory go to a temporary one, removed when the job ends:
         # nothing can restore from it afterwards (no one knows its name), so it would only fill /tmp
         self.temporary_checkpoint_dir: Path | None = None

@@ -288,8 +288,8 @@ class SubtaskActor:
         # restored keyed state); here it builds just this actor's one.  With a store it checks that
         # this node reaches the store, and its sinks write their commit journal there.
         self.builder = JobExecutor(flow, config, self._collect if collect else None)
-        if self.work is not None:
-            self.builder.state_dir = self.work / "db"
+        if self.work is not None and self.builder.state_dir is None:
+            self.builder.state_dir = self.work / "db"  # nothing of this actor outlives it on the node
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="snapshot")
         self.subtask: Subtask | None = None
         self.turn = threading.Condition()
