@@ -85,6 +85,7 @@ from sqlstream.runtime.checkpoint.storage import (
 from sqlstream.runtime.elements import Chunk, Element
 from sqlstream.runtime.executor import JobConfig, JobExecutor, JobFailure, JobResult
 from sqlstream.runtime.fs import Location, is_remote, resolve
+from sqlstream.runtime.hashing import key_group_range
 from sqlstream.runtime.operators.base import Metrics
 from sqlstream.runtime.subtask import POLL_S, Cancelled, OutputGate, Subtask
 
@@ -307,10 +308,24 @@ class SubtaskActor:
         chain = next(c for c in self.builder.chains if c.uid == chain_uid)
         proxy = _CoordinatorProxy(self.coordinator, self.builder.config, self.builder.remote_root)
         if metadata is not None and restored_from:
-            metadata = self._fetch(metadata, restored_from)
+            metadata = self._fetch(self._relevant(metadata, index, chain.parallelism), restored_from)
         self.subtask = self.builder._build_subtask(
             chain, index, proxy, self.pool, self._on_failure, self.stop, metadata)  # type: ignore[arg-type]
         return ray.get_runtime_context().get_node_id()
+
+    def _relevant(self, metadata: dict[str, Any], index: int, parallelism: int) -> dict[str, Any]:
+        """``metadata`` without the keyed state of old subtasks whose key groups this subtask does
+        not own (after rescaling, only some hold any of its keys): their files are not downloaded."""
+        max_p = self.builder.config.max_parallelism
+        mine = key_group_range(index, parallelism, max_p)
+
+        def overlaps(old: int, snap: dict[str, Any]) -> bool:
+            theirs = key_group_range(old, snap.get("parallelism", parallelism), max_p)
+            return theirs.start < mine.stop and mine.start < theirs.stop
+
+        return {**metadata, "subtasks": {
+            (uid, i): snap if i == index or overlaps(i, snap) else {**snap, "keyed": {}}
+            for (uid, i), snap in metadata["subtasks"].items()}}
 
     def _fetch(self, metadata: dict[str, Any], restored_from: list[tuple[str, str]]) -> dict[str, Any]:
         """``metadata`` with its files downloaded from the store into this node's directory."""
