@@ -15,6 +15,7 @@ a coordinator publish files it never saw (their digests travel with the acknowle
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -167,8 +168,10 @@ def test_losing_the_coordinators_node_restores_from_s3_on_the_remaining_one_exac
     # checkpoint otherwise): left are those of the last notifications, recorded after the last pruning
     journal = [k for k in keys if k.startswith("chk/commits/") and not k.endswith("/")]
     assert 1 <= len(journal) <= 3 < len(result.checkpoints)
-    # the driver's local copy is only a cache, gone with the job
+    # the driver's local copy is only a cache, gone with the job, as the actors' node directories are
     assert not chk_storage.local_copy(uri).exists()
+    for node in {executor.coordinator_node, *executor.actor_nodes.values()}:
+        assert not any((Path(tempfile.gettempdir()) / "sqlstream-ray" / node[:16]).iterdir())
     cluster.add_node(num_cpus=1, object_store_memory=80 * 1024 * 1024)  # back to two workers for the next test
 
 
