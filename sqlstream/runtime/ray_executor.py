@@ -470,12 +470,14 @@ class CoordinatorActor:
         self.settings = settings or {}
         # checkpoints on a store (URI ``store``): published there from a working copy on this node,
         # which starts with the metadata of those completed before (pruning needs what they list)
-        self.work = node_directory("coordinator") if store else None
-        if store and self.work is not None:
-            storage: CheckpointStorage | None = CheckpointStorage(self.work, retained, resolve(store, self.settings))
-            storage.adopt_completed()  # type: ignore[union-attr]
-        else:
-            storage = CheckpointStorage(Path(root), retained) if root else None
+        self.work: Path | None = None
+        storage: CheckpointStorage | None = None
+        if store:
+            self.work = node_directory("coordinator")
+            storage = CheckpointStorage(self.work, retained, resolve(store, self.settings))
+            storage.adopt_completed()
+        elif root:
+            storage = CheckpointStorage(Path(root), retained)
         self.subtasks: dict[SubtaskKey, Any] = {}
         self.sources: list[SubtaskKey] = []
         self.coordinator = CheckpointCoordinator(storage, None, keys, self._trigger, self._notify, job_info, first_id,
