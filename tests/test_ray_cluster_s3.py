@@ -1,12 +1,13 @@
 """Ray scale-out with checkpoints on S3: a local multi-node Ray cluster (``ray.cluster_utils.Cluster``)
 whose actors write their snapshots to a real S3 server (moto's, tests/s3_server.py).
 
-The head node has no CPU, so every actor runs on one of the two worker nodes; each
-actor works in a directory of its own node and puts its snapshot files on the store
-itself, and the coordinator actor publishes the metadata there.  Removing the node of
-the coordinator actor (and of the subtask actors Ray placed there) fails the attempt:
-the job restores from the store on the remaining node and the committed output equals
-the failure-free answer (exactly once).  A savepoint taken on the cluster to S3
+The head node has no CPU, so every actor runs on one of the two worker nodes, each
+with a temporary directory of its own (as machines have their own disks); each actor
+works in a directory there and puts its snapshot files on the store itself, and the
+coordinator actor publishes the metadata there.  Removing the node of the coordinator
+actor (and of the subtask actors Ray placed there), and deleting its disk, fails the
+attempt: the job restores from the store on the remaining node and the committed
+output equals the failure-free answer (exactly once).  A savepoint taken on the cluster to S3
 restores at another parallelism.
 
 The storage test at the top needs no Ray: it pins the part of the protocol that lets
@@ -15,8 +16,9 @@ a coordinator publish files it never saw (their digests travel with the acknowle
 
 from __future__ import annotations
 
-import tempfile
+import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -119,30 +121,55 @@ def test_an_actors_snapshot_reaches_the_store_and_only_live_shared_files_stay_on
     assert [p.read_bytes() for p in restored["keyed"]["op"]["private_files"]] == [b"db of 2"]
 
 
+OBJECT_STORE = 80 * 1024 * 1024  # Ray's smallest object store: batches here are small
+
+
+@dataclass
+class LocalCluster:
+    """A ``ray.cluster_utils.Cluster`` whose worker nodes each have a temporary directory (TMPDIR)
+    of their own, as separate machines have separate disks."""
+
+    ray: Any  # the Cluster
+    disks: Path
+    disk: dict[str, Path] = field(default_factory=dict)  # node id -> its TMPDIR
+
+    def add_worker(self) -> Any:
+        """A worker node of one CPU."""
+        directory = self.disks / f"node-{len(self.disk) + 1}"
+        directory.mkdir()
+        node = self.ray.add_node(num_cpus=1, object_store_memory=OBJECT_STORE, env_vars={"TMPDIR": str(directory)})
+        self.disk[node.node_id] = directory
+        return node
+
+    def actor_directories(self, node: Any) -> Path:
+        """Where the sqlstream actors on ``node`` work (ray_executor.node_directory)."""
+        return self.disk[node.node_id] / "sqlstream-ray" / node.node_id[:16]
+
+
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A head without CPUs (the driver's node) and two worker nodes of one CPU each."""
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'sqlstream[ray]'")
     import ray
     from ray.cluster_utils import Cluster
 
-    memory = 80 * 1024 * 1024  # Ray's smallest object store: batches here are small
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": memory,
-                                                      "include_dashboard": False})
+    c = LocalCluster(Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "object_store_memory": OBJECT_STORE, "include_dashboard": False}),
+        tmp_path_factory.mktemp("disks"))
     for _ in range(2):
-        c.add_node(num_cpus=1, object_store_memory=memory)
-    ray.init(address=c.address, logging_level="warning")
-    c.wait_for_nodes()
+        c.add_worker()
+    ray.init(address=c.ray.address, logging_level="warning")
+    c.ray.wait_for_nodes()
     try:
         yield c
     finally:
         ray.shutdown()
-        c.shutdown()
+        c.ray.shutdown()
 
 
 @pytest.mark.slow
 def test_losing_the_coordinators_node_restores_from_s3_on_the_remaining_one_exactly_once(
-        cluster: Any, s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
+        cluster: LocalCluster, s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     uri = f"s3://{bucket}/chk"
     script = RAY + s3_server.set_statements() + RESTARTS + file_job_script(out, uri, "rocksdb", 1)  # type: ignore[arg-type]
@@ -152,8 +179,11 @@ def test_losing_the_coordinators_node_restores_from_s3_on_the_remaining_one_exac
     assert not job.done.is_set(), "the job should still be processing when the node goes"
     # the node of the checkpoint coordinator: with it go the checkpoint in flight, the coordinator's
     # working copy and the subtask actors Ray placed there
-    victim = next(n for n in cluster.worker_nodes if n.node_id == executor.coordinator_node)
-    cluster.remove_node(victim, allow_graceful=False)
+    victim = next(n for n in cluster.ray.worker_nodes if n.node_id == executor.coordinator_node)
+    # the actors there worked on that node's own disk, which goes with the node
+    assert any(cluster.actor_directories(victim).iterdir())
+    cluster.ray.remove_node(victim, allow_graceful=False)
+    shutil.rmtree(cluster.disk[victim.node_id])
     result = job.result(timeout=240).job
     assert result is not None and result.restarts >= 1
     # the last attempt resumed from the checkpoint on S3: its source did not start from the first row
@@ -170,14 +200,14 @@ def test_losing_the_coordinators_node_restores_from_s3_on_the_remaining_one_exac
     assert 1 <= len(journal) <= 3 < len(result.checkpoints)
     # the driver's local copy is only a cache, gone with the job, as the actors' node directories are
     assert not chk_storage.local_copy(uri).exists()
-    for node in {executor.coordinator_node, *executor.actor_nodes.values()}:
-        assert not any((Path(tempfile.gettempdir()) / "sqlstream-ray" / node[:16]).iterdir())
-    cluster.add_node(num_cpus=1, object_store_memory=80 * 1024 * 1024)  # back to two workers for the next test
+    for node in cluster.ray.worker_nodes:
+        assert not any(cluster.actor_directories(node).iterdir())
+    cluster.add_worker()  # back to two workers for the next test
 
 
 @pytest.mark.slow
 def test_a_savepoint_on_s3_taken_on_the_cluster_restores_at_another_parallelism(
-        cluster: Any, s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
+        cluster: LocalCluster, s3_server: S3Server, bucket: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     settings = RAY + s3_server.set_statements()
     script = settings + file_job_script(out, f"s3://{bucket}/chk", "rocksdb", 2).replace(  # type: ignore[arg-type]
