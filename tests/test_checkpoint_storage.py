@@ -326,11 +326,11 @@ def test_a_late_acknowledgement_does_not_remove_a_checkpoint_being_published(tmp
     coordinator = CheckpointCoordinator(storage, 10, keys, lambda n, s: None, lambda n, f: None, {})
     publish = storage.complete
 
-    def complete_after_the_late_ack(checkpoint_id: int, metadata: dict[str, Any]) -> Path:
+    def complete_after_the_late_ack(checkpoint_id: int, metadata: dict[str, Any], written: Any = None) -> Path:
         late = coordinator.directory_for(checkpoint_id, "b", 0)
         (late / "late").write_bytes(b"b's own snapshot of checkpoint 1")
         coordinator.acknowledge(checkpoint_id, ("b", 0), {})
-        return publish(checkpoint_id, metadata)
+        return publish(checkpoint_id, metadata, written)
 
     storage.complete = complete_after_the_late_ack  # type: ignore[method-assign]
     future = coordinator.trigger_checkpoint()

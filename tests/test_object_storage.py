@@ -446,20 +446,6 @@ def test_the_savepoint_command_writes_to_the_jobs_state_savepoints_dir_on_s3(
             job.wait()
 
 
-def test_checkpoints_on_a_store_are_refused_on_ray(s3_server: S3Server, bucket: str) -> None:
-    session = Session()
-    session.config.update(s3_server.settings)
-    with pytest.raises(SqlStreamError, match="not supported with execution.target = 'ray'"):
-        session.execute_script(f"""
-            SET 'execution.target' = 'ray';
-            SET 'execution.checkpointing.interval' = '1 s';
-            SET 'execution.checkpointing.dir' = 's3://{bucket}/chk';
-            CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '5');
-            CREATE TABLE out (id BIGINT) WITH ('connector' = 'blackhole');
-            INSERT INTO out SELECT id FROM gen;
-        """)
-
-
 def test_metadata_columns_of_an_object(s3_server: S3Server, bucket: str) -> None:
     s3_server.client().put_object(Bucket=bucket, Key="meta/a.csv", Body=b"1,a\n2,b\n")
     got = run_sql(s3_server.set_statements() + f"""

@@ -341,3 +341,19 @@ def test_rocksdb_close_deletes_local_files(tmp_path: Path) -> None:
     assert any((tmp_path / "local").iterdir())
     backend.close()
     assert not any((tmp_path / "local").iterdir())
+
+
+def test_a_jobs_rocksdb_works_in_state_backend_rocksdb_localdir(tmp_path: Path) -> None:
+    """Flink's state.backend.rocksdb.localdir: the job's dbs are made there (and removed at its end)."""
+    from sqlstream.frontend.session import Session
+
+    localdir = tmp_path / "rocksdb-local"
+    result = Session().execute_script(f"""
+        SET 'state.backend.type' = 'rocksdb';
+        SET 'state.backend.rocksdb.localdir' = '{localdir}';
+        CREATE TABLE gen (k BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '100',
+                                          'fields.k.min' = '0', 'fields.k.max' = '4');
+        SELECT k, COUNT(*) AS n FROM gen GROUP BY k;
+    """)[-1]
+    assert result.table is not None and result.table.num_rows > 0
+    assert localdir.is_dir() and not any(localdir.iterdir())

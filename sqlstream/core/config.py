@@ -122,6 +122,9 @@ KEYS: dict[str, ConfigKey] = {k.key: k for k in (
     ConfigKey("execution.checkpointing.timeout", "10 min", _duration, "a checkpoint not complete by then fails"),
     ConfigKey("state.backend.type", "hashmap", _BACKEND, "hashmap (in memory) or rocksdb"),
     ConfigKey("state.backend", "hashmap", _BACKEND, "Flink's older name of state.backend.type"),
+    ConfigKey("state.backend.rocksdb.localdir", None, _text,
+              "where RocksDB keeps its working files on each machine (unset: the system's temporary "
+              "directory; on Ray with checkpoints on a store, each actor's own directory on its node)"),
     ConfigKey("restart-strategy.type", "none", _RESTART, "none or fixed-delay"),
     ConfigKey("restart-strategy", "none", _RESTART, "Flink's older name of restart-strategy.type"),
     ConfigKey("restart-strategy.fixed-delay.attempts", "3", _int(0), "restarts before the job fails"),

@@ -222,6 +222,10 @@ class JobExecutor:
         self.error: str | None = None
         self.checkpoint_history = CheckpointHistory()
         self.remote_root = self._reach_store(config.checkpoint_uri) if config.checkpoint_uri else None
+        # where RocksDB keeps its working files (Flink's state.backend.rocksdb.localdir), a path on
+        # the machine the subtask runs on; unset, the system's temporary directory
+        localdir = config.raw.get("state.backend.rocksdb.localdir")
+        self.state_dir: Path | None = Path(localdir) if localdir else None
         # checkpoints without a configured directory go to a temporary one, removed when the job ends:
         # nothing can restore from it afterwards (no one knows its name), so it would only fill /tmp
         self.temporary_checkpoint_dir: Path | None = None
@@ -365,12 +369,17 @@ class JobExecutor:
                 self.restarts += 1
                 self.state = RESTARTING
                 time.sleep(self.config.restart_delay_s)
-                root = self.config.checkpoint_dir
-                if root is not None and chk_storage.completed_ids(root):
-                    restore = self.config.checkpoint_uri or root
+                if self._has_completed_checkpoint():
+                    restore = self.config.checkpoint_uri or self.config.checkpoint_dir
                 if self.cancel_event.is_set():
                     return JobResult(self.summed_metrics(), cancelled=True, restarts=self.restarts,
                                      restore_warnings=self.restore_warnings)
+
+    def _has_completed_checkpoint(self) -> bool:
+        """Whether a restart can restore from the job's checkpoint root (its local working copy
+        holds every checkpoint this process completed)."""
+        root = self.config.checkpoint_dir
+        return root is not None and bool(chk_storage.completed_ids(root))
 
     # ------------------------------------------------------------ one attempt
     def _attempt(self, restore: str | Path | None) -> JobResult:
@@ -603,7 +612,8 @@ class JobExecutor:
             operator = self._make_operator(node, uid, index, p, metadata)
             state = None
             if operator.keyed:
-                state = create_backend(config.backend, key_group_range(index, p, config.max_parallelism), clock=config.clock)
+                state = create_backend(config.backend, key_group_range(index, p, config.max_parallelism),
+                                       self.state_dir, config.clock)
                 if config.checkpoint_dir is not None:
                     state.shared_dir = config.checkpoint_dir / "shared"
                 handles = [old["keyed"][uid] for old in all_old if old.get("keyed", {}).get(uid)]

@@ -34,19 +34,29 @@ What runs where, and why:
   restart strategy restores all of them from the newest completed
   checkpoint, as Flink's full-restart failover does.
 
-Checkpoints and savepoints are written to ``state.checkpoints.dir`` by the
-actors themselves, so on a cluster of several machines it must be a path
-every node sees (a shared mount); fsspec / pyarrow filesystem URIs (s3://,
-gs://) are future work.  The nodes must be able to import sqlstream
-(installed there, or through a Ray runtime environment).
+Checkpoints and savepoints are written by the actors themselves.  A local
+``state.checkpoints.dir`` must be a path every node sees (a shared mount).  A
+store's URI (``s3://``, ``gs://``..., with the job's ``s3.*`` settings) needs
+nothing shared: each actor works in a directory of its own node (its state
+files, RocksDB's db) and puts every snapshot file on the store itself before
+it acknowledges, with the file's size and sha256; the coordinator actor then
+publishes ``_metadata`` (listing those digests, it reads no state file) on the
+store, prunes there, and a restore downloads into each new actor, on whatever
+node it runs, just the files of its own chain.  So losing a node loses nothing
+a restore needs.  The nodes must be able to import sqlstream (installed
+there, or through a Ray runtime environment).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import queue
+import shutil
+import tempfile
 import threading
 import time
+import uuid
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -64,10 +74,18 @@ from sqlstream.runtime.checkpoint.coordinator import (
     CheckpointStats,
     SubtaskKey,
 )
-from sqlstream.runtime.checkpoint.storage import CheckpointStorage
+from sqlstream.runtime.checkpoint.storage import (
+    SHARED,
+    CheckpointError,
+    CheckpointStorage,
+    file_digest,
+    files_of,
+    map_paths,
+)
 from sqlstream.runtime.elements import Chunk, Element
 from sqlstream.runtime.executor import JobConfig, JobExecutor, JobFailure, JobResult
-from sqlstream.runtime.fs import is_remote
+from sqlstream.runtime.fs import Location, is_remote, resolve
+from sqlstream.runtime.hashing import key_group_range
 from sqlstream.runtime.operators.base import Metrics
 from sqlstream.runtime.subtask import POLL_S, Cancelled, OutputGate, Subtask
 
@@ -88,6 +106,17 @@ def import_ray() -> Any:
     except ImportError:
         raise SqlStreamError(f"execution.target 'ray' needs Ray, which is not installed: {INSTALL_HINT}") from None
     return ray
+
+
+def node_directory(role: str) -> Path:
+    """A fresh working directory on this actor's node (snapshots before upload, RocksDB's db,
+    downloaded restore files): per node, as nothing in it is seen by the other nodes."""
+    import ray
+
+    node = ray.get_runtime_context().get_node_id()[:16]
+    d = Path(tempfile.gettempdir()) / "sqlstream-ray" / node / f"{role}-{uuid.uuid4().hex[:12]}"
+    d.mkdir(parents=True)
+    return d
 
 
 def _compact(element: Element) -> Element:
@@ -147,29 +176,101 @@ class _CoordinatorProxy:
     The calls block: an acknowledgement counts only once the coordinator has
     it, and a coordinator that died fails the subtask instead of being
     silently ignored.
+
+    With checkpoints on a store (``remote``), a snapshot is written under the
+    actor's node directory ``work`` and uploaded here, file by file, before it
+    is acknowledged with its paths relative to the checkpoint root (or the
+    savepoint) and each file's (size, sha256).  The local copies then go,
+    except RocksDB's shared files that the db still holds: the next
+    incremental checkpoint lists them again (and does not upload them again).
     """
 
-    def __init__(self, actor: Any, config: JobConfig) -> None:
+    def __init__(self, actor: Any, config: JobConfig, remote: Location | None) -> None:
         self.actor = actor
-        # Subtask._finish writes the final snapshot under storage.root
+        self.settings = config.raw
+        self.remote = remote
+        # Subtask._finish writes the final snapshot under storage.root (the node directory, with a store)
         self.storage = CheckpointStorage(config.checkpoint_dir, config.retained) if config.checkpoint_dir else None
+        # checkpoint id -> (local base, its place on the store, the snapshot's directory under base)
+        self.targets: dict[int, tuple[Path, Location, Path]] = {}
+        self.uploaded: set[str] = set()  # keys of shared files put on the store (never written again)
+        self.shared_held: set[Path] = set()  # local shared files the newest acknowledged snapshot lists
+        self.newest_acked = 0
+        self.lock = threading.Lock()
 
     def directory_for(self, checkpoint_id: int, uid: str, subtask: int) -> Path:
+        """Where the snapshot is written: on the store's way (see the class), or a shared path."""
         import ray
 
-        directory: Path = ray.get(self.actor.directory_for.remote(checkpoint_id, uid, subtask))
-        directory.mkdir(parents=True, exist_ok=True)  # made on the coordinator's node; this node writes
+        kind, where, rel = ray.get(self.actor.target_for.remote(checkpoint_id, uid, subtask))
+        if kind == "store":
+            root = self.remote if self.remote is not None and where == self.remote.uri else None
+            if root is not None and self.storage is not None:
+                base = self.storage.root
+            else:  # a savepoint's local copy, removed once uploaded
+                base = Path(tempfile.gettempdir()) / "sqlstream-ray" / f"savepoint-{uuid.uuid4().hex[:12]}"
+            directory = base / rel
+            with self.lock:
+                self.targets[checkpoint_id] = (base, root or resolve(where, self.settings), directory)
+        else:
+            directory = Path(where)  # a shared directory: made on the coordinator's node, written from this one
+        directory.mkdir(parents=True, exist_ok=True)
         return directory
 
     def acknowledge(self, checkpoint_id: int, key: SubtaskKey, snapshot: Any) -> None:
         import ray
 
-        ray.get(self.actor.acknowledge.remote(checkpoint_id, key, snapshot))
+        with self.lock:
+            target = self.targets.pop(checkpoint_id, None)
+        written: dict[str, tuple[int, str]] = {}
+        if target is not None:
+            base, remote, directory = target
+            snapshot, written = self._upload(checkpoint_id, snapshot, base, remote)
+            # on the store now: a savepoint's local copy goes whole, a checkpoint's own directory too
+            shutil.rmtree(directory.parent if base == self.storage_root() else base, ignore_errors=True)
+        ray.get(self.actor.acknowledge.remote(checkpoint_id, key, snapshot, written))
 
     def subtask_finished(self, key: SubtaskKey, snapshot: Any) -> None:
         import ray
 
-        ray.get(self.actor.subtask_finished.remote(key, snapshot))
+        written: dict[str, tuple[int, str]] = {}
+        if self.remote is not None and self.storage is not None:
+            snapshot, written = self._upload(None, snapshot, self.storage.root, self.remote)
+        ray.get(self.actor.subtask_finished.remote(key, snapshot, written))
+
+    def storage_root(self) -> Path | None:
+        return self.storage.root if self.storage is not None else None
+
+    def _upload(self, checkpoint_id: int | None, snapshot: Any, base: Path,
+                remote: Location) -> tuple[Any, dict[str, tuple[int, str]]]:
+        """Put the snapshot's files on the store under ``remote`` (as they lie under ``base``);
+        the snapshot with paths relative to ``base``, and (size, sha256) per relative path."""
+        written: dict[str, tuple[int, str]] = {}
+        shared: set[Path] = set()
+        for path in files_of(snapshot):
+            if not path.is_relative_to(base):
+                raise CheckpointError(f"snapshot file '{path}' lies outside '{base}', what is put on {remote.where()}")
+            rel = path.relative_to(base)
+            key = rel.as_posix()
+            is_shared = rel.parts[0] == SHARED
+            if key not in written:
+                written[key] = file_digest(path)  # hashed already, when the snapshot was written
+                if not (is_shared and key in self.uploaded):
+                    remote.child(*rel.parts).upload(path)
+                if is_shared:
+                    shared.add(path)
+                    self.uploaded.add(key)
+        for key in written:
+            if not key.startswith(SHARED + "/"):
+                (base / key).unlink(missing_ok=True)  # on the store now; a restore downloads it
+        if checkpoint_id is not None:
+            with self.lock:
+                if checkpoint_id > self.newest_acked:
+                    # shared files a newer snapshot no longer lists are gone from the db for good
+                    for path in self.shared_held - shared:
+                        path.unlink(missing_ok=True)
+                    self.shared_held, self.newest_acked = shared, checkpoint_id
+        return map_paths(snapshot, lambda p: p.relative_to(base)), written
 
 
 class SubtaskActor:
@@ -180,19 +281,71 @@ class SubtaskActor:
         self.failure: BaseException | None = None
         self.coordinator = coordinator
         self.collected: queue.Queue[Chunk] = queue.Queue(COLLECT_BUFFER)
+        # checkpoints on a store: this node's own working copy of the root (see _CoordinatorProxy)
+        self.work = node_directory("subtask") if config.checkpoint_uri else None
+        if self.work is not None:
+            config = dataclasses.replace(config, checkpoint_dir=self.work)
         # the local executor is the one place that knows how to build a subtask (readers, operators,
-        # restored keyed state); here it builds just this actor's one
+        # restored keyed state); here it builds just this actor's one.  With a store it checks that
+        # this node reaches the store, and its sinks write their commit journal there.
         self.builder = JobExecutor(flow, config, self._collect if collect else None)
+        if self.work is not None and self.builder.state_dir is None:
+            self.builder.state_dir = self.work / "db"  # nothing of this actor outlives it on the node
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="snapshot")
         self.subtask: Subtask | None = None
         self.turn = threading.Condition()
         self.next_seq: dict[int, int] = {}  # channel -> sequence number of the next push to admit
 
-    def build(self, chain_uid: str, index: int, metadata: dict[str, Any] | None) -> None:
+    def build(self, chain_uid: str, index: int, metadata: dict[str, Any] | None,
+              restored_from: list[tuple[str, str]]) -> str:
+        """Build the subtask (restored from ``metadata``); returns the id of this actor's node.
+
+        ``restored_from`` pairs each local copy the driver verified a restore in with the store's
+        URI it came from: the files of ``metadata`` under one are downloaded onto this node first.
+        """
+        import ray
+
         chain = next(c for c in self.builder.chains if c.uid == chain_uid)
-        proxy = _CoordinatorProxy(self.coordinator, self.builder.config)
+        proxy = _CoordinatorProxy(self.coordinator, self.builder.config, self.builder.remote_root)
+        if metadata is not None and restored_from:
+            metadata = self._fetch(self._relevant(metadata, index, chain.parallelism), restored_from)
         self.subtask = self.builder._build_subtask(
             chain, index, proxy, self.pool, self._on_failure, self.stop, metadata)  # type: ignore[arg-type]
+        return ray.get_runtime_context().get_node_id()
+
+    def _relevant(self, metadata: dict[str, Any], index: int, parallelism: int) -> dict[str, Any]:
+        """``metadata`` without the keyed state of old subtasks whose key groups this subtask does
+        not own (after rescaling, only some hold any of its keys): their files are not downloaded."""
+        max_p = self.builder.config.max_parallelism
+        mine = key_group_range(index, parallelism, max_p)
+
+        def overlaps(old: int, snap: dict[str, Any]) -> bool:
+            theirs = key_group_range(old, snap.get("parallelism", parallelism), max_p)
+            return theirs.start < mine.stop and mine.start < theirs.stop
+
+        return {**metadata, "subtasks": {
+            (uid, i): snap if i == index or overlaps(i, snap) else {**snap, "keyed": {}}
+            for (uid, i), snap in metadata["subtasks"].items()}}
+
+    def _fetch(self, metadata: dict[str, Any], restored_from: list[tuple[str, str]]) -> dict[str, Any]:
+        """``metadata`` with its files downloaded from the store into this node's directory."""
+        work = self.work or node_directory("restore")
+        self.work = work
+        stores = [(Path(local), resolve(uri, self.builder.config.raw), work / "restored" / str(i))
+                  for i, (local, uri) in enumerate(restored_from)]
+
+        def fetch(path: Path) -> Path:
+            for local, remote, target_base in stores:
+                if path.is_relative_to(local):
+                    rel = path.relative_to(local)
+                    target = target_base / rel
+                    if not target.exists():
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        remote.child(*rel.parts).download(target)
+                    return target
+            return path  # a local (shared) path
+
+        return {**metadata, "subtasks": {k: map_paths(v, fetch) for k, v in metadata["subtasks"].items()}}
 
     def connect(self, gates: list[tuple[str, tuple[int, ...], list[Any], int]]) -> None:
         """Add one output gate per consumer edge: (mode, keys, consumer actors, channel there)."""
@@ -265,11 +418,15 @@ class SubtaskActor:
         self.stop.set()
         st = self.subtask
         if st is None:
+            if self.work is not None:
+                shutil.rmtree(self.work, ignore_errors=True)
             return
         if st.is_alive():
             st.join(timeout=10)
         self.pool.shutdown(wait=True)
         error = self.builder._close([st], latest_completed, discard)
+        if self.work is not None:
+            shutil.rmtree(self.work, ignore_errors=True)
         if error is not None:
             raise error
 
@@ -308,8 +465,19 @@ class CoordinatorActor:
 
     def __init__(self, root: str | None, retained: int, interval_ms: int | None, keys: list[SubtaskKey],
                  job_info: dict[str, Any], first_id: int, max_concurrent: int = 1, min_pause_ms: int = 0,
-                 timeout_ms: int | None = None) -> None:
-        storage = CheckpointStorage(Path(root), retained) if root else None
+                 timeout_ms: int | None = None, store: str | None = None,
+                 settings: dict[str, str] | None = None) -> None:
+        self.settings = settings or {}
+        # checkpoints on a store (URI ``store``): published there from a working copy on this node,
+        # which starts with the metadata of those completed before (pruning needs what they list)
+        self.work: Path | None = None
+        storage: CheckpointStorage | None = None
+        if store:
+            self.work = node_directory("coordinator")
+            storage = CheckpointStorage(self.work, retained, resolve(store, self.settings))
+            storage.adopt_completed()
+        elif root:
+            storage = CheckpointStorage(Path(root), retained)
         self.subtasks: dict[SubtaskKey, Any] = {}
         self.sources: list[SubtaskKey] = []
         self.coordinator = CheckpointCoordinator(storage, None, keys, self._trigger, self._notify, job_info, first_id,
@@ -323,10 +491,14 @@ class CoordinatorActor:
         self.quiet_until = 0.0  # monotonic time before which no periodic checkpoint is triggered
         self.stopped = threading.Event()
 
-    def attach(self, subtasks: dict[SubtaskKey, Any], sources: list[SubtaskKey]) -> None:
-        """The subtask actors (created after this one, since they need its handle)."""
+    def attach(self, subtasks: dict[SubtaskKey, Any], sources: list[SubtaskKey]) -> str:
+        """The subtask actors (created after this one, since they need its handle); returns the id
+        of this actor's node."""
+        import ray
+
         self.subtasks = subtasks
         self.sources = sources
+        return ray.get_runtime_context().get_node_id()
 
     def start(self) -> None:
         if self.interval_s is not None:
@@ -351,35 +523,57 @@ class CoordinatorActor:
         self.stopped.set()
 
     def seal(self) -> int | None:
-        """No checkpoint completes from now on; the latest completed one (CheckpointCoordinator.seal)."""
-        return self.coordinator.seal()
+        """No checkpoint completes from now on; the latest completed one (CheckpointCoordinator.seal).
+        The working copy on this node goes: everything published is on the store."""
+        latest = self.coordinator.seal()
+        if self.work is not None:
+            shutil.rmtree(self.work, ignore_errors=True)
+        return latest
 
     def suspend(self) -> None:
         """Before a stop-with-savepoint: take no more checkpoints, and no final one if the job ends meanwhile."""
         with self.lock:
             self.suspended = True
 
-    def directory_for(self, checkpoint_id: int, uid: str, subtask: int) -> Path:
-        return self.coordinator.directory_for(checkpoint_id, uid, subtask)
+    def target_for(self, checkpoint_id: int, uid: str, subtask: int) -> tuple[str, str, str]:
+        """Where a subtask writes its snapshot: ("store", URI of the checkpoint root or savepoint,
+        the snapshot's path under it), or ("path", a directory every node sees, "")."""
+        coordinator = self.coordinator
+        pending = coordinator.pending.get(checkpoint_id)
+        if pending is not None and pending.savepoint_dir is not None:
+            if pending.savepoint_remote is not None:
+                return "store", pending.savepoint_remote.uri, f"{uid}-{subtask}"
+        elif coordinator.storage is not None and coordinator.storage.remote is not None:
+            return "store", coordinator.storage.remote.uri, f"chk-{checkpoint_id}/{uid}-{subtask}"
+        return "path", str(coordinator.directory_for(checkpoint_id, uid, subtask)), ""
 
-    def acknowledge(self, checkpoint_id: int, key: SubtaskKey, snapshot: Any) -> None:
-        self.coordinator.acknowledge(checkpoint_id, key, snapshot)
+    def acknowledge(self, checkpoint_id: int, key: SubtaskKey, snapshot: Any,
+                    written: dict[str, tuple[int, str]]) -> None:
+        """A subtask's snapshot; with ``written``, its files are on the store, its paths relative to
+        the checkpoint root or savepoint (see _CoordinatorProxy)."""
+        pending = self.coordinator.pending.get(checkpoint_id)
+        base = pending.savepoint_dir if pending is not None and pending.savepoint_dir is not None else self._root()
+        snapshot, files = self._absolute(snapshot, written, base)
+        self.coordinator.acknowledge(checkpoint_id, key, snapshot, files)
 
-    def subtask_finished(self, key: SubtaskKey, snapshot: Any) -> None:
+    def subtask_finished(self, key: SubtaskKey, snapshot: Any, written: dict[str, tuple[int, str]]) -> None:
         """Record a finished subtask; once all have finished, publish the final checkpoint (sinks commit)."""
-        self.coordinator.subtask_finished(key, snapshot)
+        snapshot, files = self._absolute(snapshot, written, self._root())
+        self.coordinator.subtask_finished(key, snapshot, files)
         with self.lock:
             final = not self.finalized and not self.suspended and self.coordinator.all_finished()
             self.finalized = self.finalized or final
         if final:
             self.coordinator.final_checkpoint()
 
-    def trigger(self, savepoint_dir: str | None) -> Path:
-        """Take a checkpoint (or a savepoint into ``savepoint_dir``) now; returns its path when complete."""
+    def trigger(self, savepoint_dir: str | None, savepoint_uri: str | None = None) -> Path | str:
+        """Take a checkpoint (or a savepoint into ``savepoint_dir``, the local copy here of
+        ``savepoint_uri`` on a store, if given) now; returns its path or URI when complete."""
         with self.lock:
             self.savepoints_pending += 1
         try:
-            return self.coordinator.trigger_checkpoint(Path(savepoint_dir) if savepoint_dir else None).result()
+            remote = resolve(savepoint_uri, self.settings) if savepoint_uri else None
+            return self.coordinator.trigger_checkpoint(Path(savepoint_dir) if savepoint_dir else None, remote).result()
         finally:
             with self.lock:
                 self.savepoints_pending -= 1
@@ -391,6 +585,20 @@ class CoordinatorActor:
     def history(self) -> tuple[CheckpointStatus, ...]:
         """The attempt's recent checkpoints, which the driver merges into the job's history."""
         return self.coordinator.history.snapshot()[0]
+
+    def _root(self) -> Path | None:
+        storage = self.coordinator.storage
+        return storage.root if storage is not None else None
+
+    @staticmethod
+    def _absolute(snapshot: Any, written: dict[str, tuple[int, str]],
+                  base: Path | None) -> tuple[Any, dict[Path, tuple[int, str]]]:
+        """A snapshot acknowledged with paths relative to ``base`` (written to the store), as the
+        coordinator lists it: under its own copy of the root or savepoint."""
+        if not written or base is None:
+            return snapshot, {}
+        return (map_paths(snapshot, lambda p: p if p.is_absolute() else base / p),
+                {base / rel: (size, digest) for rel, (size, digest) in written.items()})
 
     def _trigger(self, checkpoint_id: int, savepoint: bool) -> None:
         if self.stopped.is_set():
@@ -422,8 +630,9 @@ class _CoordinatorClient:
         # waited for: Ray may reorder calls on a threaded actor, and this must precede the savepoint
         ray.get(self.actor.suspend.remote())
 
-    def trigger_checkpoint(self, savepoint_dir: Path | None = None) -> Future:
-        return self.actor.trigger.remote(str(savepoint_dir) if savepoint_dir else None).future()
+    def trigger_checkpoint(self, savepoint_dir: Path | None = None, savepoint_remote: Location | None = None) -> Future:
+        return self.actor.trigger.remote(str(savepoint_dir) if savepoint_dir else None,
+                                         savepoint_remote.uri if savepoint_remote is not None else None).future()
 
 
 class RayJobExecutor(JobExecutor):
@@ -431,17 +640,14 @@ class RayJobExecutor(JobExecutor):
 
     def __init__(self, flow: Dataflow, config: JobConfig, collect: Any = None,
                  restore: str | Path | None = None, allow_non_restored_state: bool = False) -> None:
-        if config.checkpoint_uri is not None or (restore is not None and is_remote(restore)):
-            # the actors write their snapshots into the coordinator's local root; nothing uploads them
-            raise SqlStreamError("checkpoints and savepoints on an object store "
-                                 f"('{config.checkpoint_uri or restore}') are not supported with "
-                                 "execution.target = 'ray'; use a shared directory")
         self.ray = import_ray()
         super().__init__(flow, config, collect, restore, allow_non_restored_state)
         # the current attempt's actors, by (chain uid, subtask index)
         self.actors: dict[SubtaskKey, Any] = {}
         self._actor_metrics: dict[SubtaskKey, dict[str, Metrics]] = {}
         self._actor_status: dict[SubtaskKey, dict[int, SubtaskStatus]] = {}
+        self.actor_nodes: dict[SubtaskKey, str] = {}  # the Ray node id each current actor runs on
+        self.coordinator_node = ""  # and the coordinator actor's
 
     def cancel(self) -> None:
         """Stop the coordinator first, so no checkpoint completes (and commits) once cancel was asked."""
@@ -465,11 +671,12 @@ class RayJobExecutor(JobExecutor):
         self.subtask_metrics = {}
         self._actor_metrics = {}
         self._actor_status = {}
-        storage = CheckpointStorage(config.checkpoint_dir, config.retained) if config.checkpoint_dir else None
+        storage = (CheckpointStorage(config.checkpoint_dir, config.retained, self.remote_root)
+                   if config.checkpoint_dir else None)
         metadata = self._prepare_restore(restore, storage)
         first_id = max(self.first_checkpoint_id, (metadata["checkpoint_id"] + 1) if metadata else 1)
-        if config.checkpoint_dir is not None:
-            first_id = max([first_id, *[i + 1 for i in chk_storage.checkpoint_ids(config.checkpoint_dir)]])  # as JobExecutor
+        if storage is not None:
+            first_id = max([first_id, *[i + 1 for i in storage.known_ids()]])  # as JobExecutor
         keys = [(c.uid, i) for c in self.chains for i in range(c.parallelism)]
         job_info = {"max_parallelism": config.max_parallelism, "chains": {c.uid: c.node_uids for c in self.chains}}
         coordinator_cls = ray.remote(CoordinatorActor)
@@ -477,7 +684,7 @@ class RayJobExecutor(JobExecutor):
         coordinator = coordinator_cls.options(max_concurrency=2 * len(keys) + EXTRA_THREADS).remote(
             str(config.checkpoint_dir) if config.checkpoint_dir else None, config.retained,
             config.checkpoint_interval_ms, keys, job_info, first_id, config.max_concurrent_checkpoints,
-            config.min_pause_ms, config.checkpoint_timeout_ms)
+            config.min_pause_ms, config.checkpoint_timeout_ms, config.checkpoint_uri, config.raw)
         client = _CoordinatorClient(coordinator)
         self.coordinator = client  # type: ignore[assignment]
         actors: dict[SubtaskKey, Any] = {}
@@ -496,9 +703,12 @@ class RayJobExecutor(JobExecutor):
                     ).remote(flow_ref, config_ref, coordinator, collect)
                 if collect:
                     collector = actors[(chain.uid, 0)]
-            self._get([actors[(uid, i)].build.remote(uid, i, _chain_metadata(metadata, uid)) for uid, i in keys],
-                      "building the subtasks", build=True)
-            self._get([coordinator.attach.remote(actors, [k for k in keys if by_uid[k[0]].is_source])], "the coordinator")
+            restored_from = _restored_from(restore)
+            nodes = self._get([actors[(uid, i)].build.remote(uid, i, _chain_metadata(metadata, uid), restored_from)
+                               for uid, i in keys], "building the subtasks", build=True)
+            self.actor_nodes = dict(zip(keys, nodes, strict=True))
+            self.coordinator_node = self._get(
+                [coordinator.attach.remote(actors, [k for k in keys if by_uid[k[0]].is_source])], "the coordinator")[0]
             self._get([actors[k].connect.remote(gates) for k, gates in self._gates(actors).items()], "wiring")
             running = {actors[k].run.remote(): k for k in keys}
             served = coordinator.serve.remote()
@@ -528,12 +738,13 @@ class RayJobExecutor(JobExecutor):
                     self._deliver(self._get([ref], "the collect sink")[0])
                     polled = collector.poll.remote(COLLECT_POLL_S)
                 elif ref == served:
-                    self._get([ref], "the checkpoint coordinator")
+                    self._get([ref], f"the checkpoint coordinator on node {self.coordinator_node[:12]}")
                     if self.cancel_event.is_set():
                         return  # cancel() stopped it
                     raise JobFailure(JobError("the checkpoint coordinator stopped while the job was running"))
                 else:
-                    self._get([ref], f"subtask {self._name(running.pop(ref))}")
+                    key = running.pop(ref)
+                    self._get([ref], f"subtask {self._name(key)} on node {self.actor_nodes.get(key, '?')[:12]}")
             if time.monotonic() >= next_refresh:
                 self._refresh(client)
                 next_refresh = time.monotonic() + METRICS_REFRESH_S
@@ -543,6 +754,12 @@ class RayJobExecutor(JobExecutor):
             self._deliver(self._get([polled], "the collect sink")[0])
         while chunks := self._get([collector.poll.remote(0)], "the collect sink")[0]:
             self._deliver(chunks)
+
+    def _has_completed_checkpoint(self) -> bool:
+        """The coordinator actor published on a store this driver does not work in: ask the store."""
+        if self.remote_root is not None:
+            return bool(chk_storage.remote_checkpoint_ids(self.remote_root, completed_only=True))
+        return super()._has_completed_checkpoint()
 
     def _name(self, key: SubtaskKey) -> str:
         """A subtask's readable name, as its thread is named locally: the chain's operators and its index."""
@@ -633,6 +850,17 @@ class RayJobExecutor(JobExecutor):
             ray.wait(closing, num_returns=len(closing), timeout=CLOSE_TIMEOUT_S)
         for actor in [*actors.values(), coordinator]:
             ray.kill(actor)
+
+
+def _restored_from(restore: str | Path | None) -> list[tuple[str, str]]:
+    """(local copy, URI) pairs a restore from a store was downloaded into by the driver (see
+    storage.download: a checkpoint root or savepoint into its own copy, one checkpoint of a root
+    into the root's), for the actors to download the same files on their nodes."""
+    if restore is None or not is_remote(restore):
+        return []
+    uri = str(restore).rstrip("/")
+    parent = uri.rsplit("/", 1)[0]
+    return [(str(chk_storage.local_copy(uri)), uri), (str(chk_storage.local_copy(parent)), parent)]
 
 
 def _chain_metadata(metadata: dict[str, Any] | None, uid: str) -> dict[str, Any] | None:

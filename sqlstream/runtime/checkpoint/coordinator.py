@@ -52,6 +52,9 @@ class PendingCheckpoint:
     created_dir: bool = False  # the savepoint directory did not exist before: an abort removes it
     # a savepoint on a store: savepoint_dir is its local copy, uploaded when it completes
     savepoint_remote: Location | None = None
+    # (size, sha256) of the acknowledged files their writers put on the store themselves (Ray
+    # actors on other machines): they are listed in the metadata but not here to be read
+    written: dict[Path, tuple[int, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -162,6 +165,7 @@ class CheckpointCoordinator:
         # subtask's own write for it is acknowledged), neither while it is published nor after
         self.published: set[int] = set()
         self.finished: dict[SubtaskKey, Any] = {}
+        self.finished_written: dict[Path, tuple[int, str]] = {}  # PendingCheckpoint.written of final snapshots
         self.completed: list[CheckpointStats] = []
         self.latest_completed: int | None = None
         self.history = history if history is not None else CheckpointHistory()
@@ -272,6 +276,7 @@ class CheckpointCoordinator:
             # finished subtasks take part through their final snapshot
             for key, snap in self.finished.items():
                 pending.acks[key] = snap
+            pending.written.update(self.finished_written)
             done = self._is_complete(pending)
         if done:
             self._complete(pending)
@@ -296,7 +301,9 @@ class CheckpointCoordinator:
         with self.lock:
             return checkpoint_id in self.pending
 
-    def acknowledge(self, checkpoint_id: int, key: SubtaskKey, snapshot: Any) -> None:
+    def acknowledge(self, checkpoint_id: int, key: SubtaskKey, snapshot: Any,
+                    written: dict[Path, tuple[int, str]] | None = None) -> None:
+        """A subtask's snapshot for ``checkpoint_id``; ``written``: see PendingCheckpoint.written."""
         with self.lock:
             pending = self.pending.get(checkpoint_id)
             if pending is None:
@@ -305,16 +312,21 @@ class CheckpointCoordinator:
                     self.storage.discard(checkpoint_id)
                 return
             pending.acks[key] = snapshot
+            pending.written.update(written or {})
             done = self._is_complete(pending)
         if done:
             self._complete(pending)
 
-    def subtask_finished(self, key: SubtaskKey, snapshot: Any) -> None:
+    def subtask_finished(self, key: SubtaskKey, snapshot: Any,
+                         written: dict[Path, tuple[int, str]] | None = None) -> None:
         with self.lock:
             self.finished[key] = snapshot
+            self.finished_written.update(written or {})
             ready = []
             for pending in self.pending.values():
-                pending.acks.setdefault(key, snapshot)
+                if key not in pending.acks:
+                    pending.acks[key] = snapshot
+                    pending.written.update(written or {})
                 if self._is_complete(pending):
                     ready.append(pending)
         for pending in ready:
@@ -360,10 +372,11 @@ class CheckpointCoordinator:
                 self._discard(pending)
                 return
             target = pending.savepoint_dir or self.storage.checkpoint_dir(pending.checkpoint_id)  # type: ignore[union-attr]
-            size = _size_of(target)  # measured before publishing: pruning may follow it
+            # measured before publishing: pruning may follow it
+            size = _size_of(target) + sum(n for path, (n, _) in pending.written.items() if path.is_relative_to(target))
             if pending.savepoint_dir is not None:
                 pending.savepoint_dir.mkdir(parents=True, exist_ok=True)
-                write_metadata(pending.savepoint_dir, metadata, self_contained=True)
+                write_metadata(pending.savepoint_dir, metadata, self_contained=True, written=pending.written)
                 path = pending.savepoint_dir
                 if pending.savepoint_remote is not None:
                     upload_tree(pending.savepoint_dir, pending.savepoint_remote)
@@ -371,7 +384,7 @@ class CheckpointCoordinator:
                     path = pending.savepoint_remote.uri
             else:
                 assert self.storage is not None
-                path = self.storage.complete(pending.checkpoint_id, metadata)
+                path = self.storage.complete(pending.checkpoint_id, metadata, pending.written)
             duration_s = time.monotonic() - pending.started
             self.completed.append(CheckpointStats(pending.checkpoint_id, duration_s, size,
                                                   time.time_ns() / 1e6))
@@ -393,6 +406,6 @@ class CheckpointCoordinator:
                 self.next_id += 1
                 pending = PendingCheckpoint(n, None, time.monotonic(), dict(self.finished))
             if self.storage is not None:
-                self.storage.complete(n, self._metadata(pending, finished=True))
+                self.storage.complete(n, self._metadata(pending, finished=True), dict(self.finished_written))
             self.latest_completed = n
             self.notify_complete(n, True)

@@ -118,13 +118,14 @@ def files_of(tree: Any) -> Iterator[Path]:
             yield from files_of(v)
 
 
-def _map_paths(tree: Any, fn: Any) -> Any:
+def map_paths(tree: Any, fn: Any) -> Any:
+    """``tree`` (a snapshot handle) with each Path leaf replaced by ``fn(leaf)``."""
     if isinstance(tree, Path):
         return fn(tree)
     if isinstance(tree, dict):
-        return {k: _map_paths(v, fn) for k, v in tree.items()}
+        return {k: map_paths(v, fn) for k, v in tree.items()}
     if isinstance(tree, list | tuple):
-        return [_map_paths(v, fn) for v in tree]
+        return [map_paths(v, fn) for v in tree]
     return tree
 
 
@@ -143,13 +144,17 @@ def _canonical_json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def write_metadata(directory: Path, metadata: dict[str, Any], self_contained: bool = False) -> None:
+def write_metadata(directory: Path, metadata: dict[str, Any], self_contained: bool = False,
+                   written: Mapping[Path, tuple[int, str]] | None = None) -> None:
     """Publish ``metadata`` (subtask snapshots whose files are absolute Paths) as ``_metadata``.
 
     Paths become relative to ``directory``; ``self_contained`` (savepoints)
     first copies every file outside ``directory`` into ``directory/external``.
+    ``written`` gives (size, sha256) of files that other machines wrote straight to the store
+    (Ray actors): they are not here to be hashed.
     The file is written under a temporary name and renamed: it appears whole or not at all.
     """
+    written = written or {}
     directory = directory.resolve()
     subtasks = metadata["subtasks"]
     if self_contained:
@@ -165,13 +170,13 @@ def write_metadata(directory: Path, metadata: dict[str, Any], self_contained: bo
                 shutil.copyfile(path, target)
             return target
 
-        subtasks = {k: _map_paths(v, bring_in) for k, v in subtasks.items()}
+        subtasks = {k: map_paths(v, bring_in) for k, v in subtasks.items()}
     files: dict[str, dict[str, Any]] = {}
 
     def relative(path: Path) -> dict[str, str]:
         rel = os.path.relpath(path.resolve(), directory)
         if rel not in files:
-            size, digest = file_digest(path)
+            size, digest = written[path] if path in written else file_digest(path)
             files[rel] = {"size": size, "sha256": digest}
         return {_FILE_TAG: rel}
 
@@ -179,7 +184,7 @@ def write_metadata(directory: Path, metadata: dict[str, Any], self_contained: bo
     doc.update(
         format=FORMAT,
         version=VERSION,
-        subtasks=[{"chain": uid, "index": index, "snapshot": _map_paths(snap, relative)}
+        subtasks=[{"chain": uid, "index": index, "snapshot": map_paths(snap, relative)}
                   for (uid, index), snap in sorted(subtasks.items())],
     )
     doc["files"] = files
@@ -453,15 +458,26 @@ class CheckpointStorage:
     def _key(self, path: Path) -> str:
         return "/".join(path.resolve().relative_to(self.root).parts)
 
-    def _upload(self, directory: Path) -> None:
-        """Put a published checkpoint on the store: its files the store lacks, then ``_metadata``."""
+    def adopt_completed(self) -> None:
+        """Fetch the ``_metadata`` of the checkpoints completed on the store (by an earlier attempt,
+        elsewhere), so that pruning knows them and what they list: a coordinator on a Ray node
+        works in a fresh local copy that holds none of their files."""
+        assert self.remote is not None
+        for n in remote_checkpoint_ids(self.remote, completed_only=True):
+            local = self.checkpoint_dir(n)
+            local.mkdir(parents=True, exist_ok=True)
+            self.remote.child(f"chk-{n}", METADATA).download(local / METADATA)
+
+    def _upload(self, directory: Path, written: Mapping[Path, Any]) -> None:
+        """Put a published checkpoint on the store: its files the store lacks (``written``: put there
+        by their writers), then ``_metadata``."""
         assert self.remote is not None
         for rel in _parse(directory)["files"]:
             path = Path(os.path.normpath(directory / rel))
             if not path.resolve().is_relative_to(self.root):
                 raise CheckpointError(f"checkpoint file '{path}' lies outside the checkpoint root '{self.root}'")
             key = self._key(path)
-            if key not in self._uploaded:
+            if key not in self._uploaded and path not in written:
                 self.remote.child(*key.split("/")).upload(path)
                 self._uploaded.add(key)
         self.remote.child(self._key(directory), METADATA).upload(directory / METADATA)
@@ -497,14 +513,18 @@ class CheckpointStorage:
         d.mkdir(parents=True)
         return d
 
-    def complete(self, checkpoint_id: int, metadata: dict[str, Any]) -> Path:
-        """Publish checkpoint ``checkpoint_id`` (atomic rename of its metadata), then prune old ones."""
+    def complete(self, checkpoint_id: int, metadata: dict[str, Any],
+                 written: Mapping[Path, tuple[int, str]] | None = None) -> Path:
+        """Publish checkpoint ``checkpoint_id`` (atomic rename of its metadata), then prune old ones.
+
+        ``written``: (size, sha256) of the files their writers put on the store themselves.
+        """
         directory = self.checkpoint_dir(checkpoint_id)
         directory.mkdir(parents=True, exist_ok=True)
-        write_metadata(directory, metadata)
+        write_metadata(directory, metadata, written=written)
         if self.remote is not None:
             try:
-                self._upload(directory)
+                self._upload(directory, written or {})
             except StorageError as e:
                 raise CheckpointError(f"checkpoint {checkpoint_id} cannot be written to the store: {e}") from None
         self._prune()
@@ -653,9 +673,16 @@ class CommitJournal:
 
     @staticmethod
     def prune(root: Path, oldest_retained: int, remote: Location | None = None) -> None:
-        """Entries no recovery can fall back past (at or before the oldest retained checkpoint) go."""
+        """Entries no recovery can fall back past (at or before the oldest retained checkpoint) go,
+        on the store too, also those that sink subtasks on other machines (Ray actors) put there."""
         base = Path(root) / COMMITS
         for path in base.glob("*/*") if base.is_dir() else ():
             name = path.name
             if not name.startswith(".") and int(name.rsplit("-", 1)[1]) <= oldest_retained:
                 CommitJournal.forget(root, [path], remote)
+        if remote is not None:
+            for entry in remote.child(COMMITS).list():
+                name = entry.path.rsplit("/", 1)[-1]
+                if (entry.type == pafs.FileType.File and not name.startswith(".")
+                        and int(name.rsplit("-", 1)[1]) <= oldest_retained):
+                    Location(remote.fs, entry.path, entry.path, remote.endpoint).delete()
