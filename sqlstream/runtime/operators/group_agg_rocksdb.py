@@ -48,6 +48,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sqlstream.core.aggregates import AggCall
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
@@ -69,6 +70,8 @@ from sqlstream.runtime.state.row_codec import RowCodec
 
 # the keyed state (column family) holding the rows
 ROWS_STATE = "group_rows"
+# rows of a restored table encoded and written at a time
+LOAD_CHUNK = 65536
 
 
 class RowsGroupState(ColumnarState):
@@ -122,7 +125,7 @@ class RocksDBGroupAggregates(GroupAccumulators):
         return len(self.rows)
 
     # ------------------------------------------------------------ encoding
-    def _encode_values(self, accs: dict[str, np.ndarray], written: np.ndarray | int) -> list[bytes]:
+    def _encode_values(self, accs: dict[str, np.ndarray], written: np.ndarray | int) -> pa.BinaryArray:
         n = len(accs[COUNT])
         columns = []
         for name, t in self.stored:
@@ -160,8 +163,14 @@ class RocksDBGroupAggregates(GroupAccumulators):
             self._sweep(now)
         keys = [_plain(grouped.column(n)) for n in self.key_names]
         hashes = _plain(grouped.column("k0")).to_numpy()
-        raw_keys = self.key_codec.encode(keys, self._key_groups(hashes))
-        stored = pa.array(self.rows.get_many(raw_keys), pa.binary())
+        encoded = self.key_codec.encode(keys, self._key_groups(hashes))
+        # RocksDB is read and written in key order: neighbouring keys share the memtable's skip
+        # list nodes and SST blocks (2-4x faster than the batch's hash order)
+        order = pc.sort_indices(encoded).to_numpy()
+        raw_keys = encoded.take(order).to_pylist()
+        back = np.empty(m, np.int64)
+        back[order] = np.arange(m)
+        stored = pa.array(self.rows.get_many(raw_keys), pa.binary()).take(pa.array(back))
         existed = stored.is_valid().to_numpy(zero_copy_only=False)
         old = {name: (np.full(m, None, object) if np.dtype(dtype).kind == "O" else np.zeros(m, dtype))
                for name, dtype in self.dtypes.items() if name in self.acc_names}
@@ -179,11 +188,13 @@ class RocksDBGroupAggregates(GroupAccumulators):
         old_results, new_results = self._results(old), self._results(new)
         alive = new[COUNT] > 0
         code = self._codes(found, alive, old_results, new_results)
-        put = np.flatnonzero(alive)
-        gone = np.flatnonzero(existed & ~alive)
-        self.backend.write_rows(
-            ROWS_STATE, [raw_keys[i] for i in put], self._encode_values({n: v[put] for n, v in new.items()}, now),
-            [raw_keys[i] for i in gone], int((alive & ~existed).sum()))
+        # positions in key order of the keys to write and to delete
+        put = np.flatnonzero(alive[order])
+        gone = np.flatnonzero((existed & ~alive)[order])
+        rows = order[put]
+        values = self._encode_values({n: v[rows] for n, v in new.items()}, now).to_pylist()
+        self.backend.write_rows(ROWS_STATE, [raw_keys[i] for i in put], values, [raw_keys[i] for i in gone],
+                                int((alive & ~existed).sum()))
         return self._changelog(code, keys, old_results, new_results)
 
     def _sweep(self, now: int) -> None:
@@ -192,11 +203,11 @@ class RocksDBGroupAggregates(GroupAccumulators):
         if now - self.last_sweep < self.ttl_ms / 2:
             return
         self.last_sweep = now
-        keys, values = self.rows.scan()
-        if not keys:
-            return
-        expired = self._decode_values(pa.array(values, pa.binary()))[TIME] <= now - self.ttl_ms
-        self.backend.write_rows(ROWS_STATE, [], [], [keys[i] for i in np.flatnonzero(expired)], 0)
+        expired: list[bytes] = []
+        for keys, values in self.rows.scan():
+            times = self._decode_values(pa.array(values, pa.binary()))[TIME]
+            expired += [keys[i] for i in np.flatnonzero(times <= now - self.ttl_ms)]
+        self.backend.write_rows(ROWS_STATE, [], [], expired, 0)
 
     # ------------------------------------------------------------ snapshots and restores
     def table(self) -> pa.Table | None:
@@ -204,17 +215,21 @@ class RocksDBGroupAggregates(GroupAccumulators):
         return self.freeze()()
 
     def freeze(self) -> Callable[[], pa.Table | None]:
-        """The entries read now (bytes), decoded into the snapshot table later."""
-        keys, values = self.rows.scan()
+        """The entries read now (as Arrow binary arrays, a chunk at a time: Python bytes objects
+        would take twice the memory), decoded into the snapshot table later."""
+        chunks = [(pa.array(keys, pa.binary()), pa.array(values, pa.binary())) for keys, values in self.rows.scan()]
         cutoff = None if self.ttl_ms is None else self.clock.time_ms() - self.ttl_ms
-        return lambda: self._snapshot_table(keys, values, cutoff)
 
-    def _snapshot_table(self, raw_keys: list[bytes], raw_values: list[bytes], cutoff: int | None) -> pa.Table | None:
-        if not raw_keys:
-            return None
-        kgs, key_columns = self.key_codec.decode(pa.array(raw_keys, pa.binary()))
+        def table() -> pa.Table | None:
+            tables = [t for t in (self._snapshot_table(k, v, cutoff) for k, v in chunks) if t is not None]
+            return pa.concat_tables(tables) if tables else None
+
+        return table
+
+    def _snapshot_table(self, raw_keys: pa.Array, raw_values: pa.Array, cutoff: int | None) -> pa.Table | None:
+        kgs, key_columns = self.key_codec.decode(raw_keys)
         assert kgs is not None
-        accs = self._decode_values(pa.array(raw_values, pa.binary()))
+        accs = self._decode_values(raw_values)
         keep = np.ones(len(raw_keys), bool) if cutoff is None else accs[TIME] > cutoff
         if not keep.any():
             return None
@@ -230,13 +245,14 @@ class RocksDBGroupAggregates(GroupAccumulators):
 
     def load(self, table: pa.Table) -> None:
         """Write the keys of a snapshot table (restored, or converted from the per-key form)."""
-        if table.num_rows == 0:
-            return
-        table = table.combine_chunks()
+        for start in range(0, table.num_rows, LOAD_CHUNK):  # bounded memory: a restore may hold millions
+            self._load(table.slice(start, LOAD_CHUNK).combine_chunks())
+
+    def _load(self, table: pa.Table) -> None:
         values = self._table_values(table)
         # restored under another TTL setting: restored keys count as written now
         written = table.column(TIME).to_numpy() if TIME in table.column_names else self.clock.time_ms()
         keys = [_plain(table.column(n)) for n in self.key_names]
-        raw_keys = self.key_codec.encode(keys, _numbers(table.column(KEY_GROUP), np.int64))
+        raw_keys = self.key_codec.encode(keys, _numbers(table.column(KEY_GROUP), np.int64)).to_pylist()
         absent = pa.array(self.rows.get_many(raw_keys), pa.binary()).null_count
-        self.backend.write_rows(ROWS_STATE, raw_keys, self._encode_values(values, written), [], absent)
+        self.backend.write_rows(ROWS_STATE, raw_keys, self._encode_values(values, written).to_pylist(), [], absent)

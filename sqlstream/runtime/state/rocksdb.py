@@ -80,6 +80,9 @@ def _options() -> Options:
     table = BlockBasedOptions()
     table.set_bloom_filter(10, False)
     opts.set_block_based_table_factory(table)
+    # a bloom filter over the memtable's keys too: a batch's new keys (multi-get misses) skip its skip list
+    opts.set_memtable_prefix_bloom_ratio(0.1)
+    opts.set_memtable_whole_key_filtering(True)
     return opts
 
 
@@ -169,14 +172,19 @@ class RocksDBState(KeyedState):
         """The stored bytes of many keys (None: absent), in one RocksDB multi-get."""
         return self.cf.get(raw_keys)
 
-    def scan(self) -> tuple[list[bytes], list[bytes]]:
-        """Every (key, value) of the state as two lists, in key order (one consistent iterator)."""
+    def scan(self, chunk: int = 65536) -> Iterator[tuple[list[bytes], list[bytes]]]:
+        """Every (key, value) of the state, in key order, as lists of up to ``chunk`` keys and
+        values (one consistent iterator; a caller turns each into Arrow before the next)."""
         keys: list[bytes] = []
         values: list[bytes] = []
         for raw_key, raw_value in self.cf.items():
             keys.append(raw_key)
             values.append(raw_value)
-        return keys, values
+            if len(keys) == chunk:
+                yield keys, values
+                keys, values = [], []
+        if keys:
+            yield keys, values
 
 
 class RocksDBStateBackend(StateBackend):

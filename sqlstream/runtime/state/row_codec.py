@@ -70,7 +70,7 @@ class RowCodec:
                 fields.append((f"x{j}", storage[0].newbyteorder("<") if storage[0].itemsize > 1 else storage[0]))
         self.dtype = np.dtype(fields)  # packed: no padding between fields
 
-    def encode(self, columns: list[pa.Array], key_groups: np.ndarray | None = None) -> list[bytes]:
+    def encode(self, columns: list[pa.Array], key_groups: np.ndarray | None = None) -> pa.BinaryArray:
         """Each row's bytes (``key_groups``: the rows' key groups, when the codec has them)."""
         n = len(columns[0]) if columns else len(key_groups) if key_groups is not None else 0
         rec = np.zeros(n, self.dtype)
@@ -98,10 +98,11 @@ class RowCodec:
             if self.keys and dtype.kind == "f":
                 values = np.where(values == 0, 0, values)  # -0.0 is the key 0.0
             rec[f"x{j}"] = values
-        fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(self.dtype.itemsize), n, [None, pa.py_buffer(rec)])
-        if not tails:
-            return fixed.to_pylist()
-        return pc.binary_join_element_wise(fixed.cast(pa.binary()), *tails, b"").to_pylist()
+        width = self.dtype.itemsize
+        # as a binary array (not fixed_size_binary, whose to_pylist is 50x slower)
+        offsets = pa.py_buffer(np.arange(0, (n + 1) * width, width, dtype=np.int32))
+        fixed = pa.Array.from_buffers(pa.binary(), n, [None, offsets, pa.py_buffer(rec)])
+        return pc.binary_join_element_wise(fixed, *tails, b"") if tails else fixed
 
     def decode(self, rows: pa.Array) -> tuple[np.ndarray | None, list[pa.Array]]:
         """(key groups or None, columns) of rows encoded by ``encode`` (a binary array, no NULLs)."""
