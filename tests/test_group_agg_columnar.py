@@ -593,6 +593,21 @@ def test_per_key_state_restored_for_the_columnar_form_is_checkpointed_before_the
     assert restored.operator.columnar is not None and len(restored.operator.groups) == 0
 
 
+def test_per_key_rocksdb_state_is_taken_over_by_the_rocksdb_rows_form(tmp_path: Path) -> None:
+    # a checkpoint of the per-key form (a job planned before, or with other aggregates) restored
+    # where the rows form runs: the entries move into the rows at the first batch
+    inputs = _append_only(16, 30)
+    reference = _operator("rocksdb", tmp_path, APPEND_AGGS, False, per_key=True)
+    _changes(reference, inputs[:15])
+    restored = OperatorHarness(_group_agg("rocksdb", APPEND_AGGS, False), "rocksdb", tmp=tmp_path,
+                               restore=Snapshot(reference.snapshot(canonical=False).keyed, None))
+    want = _changes(reference, inputs[15:])
+    assert len(want) > 20 and _changes(restored, inputs[15:]) == want
+    store = restored.operator.columnar
+    assert isinstance(store, RocksDBGroupAggregates) and len(restored.operator.groups) == 0
+    assert store.live == len(reference.operator.groups)
+
+
 @pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 def test_state_ttl_expires_the_distinct_values_of_a_key(backend: str, tmp_path: Path) -> None:
     ttl = {"table.exec.state.ttl": "300 ms"}

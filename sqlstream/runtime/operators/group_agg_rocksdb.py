@@ -193,7 +193,8 @@ class RocksDBGroupAggregates(GroupAccumulators):
         gone = np.flatnonzero((existed & ~alive)[order])
         rows = order[put]
         values = self._encode_values({n: v[rows] for n, v in new.items()}, now).to_pylist()
-        self.backend.write_rows(ROWS_STATE, [raw_keys[i] for i in put], values, [raw_keys[i] for i in gone],
+        put_keys = raw_keys if len(put) == m else [raw_keys[i] for i in put]  # mostly every key lives on
+        self.backend.write_rows(ROWS_STATE, put_keys, values, [raw_keys[i] for i in gone],
                                 int((alive & ~existed).sum()))
         return self._changelog(code, keys, old_results, new_results)
 
@@ -253,6 +254,12 @@ class RocksDBGroupAggregates(GroupAccumulators):
         # restored under another TTL setting: restored keys count as written now
         written = table.column(TIME).to_numpy() if TIME in table.column_names else self.clock.time_ms()
         keys = [_plain(table.column(n)) for n in self.key_names]
-        raw_keys = self.key_codec.encode(keys, _numbers(table.column(KEY_GROUP), np.int64)).to_pylist()
-        absent = pa.array(self.rows.get_many(raw_keys), pa.binary()).null_count
-        self.backend.write_rows(ROWS_STATE, raw_keys, self._encode_values(values, written).to_pylist(), [], absent)
+        # the key group from the hash, as the columnar form has it (a converted table has no $kg)
+        kgs = self._key_groups(_plain(table.column(HASH)).to_numpy())
+        encoded = self.key_codec.encode(keys, kgs)
+        order = pc.sort_indices(encoded)  # written in key order, as process writes
+        raw_keys = encoded.take(order).to_pylist()
+        # restored keys are new unless the rows hold some already (the entry count must stay exact)
+        absent = pa.array(self.rows.get_many(raw_keys), pa.binary()).null_count if len(self.rows) else len(raw_keys)
+        raw_values = self._encode_values(values, written).take(order).to_pylist()
+        self.backend.write_rows(ROWS_STATE, raw_keys, raw_values, [], absent)
