@@ -70,8 +70,9 @@ from sqlstream.runtime.state.row_codec import RowCodec
 
 # the keyed state (column family) holding the rows
 ROWS_STATE = "group_rows"
-# rows of a restored table encoded and written at a time
-LOAD_CHUNK = 65536
+# rows read from RocksDB (savepoints, TTL sweeps) or restored into it at a time: bounds the Python
+# objects alive at once
+CHUNK = 65536
 
 
 class RowsGroupState(ColumnarState):
@@ -205,7 +206,7 @@ class RocksDBGroupAggregates(GroupAccumulators):
             return
         self.last_sweep = now
         expired: list[bytes] = []
-        for keys, values in self.rows.scan():
+        for keys, values in self.rows.scan(CHUNK):
             times = self._decode_values(pa.array(values, pa.binary()))[TIME]
             expired += [keys[i] for i in np.flatnonzero(times <= now - self.ttl_ms)]
         self.backend.write_rows(ROWS_STATE, [], [], expired, 0)
@@ -218,7 +219,7 @@ class RocksDBGroupAggregates(GroupAccumulators):
     def freeze(self) -> Callable[[], pa.Table | None]:
         """The entries read now (as Arrow binary arrays, a chunk at a time: Python bytes objects
         would take twice the memory), decoded into the snapshot table later."""
-        chunks = [(pa.array(keys, pa.binary()), pa.array(values, pa.binary())) for keys, values in self.rows.scan()]
+        chunks = [(pa.array(keys, pa.binary()), pa.array(values, pa.binary())) for keys, values in self.rows.scan(CHUNK)]
         cutoff = None if self.ttl_ms is None else self.clock.time_ms() - self.ttl_ms
 
         def table() -> pa.Table | None:
@@ -246,8 +247,8 @@ class RocksDBGroupAggregates(GroupAccumulators):
 
     def load(self, table: pa.Table) -> None:
         """Write the keys of a snapshot table (restored, or converted from the per-key form)."""
-        for start in range(0, table.num_rows, LOAD_CHUNK):  # bounded memory: a restore may hold millions
-            self._load(table.slice(start, LOAD_CHUNK).combine_chunks())
+        for start in range(0, table.num_rows, CHUNK):  # bounded memory: a restore may hold millions
+            self._load(table.slice(start, CHUNK).combine_chunks())
 
     def _load(self, table: pa.Table) -> None:
         values = self._table_values(table)

@@ -59,11 +59,11 @@ class RowCodec:
         fields: list[tuple[str, object]] = [(KEY_GROUP_FIELD, ">u2")] if key_group else []
         self.variable: list[int] = []
         for j, t in enumerate(types):
+            if not supported(t):
+                raise TypeError(f"no row encoding for type {t}")
             fields.append((f"v{j}", np.uint8))
             storage = fixed_storage(t)
             if storage is None:
-                if not _variable(t):
-                    raise TypeError(f"no row encoding for type {t}")
                 fields.append((f"l{j}", "<i4"))
                 self.variable.append(j)
             else:
