@@ -22,6 +22,7 @@ import pyarrow as pa
 import pytest
 
 from sqlstream.core.aggregates import AggCall, group_agg_columnar
+from sqlstream.core.errors import JobError
 from sqlstream.frontend.session import Session
 from sqlstream.planner.physical import Lowering
 from sqlstream.runtime.clock import Clock, ManualClock
@@ -211,6 +212,24 @@ def test_unsupported_aggregates_keep_the_per_key_form(tmp_path: Path) -> None:
     for aggs, retracting in ((distinct, True), (decimal, False), (APPEND_AGGS, True)):
         assert not group_agg_columnar(aggs, retracting)
         assert planned_state("hashmap", None, group_agg_columnar(aggs, retracting)) == (None, False)
+
+
+def test_rocksdb_plans_the_rows_form_without_count_distinct_and_for_simple_keys() -> None:
+    rocksdb = Lowering({"state.backend.type": "rocksdb"})
+    keys = [INPUT.field(k).type for k in KEYS]
+    assert rocksdb.group_agg_columnar(APPEND_AGGS, False, keys) and rocksdb.group_agg_columnar(RETRACT_AGGS, True, [])
+    assert not rocksdb.group_agg_columnar(DISTINCT_AGGS, False, keys)
+    assert not rocksdb.group_agg_columnar(RETRACT_AGGS, True, [pa.decimal128(10, 2)])
+    assert not rocksdb.group_agg_columnar(APPEND_AGGS, True, keys)  # MIN/MAX over retractions
+    assert Lowering({}).group_agg_columnar(DISTINCT_AGGS, False, [pa.decimal128(10, 2)])  # hashmap
+
+
+def test_a_plan_for_hashmap_with_count_distinct_is_refused_on_rocksdb(tmp_path: Path) -> None:
+    # the rows form has no COUNT(DISTINCT): a plan made for hashmap must not run it silently wrong
+    planned = _group_agg("hashmap", DISTINCT_AGGS, False)
+    assert planned.columnar_form
+    with pytest.raises(JobError, match="COUNT\\(DISTINCT\\)"):
+        OperatorHarness(planned, "rocksdb", tmp=tmp_path)
 
 
 def test_many_deletes_compact_the_state_and_keys_come_back(tmp_path: Path) -> None:

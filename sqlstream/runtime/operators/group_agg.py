@@ -26,7 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.aggregates import AggCall
+from sqlstream.core.aggregates import AggCall, group_agg_columnar_rows
+from sqlstream.core.errors import JobError
 from sqlstream.runtime import aggregates
 from sqlstream.runtime.elements import Chunk, RowKind
 from sqlstream.runtime.hashing import hash_columns
@@ -69,6 +70,10 @@ class GroupAggOperator(Operator):
         self.restored_per_key = False
         backend = ctx.keyed_state
         if isinstance(backend, RocksDBStateBackend) and self.columnar_form:
+            if not group_agg_columnar_rows(self.aggs, self.retracting, self._key_types()):
+                raise JobError("the plan keeps this GROUP BY's state in columnar form, which the rocksdb state "
+                               "backend holds only without COUNT(DISTINCT) and for keys of simple types; plan the "
+                               "job with the backend it runs on")
             self.columnar = RocksDBGroupAggregates(COLUMNAR_STATE, self.aggs, self._key_types(), self.ttl_ms,
                                                    ctx.max_parallelism, backend, backend.clock)
         elif columnar_state(ctx, self.columnar_form):
