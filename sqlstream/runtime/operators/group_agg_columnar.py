@@ -38,7 +38,11 @@ row the per-key form's: groups in the order of their first row in the
 batch, ``-U`` then ``+U`` of a key adjacent, ``+I`` for a new key, ``-D`` when
 a retraction empties a key, nothing for a key whose result did not change.
 
-Only the hashmap backend runs it: its state lives in memory.  Checkpoints see
+The hashmap backend runs it as here, its state in memory; the rocksdb backend
+runs group_agg_rocksdb.py, which keeps each key's accumulators in a RocksDB
+entry and shares this module's GroupAccumulators (merge, results, changelog,
+snapshot-table columns), so both forms emit the same rows and save the same
+table.  Checkpoints of this form see
 it as a ``ColumnarState`` whose frozen table is a copy of the live slots (so
 later in-place updates never reach a snapshot being written), with a ``$kg``
 column for rescaling and a list column of each key's COUNT(DISTINCT) values;
