@@ -247,10 +247,12 @@ class RocksDBGroupAggregates(GroupAccumulators):
 
     def load(self, table: pa.Table) -> None:
         """Write the keys of a snapshot table (restored, or converted from the per-key form)."""
+        # a table holds each key once: into empty rows every key is new, nothing need be looked up
+        fresh = len(self.rows) == 0
         for start in range(0, table.num_rows, CHUNK):  # bounded memory: a restore may hold millions
-            self._load(table.slice(start, CHUNK).combine_chunks())
+            self._load(table.slice(start, CHUNK).combine_chunks(), fresh)
 
-    def _load(self, table: pa.Table) -> None:
+    def _load(self, table: pa.Table, fresh: bool) -> None:
         values = self._table_values(table)
         # restored under another TTL setting: restored keys count as written now
         written = table.column(TIME).to_numpy() if TIME in table.column_names else self.clock.time_ms()
@@ -260,7 +262,7 @@ class RocksDBGroupAggregates(GroupAccumulators):
         encoded = self.key_codec.encode(keys, kgs)
         order = pc.sort_indices(encoded)  # written in key order, as process writes
         raw_keys = encoded.take(order).to_pylist()
-        # restored keys are new unless the rows hold some already (the entry count must stay exact)
-        absent = pa.array(self.rows.get_many(raw_keys), pa.binary()).null_count if len(self.rows) else len(raw_keys)
+        # otherwise some may be stored already: the entry count must stay exact
+        absent = len(raw_keys) if fresh else pa.array(self.rows.get_many(raw_keys), pa.binary()).null_count
         raw_values = self._encode_values(values, written).take(order).to_pylist()
         self.backend.write_rows(ROWS_STATE, raw_keys, raw_values, [], absent)
