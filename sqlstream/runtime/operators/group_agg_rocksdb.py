@@ -11,7 +11,9 @@ form's, is read and written with a handful of calls over all its keys:
   group prefix, so each key group is one contiguous range as the rescaling
   restore expects, then the key columns: fixed-width values as their bytes,
   strings length-prefixed, a validity byte per column);
-- they are looked up with ONE multi-get; the values found become one Arrow
+- they are sorted (one Arrow sort: RocksDB is 2-4x faster read and written in
+  key order, neighbouring keys sharing skip-list nodes and SST blocks) and
+  looked up with ONE multi-get; the values found become one Arrow
   binary array whose buffer the row codec decodes into accumulator columns
   (the accumulators, a nullable column per MIN/MAX, and with a state TTL the
   time of the last write);
