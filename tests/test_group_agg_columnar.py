@@ -1,8 +1,9 @@
 """The vectorized non-windowed GROUP BY (sqlstream/runtime/operators/group_agg_columnar.py).
 
-On the hashmap backend GROUP BY runs in columnar form; the rocksdb backend
-still runs the per-key form (group_agg.py).  Both must emit the same
-changelog row for row, never merge keys whose hashes merely collide, carry
+On the hashmap backend GROUP BY runs in columnar form, on the rocksdb backend
+the same form with its state as RocksDB rows (group_agg_rocksdb.py, without
+COUNT(DISTINCT)); the per-key form (group_agg.py) is the reference.  All must
+emit the same changelog row for row, never merge keys whose hashes merely collide, carry
 their state through savepoints onto the other backend and another
 parallelism, expire keys after the state TTL, and materialize to DuckDB's
 GROUP BY.  COUNT(DISTINCT) over an append-only input runs columnar too, its
@@ -21,16 +22,20 @@ import pyarrow as pa
 import pytest
 
 from sqlstream.core.aggregates import AggCall, group_agg_columnar
+from sqlstream.core.errors import JobError
 from sqlstream.frontend.session import Session
+from sqlstream.planner.physical import Lowering
 from sqlstream.runtime.clock import Clock, ManualClock
 from sqlstream.runtime.elements import RowKind
 from sqlstream.runtime.hashing import _GOLDEN, _NULL_HASH, _mix, hash_array, hash_columns
+from sqlstream.runtime.operators import group_agg_rocksdb
 from sqlstream.runtime.operators.group_agg import COLUMNAR_STATE, GroupAggOperator
 from sqlstream.runtime.operators.group_agg_columnar import (
     DistinctValues,
     _pair_hashes,
     _stable_order,
 )
+from sqlstream.runtime.operators.group_agg_rocksdb import RocksDBGroupAggregates
 from tests.conftest import apply_changelog, duckdb_rows, in_key_groups, rows, run_sql
 from tests.harness import OperatorHarness, Snapshot, planned_state, restored_into_halves
 from tests.test_join_columnar import _inverse_mix
@@ -66,19 +71,27 @@ def _schema(aggs: list[AggCall]) -> pa.Schema:
 
 
 def _group_agg(backend: str, aggs: list[AggCall], retracting: bool, config: dict[str, str] | None = None,
-               keys: list[int] = KEYS, schema: pa.Schema | None = None) -> GroupAggOperator:
-    """The operator as a job on ``backend`` with ``config`` plans it."""
-    return GroupAggOperator(keys, aggs, schema or _schema(aggs), retracting,
-                            *planned_state(backend, config, group_agg_columnar(aggs, retracting)))
+               keys: list[int] = KEYS, schema: pa.Schema | None = None, per_key: bool = False) -> GroupAggOperator:
+    """The operator as a job on ``backend`` with ``config`` plans it (``per_key``: the per-key form,
+    the reference)."""
+    schema = schema or _schema(aggs)
+    ttl_ms, _ = planned_state(backend, config)
+    lowering = Lowering({**(config or {}), "state.backend.type": backend})
+    key_types = [schema.field(i).type for i in range(len(keys))]
+    columnar = not per_key and lowering.group_agg_columnar(aggs, retracting, key_types)
+    return GroupAggOperator(keys, aggs, schema, retracting, ttl_ms, columnar)
 
 
 def _operator(backend: str, tmp_path: Path, aggs: list[AggCall], retracting: bool,
               key_groups: range = range(128), config: dict[str, str] | None = None,
               keys: list[int] = KEYS, schema: pa.Schema | None = None,
-              clock: Clock | None = None) -> OperatorHarness:
-    h = OperatorHarness(_group_agg(backend, aggs, retracting, config, keys, schema), backend, clock,
+              clock: Clock | None = None, per_key: bool = False) -> OperatorHarness:
+    h = OperatorHarness(_group_agg(backend, aggs, retracting, config, keys, schema, per_key), backend, clock,
                         tmp=tmp_path, key_groups=key_groups, config=config)
-    assert (h.operator.columnar is not None) == (backend == "hashmap")
+    # the columnar form runs on both backends, on rocksdb without COUNT(DISTINCT)
+    columnar = not per_key and (backend == "hashmap" or not any(a.distinct for a in aggs))
+    assert (h.operator.columnar is not None) == columnar
+    assert isinstance(h.operator.columnar, RocksDBGroupAggregates) == (columnar and backend == "rocksdb")
     return h
 
 
@@ -177,6 +190,7 @@ def test_an_update_pair_of_one_key_in_one_batch_moves_sum_and_avg(backend: str, 
 def test_columnar_changelog_equals_the_per_key_changelog_on_append_only_input(seed: int, tmp_path: Path) -> None:
     inputs = _append_only(seed)
     got = _changes(_operator("hashmap", tmp_path, APPEND_AGGS, False), inputs)
+    assert got == _changes(_operator("rocksdb", tmp_path, APPEND_AGGS, False, per_key=True), inputs)
     assert got == _changes(_operator("rocksdb", tmp_path, APPEND_AGGS, False), inputs)
     kinds = {c[0] for c in got}
     assert kinds == {INSERT, U_BEFORE, U_AFTER}
@@ -186,6 +200,7 @@ def test_columnar_changelog_equals_the_per_key_changelog_on_append_only_input(se
 def test_columnar_changelog_equals_the_per_key_changelog_on_retracting_input(seed: int, tmp_path: Path) -> None:
     inputs = _retracting(seed)
     got = _changes(_operator("hashmap", tmp_path, RETRACT_AGGS, True), inputs)
+    assert got == _changes(_operator("rocksdb", tmp_path, RETRACT_AGGS, True, per_key=True), inputs)
     assert got == _changes(_operator("rocksdb", tmp_path, RETRACT_AGGS, True), inputs)
     assert {c[0] for c in got} == {INSERT, U_BEFORE, U_AFTER, DELETE}
 
@@ -199,6 +214,24 @@ def test_unsupported_aggregates_keep_the_per_key_form(tmp_path: Path) -> None:
         assert planned_state("hashmap", None, group_agg_columnar(aggs, retracting)) == (None, False)
 
 
+def test_rocksdb_plans_the_rows_form_without_count_distinct_and_for_simple_keys() -> None:
+    rocksdb = Lowering({"state.backend.type": "rocksdb"})
+    keys = [INPUT.field(k).type for k in KEYS]
+    assert rocksdb.group_agg_columnar(APPEND_AGGS, False, keys) and rocksdb.group_agg_columnar(RETRACT_AGGS, True, [])
+    assert not rocksdb.group_agg_columnar(DISTINCT_AGGS, False, keys)
+    assert not rocksdb.group_agg_columnar(RETRACT_AGGS, True, [pa.decimal128(10, 2)])
+    assert not rocksdb.group_agg_columnar(APPEND_AGGS, True, keys)  # MIN/MAX over retractions
+    assert Lowering({}).group_agg_columnar(DISTINCT_AGGS, False, [pa.decimal128(10, 2)])  # hashmap
+
+
+def test_a_plan_for_hashmap_with_count_distinct_is_refused_on_rocksdb(tmp_path: Path) -> None:
+    # the rows form has no COUNT(DISTINCT): a plan made for hashmap must not run it silently wrong
+    planned = _group_agg("hashmap", DISTINCT_AGGS, False)
+    assert planned.columnar_form
+    with pytest.raises(JobError, match="COUNT\\(DISTINCT\\)"):
+        OperatorHarness(planned, "rocksdb", tmp=tmp_path)
+
+
 def test_many_deletes_compact_the_state_and_keys_come_back(tmp_path: Path) -> None:
     keys = [(i, f"k{i}", None) for i in range(6000)]
     add = (_batch([(*k, 1, None, None) for k in keys]), [INSERT] * len(keys))
@@ -207,7 +240,10 @@ def test_many_deletes_compact_the_state_and_keys_come_back(tmp_path: Path) -> No
     inputs = [add, remove, back, remove]
     columnar = _operator("hashmap", tmp_path, RETRACT_AGGS, True)
     got = _changes(columnar, inputs)
-    assert got == _changes(_operator("rocksdb", tmp_path, RETRACT_AGGS, True), inputs)
+    assert got == _changes(_operator("rocksdb", tmp_path, RETRACT_AGGS, True, per_key=True), inputs)
+    rows_form = _operator("rocksdb", tmp_path, RETRACT_AGGS, True)
+    assert got == _changes(rows_form, inputs)
+    assert rows_form.operator.columnar is not None and rows_form.operator.columnar.live == 0  # deleted in RocksDB
     # 6000 -D, then 3000 +I, then 3000 -D (the other half was never there)
     assert [sum(1 for c in got if c[0] == k) for k in (INSERT, DELETE)] == [9000, 9000]
     store = columnar.operator.columnar
@@ -259,7 +295,8 @@ def _case_input(case: str) -> list[Batch]:
             "distinct": lambda: _distinct_input(8, 40)}[case]()
 
 
-@pytest.mark.parametrize(("first", "second"), [("hashmap", "rocksdb"), ("rocksdb", "hashmap"), ("hashmap", "hashmap")])
+@pytest.mark.parametrize(("first", "second"), [("hashmap", "rocksdb"), ("rocksdb", "hashmap"), ("hashmap", "hashmap"),
+                                               ("rocksdb", "rocksdb")])
 @pytest.mark.parametrize("case", CASES)
 def test_state_moves_through_a_savepoint_to_another_backend_and_parallelism(
         first: str, second: str, case: str, tmp_path: Path) -> None:
@@ -272,12 +309,77 @@ def test_state_moves_through_a_savepoint_to_another_backend_and_parallelism(
     # groups from the start emits
     for groups, new in restored_into_halves(old.snapshot(), lambda: _group_agg(second, aggs, retracting),
                                             second, tmp=tmp_path):
-        assert (new.operator.columnar is not None) == (second == "hashmap")
-        assert (COLUMNAR_STATE in new.state.columnar_states) == (second == "hashmap")
-        reference = _operator("rocksdb", tmp_path, aggs, retracting, key_groups=groups)
+        assert (new.operator.columnar is not None) == new.operator.columnar_form
+        assert (COLUMNAR_STATE in new.state.columnar_states) == new.operator.columnar_form
+        reference = _operator("rocksdb", tmp_path, aggs, retracting, key_groups=groups, per_key=True)
         _changes(reference, _mine(before, groups))
         want = _changes(reference, _mine(after, groups))
         assert len(want) > 20 and _changes(new, _mine(after, groups)) == want
+
+
+@pytest.mark.parametrize("case", ["append", "retract"])
+def test_rocksdb_rows_rescale_from_an_incremental_checkpoint(case: str, tmp_path: Path) -> None:
+    # a checkpoint (not a savepoint) of the rows form is RocksDB's own: the rows are in its column
+    # family (no table is written), and a rescaled restore takes the key-group ranges it owns
+    aggs, retracting = CASES[case]
+    inputs = _case_input(case)
+    before, after = inputs[:20], inputs[20:]
+    old = _operator("rocksdb", tmp_path, aggs, retracting)
+    _changes(old, before)
+    checkpoint = old.snapshot(canonical=False)
+    assert checkpoint.keyed["columnar"] == {} and checkpoint.keyed["keyed"]["states"]["group_rows"] > 50
+    for groups, new in restored_into_halves(checkpoint, lambda: _group_agg("rocksdb", aggs, retracting),
+                                            "rocksdb", tmp=tmp_path):
+        assert isinstance(new.operator.columnar, RocksDBGroupAggregates)
+        reference = _operator("rocksdb", tmp_path, aggs, retracting, key_groups=groups, per_key=True)
+        _changes(reference, _mine(before, groups))
+        want = _changes(reference, _mine(after, groups))
+        assert len(want) > 20 and _changes(new, _mine(after, groups)) == want
+
+
+@pytest.mark.parametrize("second", ["hashmap", "rocksdb"])
+def test_rocksdb_rows_are_saved_and_restored_a_chunk_at_a_time(second: str, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # savepoint scans and restores go CHUNK rows at a time; many small chunks lose and repeat nothing
+    monkeypatch.setattr(group_agg_rocksdb, "CHUNK", 7)
+    aggs, retracting = CASES["append"]
+    inputs = _case_input("append")
+    old = _operator("rocksdb", tmp_path, aggs, retracting)
+    reference = _operator("rocksdb", tmp_path, aggs, retracting, per_key=True)
+    _changes(old, inputs[:20])
+    _changes(reference, inputs[:20])
+    restored = OperatorHarness(_group_agg(second, aggs, retracting), second, tmp=tmp_path,
+                               restore=Snapshot(old.snapshot().keyed, None))
+    assert restored.operator.columnar is not None and restored.operator.columnar.live == len(reference.operator.groups)
+    want = _changes(reference, inputs[20:])
+    assert len(want) > 20 and _changes(restored, inputs[20:]) == want
+
+
+def test_rocksdb_rows_with_ttl_move_through_a_savepoint_to_two_subtasks(tmp_path: Path) -> None:
+    # the rows' last-write times travel in the savepoint table: keys expire on the new subtasks
+    # exactly when the per-key form expires them
+    ttl = {"table.exec.state.ttl": "300 ms"}
+    aggs, retracting = CASES["append"]
+    inputs = _append_only(10, 40)
+    clock = ManualClock()
+    old = _operator("rocksdb", tmp_path, aggs, retracting, config=ttl, clock=clock)
+    reference = _operator("rocksdb", tmp_path, aggs, retracting, config=ttl, clock=clock, per_key=True)
+    for i, step in enumerate(inputs[:20]):
+        clock.advance(40 if i % 3 else 0)
+        assert _changes(old, [step]) == _changes(reference, [step])
+    snapshot = old.snapshot()
+    for groups, new in restored_into_halves(snapshot, lambda: _group_agg("rocksdb", aggs, retracting, ttl),
+                                            "rocksdb", clock=clock, tmp=tmp_path, config=ttl):
+        per_key = OperatorHarness(_group_agg("rocksdb", aggs, retracting, ttl, per_key=True), "rocksdb", clock,
+                                  tmp=tmp_path, key_groups=groups, config=ttl,
+                                  restore=Snapshot(reference.snapshot().keyed, None))
+        got, want = [], []
+        for step in inputs[20:]:
+            clock.advance(60)
+            got += _changes(new, _mine([step], groups))
+            want += _changes(per_key, _mine([step], groups))
+        assert len(want) > 20 and got == want
+        assert any(c[0] == INSERT for c in want[len(want) // 2:])  # keys expired and came back
 
 
 @pytest.mark.parametrize("case", ["append", "distinct"])
@@ -320,20 +422,20 @@ def test_state_ttl_expires_keys_and_a_returning_key_starts_fresh(backend: str, t
         assert op.operator.columnar.live == 1
 
 
+@pytest.mark.parametrize("first", ["hashmap", "rocksdb"])
 @pytest.mark.parametrize("second", ["hashmap", "rocksdb"])
-def test_expired_keys_are_left_out_of_a_savepoint(second: str, tmp_path: Path) -> None:
+def test_expired_keys_are_left_out_of_a_savepoint(first: str, second: str, tmp_path: Path) -> None:
     ttl = {"table.exec.state.ttl": "300 ms"}
     aggs = [AggCall("COUNT", None, False, pa.int64(), "n")]
-    schema = _schema(aggs)
     a, b = (1, "a", None, 5, 1.0, None), (2, "b", None, 7, 2.0, None)
     clock = ManualClock()
-    op = _operator("hashmap", tmp_path, aggs, False, config=ttl, clock=clock)
+    op = _operator(first, tmp_path, aggs, False, config=ttl, clock=clock)
     _changes(op, [(_batch([a]), None)])
     clock.advance(200)
     _changes(op, [(_batch([b]), None)])
     clock.advance(100)  # a expired (300 ms unwritten) but not swept yet; b is 100 ms old
-    restored = OperatorHarness(GroupAggOperator(KEYS, aggs, schema, False, *planned_state(second, ttl, group_agg_columnar(aggs, False))),
-                               second, clock, tmp=tmp_path, config=ttl, restore=Snapshot(op.snapshot().keyed, None))
+    restored = OperatorHarness(_group_agg(second, aggs, False, ttl), second, clock, tmp=tmp_path, config=ttl,
+                               restore=Snapshot(op.snapshot().keyed, None))
     assert _changes(restored, [(_batch([a, b]), None)]) == [
         (INSERT, *a[:3], 1), (U_BEFORE, *b[:3], 1), (U_AFTER, *b[:3], 2)]
 
@@ -355,7 +457,7 @@ def test_a_global_aggregate_without_keys(backend: str, tmp_path: Path) -> None:
 def test_count_distinct_changelog_equals_the_per_key_changelog(seed: int, tmp_path: Path) -> None:
     inputs = _distinct_input(seed)
     got = _changes(_operator("hashmap", tmp_path, DISTINCT_AGGS, False), inputs)
-    assert got == _changes(_operator("rocksdb", tmp_path, DISTINCT_AGGS, False), inputs)
+    assert got == _changes(_operator("rocksdb", tmp_path, DISTINCT_AGGS, False, per_key=True), inputs)
     assert {c[0] for c in got} == {INSERT, U_BEFORE, U_AFTER}
 
 
@@ -364,7 +466,7 @@ def test_count_distinct_alone_over_many_keys(tmp_path: Path) -> None:
     inputs = _distinct_input(14, batches=12, keys=20000, rows_=4000)
     columnar = _operator("hashmap", tmp_path, aggs, False)
     got = _changes(columnar, inputs)
-    assert got == _changes(_operator("rocksdb", tmp_path, aggs, False), inputs)
+    assert got == _changes(_operator("rocksdb", tmp_path, aggs, False, per_key=True), inputs)
     store = columnar.operator.columnar
     assert store is not None and store.live > 5000
     # each pair stored once: a key's count is its number of pairs
@@ -519,7 +621,7 @@ def test_per_key_state_restored_for_the_columnar_form_is_checkpointed_before_the
     # the per-key entries of a rocksdb savepoint wait for the first batch (the Arrow type of the
     # DISTINCT values): a checkpoint taken before it must hold them
     inputs = _distinct_input(15, 30)
-    reference = _operator("rocksdb", tmp_path, DISTINCT_AGGS, False)
+    reference = _operator("rocksdb", tmp_path, DISTINCT_AGGS, False, per_key=True)
     _changes(reference, inputs[:15])
     waiting = _restored("hashmap", reference.snapshot(), DISTINCT_AGGS, tmp_path)
     assert waiting.operator.columnar is not None and waiting.operator.columnar.live == 0
@@ -527,6 +629,21 @@ def test_per_key_state_restored_for_the_columnar_form_is_checkpointed_before_the
     want = _changes(reference, inputs[15:])
     assert len(want) > 20 and _changes(restored, inputs[15:]) == want
     assert restored.operator.columnar is not None and len(restored.operator.groups) == 0
+
+
+def test_per_key_rocksdb_state_is_taken_over_by_the_rocksdb_rows_form(tmp_path: Path) -> None:
+    # a checkpoint of the per-key form (a job planned before, or with other aggregates) restored
+    # where the rows form runs: the entries move into the rows at the first batch
+    inputs = _append_only(16, 30)
+    reference = _operator("rocksdb", tmp_path, APPEND_AGGS, False, per_key=True)
+    _changes(reference, inputs[:15])
+    restored = OperatorHarness(_group_agg("rocksdb", APPEND_AGGS, False), "rocksdb", tmp=tmp_path,
+                               restore=Snapshot(reference.snapshot(canonical=False).keyed, None))
+    want = _changes(reference, inputs[15:])
+    assert len(want) > 20 and _changes(restored, inputs[15:]) == want
+    store = restored.operator.columnar
+    assert isinstance(store, RocksDBGroupAggregates) and len(restored.operator.groups) == 0
+    assert store.live == len(reference.operator.groups)
 
 
 @pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
@@ -668,11 +785,14 @@ QUERIES += DISTINCT_QUERIES
 
 
 @pytest.mark.parametrize(("query", "oracle"), QUERIES)
-@pytest.mark.parametrize(("parallelism", "batch_size"), [(1, 64), (2, 7), (2, 1000)])
+@pytest.mark.parametrize(("parallelism", "batch_size", "backend"),
+                         [(1, 64, "hashmap"), (2, 7, "hashmap"), (2, 1000, "hashmap"), (1, 64, "rocksdb"),
+                          (2, 7, "rocksdb")])
 def test_group_by_materializes_to_duckdb_result(events, query: str, oracle: str, parallelism: int,
-                                               batch_size: int) -> None:
+                                               batch_size: int, backend: str) -> None:
     ddl, data = events
-    settings = f"SET 'parallelism.default' = '{parallelism}'; SET 'table.exec.batch-size' = '{batch_size}';"
+    settings = (f"SET 'parallelism.default' = '{parallelism}'; SET 'table.exec.batch-size' = '{batch_size}';"
+                f"SET 'state.backend.type' = '{backend}';")
     got = run_sql(settings + ddl + query + ";")
     expected = duckdb_rows(oracle, events=data)
     assert expected and rows(got) == expected

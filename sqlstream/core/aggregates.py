@@ -117,6 +117,14 @@ def group_agg_columnar(aggs: list[AggCall], retracting: bool) -> bool:
     return True
 
 
+def group_agg_columnar_rows(aggs: list[AggCall], retracting: bool, key_types: list[pa.DataType]) -> bool:
+    """Whether a non-windowed GROUP BY can keep its columnar state as encoded rows in RocksDB
+    (runtime.operators.group_agg_rocksdb): the columnar form without COUNT(DISTINCT) (its values
+    stay per key there), keys of the types the row encoding has (those of MIN/MAX)."""
+    return (group_agg_columnar(aggs, retracting) and not any(a.distinct for a in aggs)
+            and all(_minmax_columnar_type(t) for t in key_types))
+
+
 def window_agg_columnar(aggs: list[AggCall]) -> bool:
     """Whether a window aggregation has a columnar form (built-ins over non-decimal values)."""
     for a in aggs:

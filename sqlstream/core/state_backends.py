@@ -16,12 +16,16 @@ from sqlstream.core.errors import PlanError
 class BackendCapabilities:
     # keeps Arrow tables in memory beside keyed state: the vectorized operator forms run on it
     columnar: bool
+    # keeps a vectorized form's state as encoded rows in the keyed store, read and written a batch
+    # at a time (the non-windowed GROUP BY: core.aggregates.group_agg_columnar_rows)
+    columnar_rows: bool = False
 
 
 STATE_BACKENDS: dict[str, BackendCapabilities] = {
     "hashmap": BackendCapabilities(columnar=True),
-    # state that may exceed memory keeps one entry per key in RocksDB (the per-key forms)
-    "rocksdb": BackendCapabilities(columnar=False),
+    # state that may exceed memory stays in RocksDB: the GROUP BY as rows written a batch at a time,
+    # the other operators one entry per key (the per-key forms)
+    "rocksdb": BackendCapabilities(columnar=False, columnar_rows=True),
 }
 DEFAULT_STATE_BACKEND = "hashmap"
 

@@ -13,7 +13,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from sqlstream.core.aggregates import group_agg_columnar, window_agg_columnar
+from sqlstream.core.aggregates import (
+    AggCall,
+    group_agg_columnar,
+    group_agg_columnar_rows,
+    window_agg_columnar,
+)
 from sqlstream.core.connectors import connector_spec
 from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import PlanError
@@ -84,6 +89,7 @@ class Lowering:
         self.nodes: list[PhysicalNode] = []
         settings = settings or {}
         self.columnar_state = capabilities(settings).columnar
+        self.columnar_rows = capabilities(settings).columnar_rows
         ttl = settings.get("table.exec.state.ttl")
         try:
             ttl_ms = parse_duration_ms(ttl) if ttl else 0
@@ -186,7 +192,7 @@ class Lowering:
         if isinstance(node, Aggregate):
             up = self.lower(node.input)
             retracting = node.input.updating
-            columnar = self.columnar_state and group_agg_columnar(node.aggs, retracting)
+            columnar = self.group_agg_columnar(node.aggs, retracting, [f.type for f in schema][: len(node.keys)])
             return self.add("GroupAggregate", node.describe(), schema, [Exchange(up, "hash", tuple(node.keys))],
                             config=GroupAggConfig(node.keys, node.aggs, retracting, self._ttl(node.state_ttl_ms),
                                                   columnar))
@@ -294,6 +300,13 @@ class Lowering:
         return self.add("Rank", node.describe(), schema, inputs,
                         config=TopNConfig(keys, sort, start, end, output_rank, retracting, node.newer_wins,
                                           self.state_ttl_ms, columnar))
+
+    def group_agg_columnar(self, aggs: list[AggCall], retracting: bool, key_types: list[pa.DataType]) -> bool:
+        """Whether a non-windowed GROUP BY runs its columnar form on this job's backend: in memory
+        (hashmap), or as rows in RocksDB (fewer aggregates: no COUNT(DISTINCT))."""
+        if self.columnar_state:
+            return group_agg_columnar(aggs, retracting)
+        return self.columnar_rows and group_agg_columnar_rows(aggs, retracting, key_types)
 
     def _ttl(self, hinted: int | None) -> int | None:
         """An operator's state TTL: its STATE_TTL hint's (0 keeps state forever), else the session's."""

@@ -8,11 +8,14 @@ batch).  Input -U/-D rows retract (sign -1), so aggregates can be stacked.
 
 On the hashmap backend the aggregates that have an exact columnar form run
 vectorized (group_agg_columnar.py: accumulators in numpy columns, no Python
-step per key; COUNT(DISTINCT) of an append-only input included); the rocksdb
-backend, whose state must be able to exceed memory, and the other aggregates
-(COUNT(DISTINCT) of a retracting input, decimals, UDFs, MIN/MAX over
-retractions) keep one entry per key here.  Savepoints hold whichever form
-ran; restore_state converts between the two, so a job can switch backends.
+step per key; COUNT(DISTINCT) of an append-only input included); on the
+rocksdb backend, whose state must be able to exceed memory, the same form
+runs with its state in RocksDB, read and written a batch at a time
+(group_agg_rocksdb.py; without COUNT(DISTINCT)).  The other aggregates
+(COUNT(DISTINCT) of a retracting input, or on rocksdb, decimals, UDFs,
+MIN/MAX over retractions) keep one entry per key here.  Savepoints hold the
+columnar table or the per-key entries; restore_state converts between the
+two, so a job can switch backends.
 """
 
 from __future__ import annotations
@@ -23,13 +26,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.aggregates import AggCall
+from sqlstream.core.aggregates import AggCall, group_agg_columnar_rows
+from sqlstream.core.errors import JobError
 from sqlstream.runtime import aggregates
 from sqlstream.runtime.elements import Chunk, RowKind
 from sqlstream.runtime.hashing import hash_columns
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.group_agg_columnar import ColumnarGroupAggregates
+from sqlstream.runtime.operators.group_agg_rocksdb import RocksDBGroupAggregates
 from sqlstream.runtime.operators.keyed import columnar_state, fresh_or_copy
+from sqlstream.runtime.state.rocksdb import RocksDBStateBackend
 
 _RETRACT_KINDS = pa.array([RowKind.UPDATE_BEFORE, RowKind.DELETE], pa.int8())
 # the columnar form's state (keyed state "groups" is the per-key form's)
@@ -59,12 +65,20 @@ class GroupAggOperator(Operator):
         ttl_ms = self.state_ttl_ms
         self.ttl_ms = ttl_ms
         self.groups = ctx.keyed_state.state("groups", ttl_ms)
-        self.columnar: ColumnarGroupAggregates | None = None
+        self.columnar: ColumnarGroupAggregates | RocksDBGroupAggregates | None = None
         # per-key entries restored for the columnar form, taken over at the first batch
         self.restored_per_key = False
         backend = ctx.keyed_state
-        if columnar_state(ctx, self.columnar_form):
+        if isinstance(backend, RocksDBStateBackend) and self.columnar_form:
+            if not group_agg_columnar_rows(self.aggs, self.retracting, self._key_types()):
+                raise JobError("the plan keeps this GROUP BY's state in columnar form, which the rocksdb state "
+                               "backend holds only without COUNT(DISTINCT) and for keys of simple types; plan the "
+                               "job with the backend it runs on")
+            self.columnar = RocksDBGroupAggregates(COLUMNAR_STATE, self.aggs, self._key_types(), self.ttl_ms,
+                                                   ctx.max_parallelism, backend, backend.clock)
+        elif columnar_state(ctx, self.columnar_form):
             self.columnar = self._columnar_store()
+        if self.columnar is not None:
             # columnar state restored from a hashmap snapshot (restore_all ran before open)
             restored = backend.columnar_states.get(COLUMNAR_STATE)
             if restored is not None:
@@ -72,10 +86,12 @@ class GroupAggOperator(Operator):
                     self.columnar.load(table)
             backend.columnar_states[COLUMNAR_STATE] = self.columnar.state
 
+    def _key_types(self) -> list[pa.DataType]:
+        return [self.schema.field(i).type for i in range(len(self.keys))]
+
     def _columnar_store(self) -> ColumnarGroupAggregates:
-        key_types = [self.schema.field(i).type for i in range(len(self.keys))]
-        return ColumnarGroupAggregates(COLUMNAR_STATE, self.aggs, key_types, self.ttl_ms, self.ctx.max_parallelism,
-                                       self.ctx.keyed_state.clock)
+        return ColumnarGroupAggregates(COLUMNAR_STATE, self.aggs, self._key_types(), self.ttl_ms,
+                                       self.ctx.max_parallelism, self.ctx.keyed_state.clock)
 
     def restore_state(self, state: Any) -> None:
         backend = self.ctx.keyed_state

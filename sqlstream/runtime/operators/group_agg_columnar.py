@@ -38,7 +38,11 @@ row the per-key form's: groups in the order of their first row in the
 batch, ``-U`` then ``+U`` of a key adjacent, ``+I`` for a new key, ``-D`` when
 a retraction empties a key, nothing for a key whose result did not change.
 
-Only the hashmap backend runs it: its state lives in memory.  Checkpoints see
+The hashmap backend runs it as here, its state in memory; the rocksdb backend
+runs group_agg_rocksdb.py, which keeps each key's accumulators in a RocksDB
+entry and shares this module's GroupAccumulators (merge, results, changelog,
+snapshot-table columns), so both forms emit the same rows and save the same
+table.  Checkpoints of this form see
 it as a ``ColumnarState`` whose frozen table is a copy of the live slots (so
 later in-place updates never reach a snapshot being written), with a ``$kg``
 column for rescaling and a list column of each key's COUNT(DISTINCT) values;
@@ -48,6 +52,7 @@ sets of values included), so savepoints move between backends.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -356,8 +361,11 @@ class GroupState(ColumnarState):
         return self.store.freeze()
 
 
-class ColumnarGroupAggregates:
-    """The keys, row counts and accumulators of one group aggregation subtask, in columnar form.
+class GroupAccumulators(ABC):
+    """What both columnar forms of the GROUP BY share (group_agg_rocksdb.py keeps its keys in
+    RocksDB): the accumulator columns, merging a batch's partials into them, the results, which
+    groups changed and the changelog, all as numpy/Arrow operations over a batch's groups; and the
+    snapshot table's accumulator columns.
 
     Accumulator columns per aggregate ``i`` (also the columns of the snapshot
     table): COUNT ``c{i}``; SUM and AVG ``s{i}`` (the sum: int64 over integers,
@@ -368,7 +376,7 @@ class ColumnarGroupAggregates:
     the snapshot table holds them as a list column ``d{i}`` (the count is its length).
     """
 
-    def __init__(self, name: str, aggs: list[AggCall], key_types: list[pa.DataType], ttl_ms: int | None,
+    def __init__(self, aggs: list[AggCall], key_types: list[pa.DataType], ttl_ms: int | None,
                  max_parallelism: int, clock: Clock = SYSTEM_CLOCK) -> None:
         self.aggs = aggs
         self.clock = clock  # processing time for the TTL (the state backend's)
@@ -377,7 +385,6 @@ class ColumnarGroupAggregates:
         self.key_types = key_types
         self.ttl_ms = ttl_ms
         self.max_parallelism = max_parallelism
-        self.state = GroupState(name, self)
         self.dtypes: dict[str, Any] = {HASH: np.uint64, KEY_GROUP: np.int16, LIVE: bool, COUNT: np.int64}
         if ttl_ms is not None:
             self.dtypes[TIME] = np.int64
@@ -391,8 +398,161 @@ class ColumnarGroupAggregates:
                 storage = _storage(a.type)
                 assert storage is not None
                 self.dtypes[f"m{i}"], self.dtypes[f"v{i}"] = storage[0], bool
-        self.columns = {name: np.zeros(0, dtype) for name, dtype in self.dtypes.items()}
         self.acc_names = [n for n in self.dtypes if n not in (HASH, KEY_GROUP, LIVE, TIME)]
+
+    @abstractmethod
+    def load(self, table: pa.Table) -> None:
+        """Add the keys of a snapshot table (restored, or converted from the per-key form)."""
+
+    def _merge(self, old: dict[str, np.ndarray], grouped: pa.Table, layout: list[list[str]],
+               added: dict[int, np.ndarray]) -> dict[str, np.ndarray]:
+        """Old accumulators plus the batch's partials (``layout``: per function its partial columns,
+        the hidden row count first), as the per-key functions of runtime/aggregates.py merge them;
+        ``added``: what COUNT(DISTINCT)s add (_count_distinct)."""
+        new = {COUNT: old[COUNT] + _numbers(grouped.column(layout[0][0]), np.int64)}
+        for i, a in enumerate(self.aggs):
+            names = layout[i + 1]
+            if a.distinct:
+                new[f"c{i}"] = old[f"c{i}"] + added[i]
+            elif a.function == "COUNT":
+                new[f"c{i}"] = old[f"c{i}"] + _numbers(grouped.column(names[0]), np.int64)
+            elif a.function in ("SUM", "AVG"):
+                s = f"s{i}"
+                new[s] = old[s] + _numbers(grouped.column(names[0]), self.dtypes[s])
+                new[f"n{i}"] = old[f"n{i}"] + _numbers(grouped.column(names[1]), np.int64)
+            else:
+                values, valid = _values(grouped.column(names[0]), a.type)
+                current, has = old[f"m{i}"], old[f"v{i}"]
+                # min(acc, v) / max(acc, v) in Python keep acc unless v is strictly better
+                better = np.zeros(len(valid), bool)
+                both = np.flatnonzero(valid & has)
+                if len(both):
+                    pick = np.less if a.function == "MIN" else np.greater
+                    better[both] = pick(values[both], current[both])
+                take = valid & (~has | better)
+                new[f"m{i}"] = np.where(take, values, current)
+                new[f"v{i}"] = has | valid
+        return new
+
+    def _results(self, accs: dict[str, np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each aggregate's (values, valid) before the cast to its SQL type: what the per-key form
+        compares (a SUM of FLOAT is compared as the double it is summed in)."""
+        out = []
+        for i, a in enumerate(self.aggs):
+            if a.function == "COUNT":
+                c = accs[f"c{i}"]
+                out.append((c, np.ones(len(c), bool)))
+            elif a.function == "SUM":
+                out.append((accs[f"s{i}"], accs[f"n{i}"] != 0))
+            elif a.function == "AVG":
+                total, count = accs[f"s{i}"], accs[f"n{i}"]
+                valid = count != 0
+                divisor = np.where(valid, count, 1)
+                if pa.types.is_integer(a.type):  # the sum wrapped into the type, truncated toward zero
+                    total = total.astype(a.type.to_pandas_dtype()).astype(np.int64)
+                    q = np.abs(total) // divisor
+                    out.append((np.where(total >= 0, q, -q), valid))
+                else:
+                    out.append((total / divisor, valid))
+            else:
+                out.append((accs[f"m{i}"], accs[f"v{i}"]))
+        return out
+
+    def _result_array(self, i: int, values: np.ndarray, valid: np.ndarray) -> pa.Array:
+        a = self.aggs[i]
+        if a.function in ("MIN", "MAX"):
+            return _arrow(values, valid, a.type)
+        # an integer SUM wraps around in its type (Flink's SUM(INT) is INT)
+        return pa.array(values, mask=~valid).cast(a.type, safe=not pa.types.is_integer(a.type))
+
+    def _codes(self, found: np.ndarray, alive: np.ndarray, old_results: list[tuple[np.ndarray, np.ndarray]],
+               new_results: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        """What each group of a batch emits (_NONE, _DELETE, _UPDATE, _INSERT), given whether it
+        was stored, whether it has rows left and its results before and after."""
+        changed = np.zeros(len(found), bool)
+        for (ov, ovalid), (nv, nvalid) in zip(old_results, new_results, strict=True):
+            changed |= ovalid != nvalid
+            both = np.flatnonzero(ovalid & nvalid)
+            if len(both):
+                changed[both] |= ov[both] != nv[both]
+        code = np.full(len(found), _NONE, np.int8)
+        code[found & ~alive] = _DELETE
+        code[found & alive & changed] = _UPDATE
+        code[~found & alive] = _INSERT
+        return code
+
+    def _changelog(self, code: np.ndarray, keys: list[pa.Array], old_results: list[tuple[np.ndarray, np.ndarray]],
+                   new_results: list[tuple[np.ndarray, np.ndarray]]) -> tuple[list[pa.Array], np.ndarray] | None:
+        """Rows per group in group order: -D old; -U old, +U new; +I new."""
+        counts = _ROWS_EMITTED[code]
+        total = int(counts.sum())
+        if total == 0:
+            return None
+        group = np.repeat(np.arange(len(code)), counts)
+        first = np.repeat(np.cumsum(counts) - counts, counts)
+        second = np.arange(total) > first  # the +U of a pair
+        kind = code[group]
+        use_old = (kind == _DELETE) | ((kind == _UPDATE) & ~second)
+        kinds = np.select([kind == _DELETE, kind == _INSERT, second],
+                          [RowKind.DELETE, RowKind.INSERT, RowKind.UPDATE_AFTER], RowKind.UPDATE_BEFORE)
+        taken = pa.array(group)
+        columns = [k.take(taken) for k in keys]
+        for i, ((ov, ovalid), (nv, nvalid)) in enumerate(zip(old_results, new_results, strict=True)):
+            values = np.where(use_old, ov[group], nv[group])
+            valid = np.where(use_old, ovalid[group], nvalid[group])
+            columns.append(self._result_array(i, values, valid))
+        return columns, kinds.astype(np.int8)
+
+    def _table_values(self, table: pa.Table) -> dict[str, np.ndarray]:
+        """The accumulator columns (numpy, as in memory) of a snapshot table's rows."""
+        values: dict[str, np.ndarray] = {COUNT: _numbers(table.column(COUNT), np.int64)}
+        for i, a in enumerate(self.aggs):
+            if a.distinct:
+                values[f"c{i}"] = _numbers(pc.list_value_length(table.column(f"d{i}")), np.int64)
+            elif a.function in ("MIN", "MAX"):
+                values[f"m{i}"], values[f"v{i}"] = _values(table.column(f"m{i}"), a.type)
+            else:
+                for name in (f"c{i}",) if a.function == "COUNT" else (f"s{i}", f"n{i}"):
+                    values[name] = _numbers(table.column(name), self.dtypes[name])
+        return values
+
+    def add_accumulators(self, entries: list[tuple[int, tuple, Any]], input_schema: pa.Schema) -> None:
+        """Take over per-key entries ((key group, key, (accumulators, last row))): a savepoint of
+        the per-key form (rocksdb) restored where the columnar form runs.  Python per key, once.
+        ``input_schema`` types the values of COUNT(DISTINCT)s (Python sets in the per-key form)."""
+        if not entries:
+            return
+        keys = [pa.array([key[j] for _, key, _ in entries], t) for j, t in enumerate(self.key_types)]
+        accs = [value[0] for _, _, value in entries]
+        out: dict[str, pa.Array] = {
+            HASH: pa.array(hash_columns(keys) if keys else np.zeros(len(entries), np.uint64)),
+            **dict(zip(self.key_names, keys, strict=True)),
+            COUNT: pa.array([acc[0][0] for acc in accs], pa.int64()),
+        }
+        for i, a in enumerate(self.aggs):
+            column = [acc[i + 1] for acc in accs]
+            if a.distinct:
+                assert a.arg is not None
+                out[f"d{i}"] = pa.array([list(c[0]) for c in column], pa.list_(input_schema.field(a.arg).type))
+            elif a.function == "COUNT":
+                out[f"c{i}"] = pa.array([c[0] for c in column], pa.int64())
+            elif a.function in ("SUM", "AVG"):
+                sums = [0 if c[0] is None else c[0] for c in column]
+                out[f"s{i}"] = pa.array(sums, pa.int64() if self.dtypes[f"s{i}"] == np.int64 else pa.float64())
+                out[f"n{i}"] = pa.array([c[1] for c in column], pa.int64())
+            else:
+                out[f"m{i}"] = pa.array([c[0] for c in column], a.type)
+        self.load(pa.table(out))
+
+class ColumnarGroupAggregates(GroupAccumulators):
+    """The keys, row counts and accumulators of one group aggregation subtask, in columnar form
+    (numpy columns by slot, see GroupAccumulators)."""
+
+    def __init__(self, name: str, aggs: list[AggCall], key_types: list[pa.DataType], ttl_ms: int | None,
+                 max_parallelism: int, clock: Clock = SYSTEM_CLOCK) -> None:
+        super().__init__(aggs, key_types, ttl_ms, max_parallelism, clock)
+        self.state = GroupState(name, self)
+        self.columns = {name: np.zeros(0, dtype) for name, dtype in self.dtypes.items()}
         self.distinct = {i: DistinctValues() for i, a in enumerate(aggs) if a.distinct}
         self.size = 0  # slots in use, live or dead
         self.live = 0
@@ -530,67 +690,6 @@ class ColumnarGroupAggregates:
             added[i] = np.bincount(group[new], minlength=len(lengths))
         return added
 
-    def _merge(self, old: dict[str, np.ndarray], grouped: pa.Table, layout: list[list[str]],
-               added: dict[int, np.ndarray]) -> dict[str, np.ndarray]:
-        """Old accumulators plus the batch's partials (``layout``: per function its partial columns,
-        the hidden row count first), as the per-key functions of runtime/aggregates.py merge them;
-        ``added``: what COUNT(DISTINCT)s add (_count_distinct)."""
-        new = {COUNT: old[COUNT] + _numbers(grouped.column(layout[0][0]), np.int64)}
-        for i, a in enumerate(self.aggs):
-            names = layout[i + 1]
-            if a.distinct:
-                new[f"c{i}"] = old[f"c{i}"] + added[i]
-            elif a.function == "COUNT":
-                new[f"c{i}"] = old[f"c{i}"] + _numbers(grouped.column(names[0]), np.int64)
-            elif a.function in ("SUM", "AVG"):
-                s = f"s{i}"
-                new[s] = old[s] + _numbers(grouped.column(names[0]), self.dtypes[s])
-                new[f"n{i}"] = old[f"n{i}"] + _numbers(grouped.column(names[1]), np.int64)
-            else:
-                values, valid = _values(grouped.column(names[0]), a.type)
-                current, has = old[f"m{i}"], old[f"v{i}"]
-                # min(acc, v) / max(acc, v) in Python keep acc unless v is strictly better
-                better = np.zeros(len(valid), bool)
-                both = np.flatnonzero(valid & has)
-                if len(both):
-                    pick = np.less if a.function == "MIN" else np.greater
-                    better[both] = pick(values[both], current[both])
-                take = valid & (~has | better)
-                new[f"m{i}"] = np.where(take, values, current)
-                new[f"v{i}"] = has | valid
-        return new
-
-    def _results(self, accs: dict[str, np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Each aggregate's (values, valid) before the cast to its SQL type: what the per-key form
-        compares (a SUM of FLOAT is compared as the double it is summed in)."""
-        out = []
-        for i, a in enumerate(self.aggs):
-            if a.function == "COUNT":
-                c = accs[f"c{i}"]
-                out.append((c, np.ones(len(c), bool)))
-            elif a.function == "SUM":
-                out.append((accs[f"s{i}"], accs[f"n{i}"] != 0))
-            elif a.function == "AVG":
-                total, count = accs[f"s{i}"], accs[f"n{i}"]
-                valid = count != 0
-                divisor = np.where(valid, count, 1)
-                if pa.types.is_integer(a.type):  # the sum wrapped into the type, truncated toward zero
-                    total = total.astype(a.type.to_pandas_dtype()).astype(np.int64)
-                    q = np.abs(total) // divisor
-                    out.append((np.where(total >= 0, q, -q), valid))
-                else:
-                    out.append((total / divisor, valid))
-            else:
-                out.append((accs[f"m{i}"], accs[f"v{i}"]))
-        return out
-
-    def _result_array(self, i: int, values: np.ndarray, valid: np.ndarray) -> pa.Array:
-        a = self.aggs[i]
-        if a.function in ("MIN", "MAX"):
-            return _arrow(values, valid, a.type)
-        # an integer SUM wraps around in its type (Flink's SUM(INT) is INT)
-        return pa.array(values, mask=~valid).cast(a.type, safe=not pa.types.is_integer(a.type))
-
     # ------------------------------------------------------------ a batch
     def process(self, grouped: pa.Table, layout: list[list[str]]) -> tuple[list[pa.Array], np.ndarray] | None:
         """Merge a batch pre-aggregated by PreAggregator.grouped on (key hash, *keys), which are its
@@ -609,17 +708,8 @@ class ColumnarGroupAggregates:
         old = self._gather(slots, found)
         new = self._merge(old, grouped, layout, added)
         old_results, new_results = self._results(old), self._results(new)
-        changed = np.zeros(m, bool)
-        for (ov, ovalid), (nv, nvalid) in zip(old_results, new_results, strict=True):
-            changed |= ovalid != nvalid
-            both = np.flatnonzero(ovalid & nvalid)
-            if len(both):
-                changed[both] |= ov[both] != nv[both]
         alive = new[COUNT] > 0
-        code = np.full(m, _NONE, np.int8)
-        code[found & ~alive] = _DELETE
-        code[found & alive & changed] = _UPDATE
-        code[~found & alive] = _INSERT
+        code = self._codes(found, alive, old_results, new_results)
         # state: write the kept keys in place, drop the emptied ones, append the new ones
         kept = found & alive
         at = slots[kept]
@@ -640,28 +730,6 @@ class ColumnarGroupAggregates:
                 if d.dead > max(d.size - d.dead, COMPACT_MIN_DEAD):
                     d.compact(np.where(self.columns[LIVE][: self.size], np.arange(self.size), -1))
         return self._changelog(code, keys, old_results, new_results)
-
-    def _changelog(self, code: np.ndarray, keys: list[pa.Array], old_results: list[tuple[np.ndarray, np.ndarray]],
-                   new_results: list[tuple[np.ndarray, np.ndarray]]) -> tuple[list[pa.Array], np.ndarray] | None:
-        """Rows per group in group order: -D old; -U old, +U new; +I new."""
-        counts = _ROWS_EMITTED[code]
-        total = int(counts.sum())
-        if total == 0:
-            return None
-        group = np.repeat(np.arange(len(code)), counts)
-        first = np.repeat(np.cumsum(counts) - counts, counts)
-        second = np.arange(total) > first  # the +U of a pair
-        kind = code[group]
-        use_old = (kind == _DELETE) | ((kind == _UPDATE) & ~second)
-        kinds = np.select([kind == _DELETE, kind == _INSERT, second],
-                          [RowKind.DELETE, RowKind.INSERT, RowKind.UPDATE_AFTER], RowKind.UPDATE_BEFORE)
-        taken = pa.array(group)
-        columns = [k.take(taken) for k in keys]
-        for i, ((ov, ovalid), (nv, nvalid)) in enumerate(zip(old_results, new_results, strict=True)):
-            values = np.where(use_old, ov[group], nv[group])
-            valid = np.where(use_old, ovalid[group], nvalid[group])
-            columns.append(self._result_array(i, values, valid))
-        return columns, kinds.astype(np.int8)
 
     # ------------------------------------------------------------ snapshots and restores
     def _unexpired(self) -> np.ndarray:
@@ -714,15 +782,7 @@ class ColumnarGroupAggregates:
         if table.num_rows == 0:
             return
         table = table.combine_chunks()
-        values: dict[str, np.ndarray] = {COUNT: _numbers(table.column(COUNT), np.int64)}
-        for i, a in enumerate(self.aggs):
-            if a.distinct:
-                values[f"c{i}"] = _numbers(pc.list_value_length(table.column(f"d{i}")), np.int64)
-            elif a.function in ("MIN", "MAX"):
-                values[f"m{i}"], values[f"v{i}"] = _values(table.column(f"m{i}"), a.type)
-            else:
-                for name in (f"c{i}",) if a.function == "COUNT" else (f"s{i}", f"n{i}"):
-                    values[name] = _numbers(table.column(name), self.dtypes[name])
+        values = self._table_values(table)
         # restored under another TTL setting: restored keys count as written now
         written = table.column(TIME).to_numpy() if TIME in table.column_names else self.clock.time_ms()
         keys = table.select(self.key_names) if self.key_names else None
@@ -733,34 +793,6 @@ class ColumnarGroupAggregates:
             if lists.type.value_type != pa.null():  # a snapshot without values has no type for them
                 slots = np.repeat(np.arange(start, start + table.num_rows), values[f"c{i}"])
                 d.extend(slots, _plain(lists.flatten()))
-
-    def add_accumulators(self, entries: list[tuple[int, tuple, Any]], input_schema: pa.Schema) -> None:
-        """Take over per-key entries ((key group, key, (accumulators, last row))): a savepoint of
-        the per-key form (rocksdb) restored where the columnar form runs.  Python per key, once.
-        ``input_schema`` types the values of COUNT(DISTINCT)s (Python sets in the per-key form)."""
-        if not entries:
-            return
-        keys = [pa.array([key[j] for _, key, _ in entries], t) for j, t in enumerate(self.key_types)]
-        accs = [value[0] for _, _, value in entries]
-        out: dict[str, pa.Array] = {
-            HASH: pa.array(hash_columns(keys) if keys else np.zeros(len(entries), np.uint64)),
-            **dict(zip(self.key_names, keys, strict=True)),
-            COUNT: pa.array([acc[0][0] for acc in accs], pa.int64()),
-        }
-        for i, a in enumerate(self.aggs):
-            column = [acc[i + 1] for acc in accs]
-            if a.distinct:
-                assert a.arg is not None
-                out[f"d{i}"] = pa.array([list(c[0]) for c in column], pa.list_(input_schema.field(a.arg).type))
-            elif a.function == "COUNT":
-                out[f"c{i}"] = pa.array([c[0] for c in column], pa.int64())
-            elif a.function in ("SUM", "AVG"):
-                sums = [0 if c[0] is None else c[0] for c in column]
-                out[f"s{i}"] = pa.array(sums, pa.int64() if self.dtypes[f"s{i}"] == np.int64 else pa.float64())
-                out[f"n{i}"] = pa.array([c[1] for c in column], pa.int64())
-            else:
-                out[f"m{i}"] = pa.array([c[0] for c in column], a.type)
-        self.load(pa.table(out))
 
     def accumulators(self) -> list[tuple[int, tuple, Any]]:
         """All keys as per-key entries (key group, key, (accumulators, last row)): a columnar

@@ -142,6 +142,10 @@ class ColumnarState:
     keeps the rows of the subtask's key groups.
     """
 
+    # True for a state whose rows the backend's keyed state holds (RocksDB's GROUP BY rows): the
+    # backend's own checkpoints carry them, so only savepoints (canonical) write the table
+    savepoint_only = False
+
     def __init__(self, name: str) -> None:
         self.name = name
         self.tables: list[pa.Table] = []
@@ -188,7 +192,7 @@ class StateBackend(ABC):
     def snapshot_all(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
         """Keyed and columnar state: the backend's own snapshot plus Arrow files for columnar state."""
         keyed = self.snapshot(checkpoint_id, canonical)
-        columnar = {name: st.freeze() for name, st in self.columnar_states.items()}
+        columnar = {name: st.freeze() for name, st in self.columnar_states.items() if canonical or not st.savepoint_only}
 
         def write(directory: Path) -> Any:
             files = {}
