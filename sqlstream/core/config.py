@@ -135,6 +135,10 @@ KEYS: dict[str, ConfigKey] = {k.key: k for k in (
               "a source split without data this long stops holding the watermark (0: never)"),
     ConfigKey("table.exec.sink.not-null-enforcer", "ERROR", _enum("error", "drop", shown=("ERROR", "DROP")),
               "a NULL into a NOT NULL sink column: ERROR fails the job, DROP drops the row"),
+    ConfigKey("table.exec.sink.keyed-shuffle", "AUTO", _enum("auto", "none", "force", shown=("AUTO", "NONE", "FORCE")),
+              "shuffle the rows into a sink with a PRIMARY KEY by that key, so that each key's changes reach one "
+              "sink subtask in order: AUTO when the sink's parallelism differs from its input's, FORCE whenever the "
+              "sink runs in more than one subtask, NONE never"),
     ConfigKey("table.dynamic-table-options.enabled", "true", _bool,
               "whether /*+ OPTIONS(...) */ table hints are allowed"),
     ConfigKey("table.local-time-zone", "UTC", _zone,
