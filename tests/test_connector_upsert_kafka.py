@@ -141,7 +141,7 @@ def test_upsert_kafka_writes_keys_values_and_tombstones_and_reads_the_latest_row
     ]
     changes.write_text("".join(json.dumps(e) + "\n" for e in events))
     ddl = upsert_ddl("u", kafka_broker, topic) + f"""
-        CREATE TABLE changes (k STRING, c BIGINT)
+        CREATE TABLE changes (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED)
         WITH ('connector' = 'filesystem', 'path' = '{changes}', 'format' = 'debezium-json');
     """
     run_sql(ddl + "INSERT INTO u SELECT * FROM changes; SELECT 1;")
