@@ -2,13 +2,15 @@
 
 When a sink runs at another parallelism than its input ('sink.parallelism'), a forward edge would deal
 the rows round-robin to the sink's subtasks, so one key's changes would be written by several
-subtasks whose commits race: the table could end with a key's older value.  Flink (AUTO, the
+subtasks whose commits (or Kafka producers) race: the table could end with a key's older value.  Flink (AUTO, the
 default) inserts a hash exchange by the primary key there; FORCE does so whenever the sink has more
-than one subtask, NONE never.  The jobs here write real Iceberg and Delta tables and read them back.
+than one subtask, NONE never.  The jobs here write real Iceberg and Delta tables and read them back,
+and an upsert-kafka topic on a real broker (tansu).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,9 @@ from sqlstream.frontend.session import Session
 from sqlstream.planner import planner
 from sqlstream.runtime.graph import build_chains
 from tests.conftest import rows
+from tests.test_connector_upsert_kafka import messages, new_topic
+
+pytest_plugins = ("tests.kafka_broker",)
 
 # 40 rows in order, one per batch, read by one source subtask: in every block of four, key 2g is
 # written at positions 0 and 3 and key 2g+1 at positions 1 and 2, so dealt round-robin to two sink
@@ -124,3 +129,19 @@ def test_without_the_shuffle_one_keys_changes_race_across_sink_subtasks(tmp_path
           WITH ({iceberg_options(tmp_path)}, 'sink.parallelism' = '2');
         {INSERT}""")
     assert iceberg_rows(tmp_path) != EXPECTED
+
+
+def test_upsert_kafka_gets_each_keys_changes_from_one_producer_in_order(kafka_broker: str) -> None:
+    """Two sink subtasks producing one key's changes to its partition would interleave them at random; shuffled
+    by the key, one subtask writes them in order, and the topic's last message per key is the last change."""
+    topic = new_topic(kafka_broker, 2)
+    Session().execute_script(f"""{SOURCE}
+        CREATE TABLE lake (k BIGINT, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'upsert-kafka',
+          'topic' = '{topic}', 'properties.bootstrap.servers' = '{kafka_broker}', 'key.format' = 'json',
+          'value.format' = 'json', 'sink.parallelism' = '2');
+        {INSERT}""")
+    last: dict[int, int] = {}
+    for key, value in messages(kafka_broker, topic):  # partition by partition, each in offset order
+        assert key is not None and value is not None
+        last[json.loads(key)["k"]] = json.loads(value)["v"]
+    assert sorted(last.items()) == EXPECTED
