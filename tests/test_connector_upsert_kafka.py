@@ -19,6 +19,7 @@ from sqlstream.core.errors import ConnectorError, DataError, PlanError
 from sqlstream.core.tables import ColumnDef, TableDef
 from sqlstream.core.types import parse_type
 from sqlstream.frontend.session import Session
+from sqlstream.runtime.clock import ManualClock
 from sqlstream.runtime.connectors.base import SinkContext, SourceContext
 from sqlstream.runtime.connectors.registry import get_connector
 from sqlstream.runtime.elements import RowKind
@@ -374,3 +375,48 @@ def test_upsert_kafka_protobuf_key_and_value(kafka_broker: str, protobuf_classes
         1: (1, "c"), 2: (2, "b")}
     produce(kafka_broker, topic, [(pb.Event(plain=2).SerializeToString(), None)])  # a tombstone deletes key 2
     assert rows(run_sql(ddl + "SELECT * FROM u;")) == [(1, "c")]
+
+
+def test_upsert_kafka_sink_buffer_keeps_the_last_change_per_key_until_full_due_or_checkpointed(
+    kafka_broker: str,
+) -> None:
+    """Flink's sink.buffer-flush.max-rows / .interval (ReducingUpsertSink): one message per key and flush."""
+    topic = new_topic(kafka_broker)
+    columns = (ColumnDef("k", parse_type("STRING")), ColumnDef("c", parse_type("BIGINT")))
+    table = TableDef("u", columns, {
+        "connector": "upsert-kafka", "topic": topic, "properties.bootstrap.servers": kafka_broker,
+        "key.format": "json", "value.format": "json", "sink.buffer-flush.max-rows": "3",
+        "sink.buffer-flush.interval": "10 s",
+    }, primary_key=("k",))
+    schema = pa.schema([("k", pa.string()), ("c", pa.int64())])
+    clock = ManualClock()
+    writer = UPSERT.create_sink(SinkContext(table, UPSERT.validate(table), schema, updating=True, clock=clock))
+    writer.open()
+
+    def write(changes: list[tuple[str, int, int]]) -> None:
+        writer.write(pa.RecordBatch.from_pylist([{"k": k, "c": c} for k, c, _ in changes], schema=schema),
+                     pa.array([kind for _, _, kind in changes], pa.int8()))
+
+    write([("a", 1, INS), ("a", 1, UB), ("a", 2, UA), ("b", 1, INS), ("b", 1, D)])  # two keys buffered
+    writer.prepare_commit(1)  # a checkpoint writes the buffer: a's last row, b's tombstone
+    write([("c", 1, INS), ("d", 1, INS), ("c", 1, UB), ("c", 5, UA)])
+    assert len(messages(kafka_broker, topic)) == 2  # c and d wait: the buffer holds 2 of 3 keys
+    clock.advance(10_000)
+    write([("d", 7, UA)])  # the interval has passed since the last flush: written
+    writer.write(pa.RecordBatch.from_pylist([{"k": "e", "c": 1}], schema=schema), None)
+    writer.write(pa.RecordBatch.from_pylist([{"k": "f", "c": 1}, {"k": "g", "c": 1}], schema=schema), None)
+    writer.prepare_commit(2)  # e, f and g filled the buffer (max-rows 3): written when full
+    writer.close()
+    assert messages(kafka_broker, topic) == [
+        (b'{"k":"a"}', b'{"k":"a","c":2}'), (b'{"k":"b"}', None),
+        (b'{"k":"c"}', b'{"k":"c","c":5}'), (b'{"k":"d"}', b'{"k":"d","c":7}'),
+        (b'{"k":"e"}', b'{"k":"e","c":1}'), (b'{"k":"f"}', b'{"k":"f","c":1}'), (b'{"k":"g"}', b'{"k":"g","c":1}'),
+    ]
+
+
+def test_upsert_kafka_buffer_options_go_together() -> None:
+    with pytest.raises((ConnectorError, PlanError), match="'sink.buffer-flush.max-rows' and 'sink.buffer-flush.interval' "
+                                                         "must be set to be greater than zero together"):
+        run_sql("""CREATE TABLE u (k STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'upsert-kafka',
+                   'topic' = 't', 'properties.bootstrap.servers' = 'x:1', 'key.format' = 'json',
+                   'value.format' = 'json', 'sink.buffer-flush.max-rows' = '10'); SELECT * FROM u;""")

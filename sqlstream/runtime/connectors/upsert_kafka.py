@@ -33,7 +33,7 @@ counted (Flink plans the same).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import get_args
+from typing import Any, get_args
 
 import numpy as np
 import pyarrow as pa
@@ -43,8 +43,8 @@ from confluent_kafka import Message
 from sqlstream.core.connectors import option
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
-from sqlstream.runtime.connectors.base import Connector, SinkContext, SourceContext
-from sqlstream.runtime.connectors.kafka.layout import METADATA
+from sqlstream.runtime.connectors.base import Connector, SinkContext, SourceContext, conform
+from sqlstream.runtime.connectors.kafka.layout import METADATA, Headers
 from sqlstream.runtime.connectors.kafka.options import (
     MESSAGE_FORMATS,
     PROPERTIES,
@@ -84,8 +84,28 @@ class UpsertKafkaOptions(KafkaTopicOptions):
         "value.format", required=True, choices=MESSAGE_FORMATS,
         description="format of the message value (all columns, or EXCEPT_KEY the others)",
     )
+    buffer_flush_max_rows: int = option(
+        "sink.buffer-flush.max-rows", "int", default=0,
+        description="with sink.buffer-flush.interval: the sink keeps the last change per key and writes the "
+        "buffer when it holds this many keys (0: no buffer)",
+    )
+    buffer_flush_interval_ms: int = option(
+        "sink.buffer-flush.interval", "duration", default=0,
+        description="with sink.buffer-flush.max-rows: the buffer is also written this long after the last write "
+        "of it (0: no buffer)",
+    )
+
+    @property
+    def buffered(self) -> bool:
+        return self.buffer_flush_max_rows > 0
 
     def check(self, table: str) -> None:
+        if (self.buffer_flush_max_rows > 0) != (self.buffer_flush_interval_ms > 0):
+            # Flink's UpsertKafkaDynamicTableFactory.validateSinkBufferFlush
+            raise ConnectorError(
+                f"table '{table}': 'sink.buffer-flush.max-rows' and 'sink.buffer-flush.interval' must be set to be "
+                "greater than zero together to enable sink buffer flushing."
+            )
         for side, fmt in (("key", self.key_format), ("value", self.value_format)):
             if fmt not in _ROW_FORMATS:
                 # Flink's UpsertKafkaDynamicTableFactory.validateFormat
@@ -149,9 +169,60 @@ class UpsertKafkaSource(KafkaSource):
 
 
 class UpsertKafkaSink(KafkaSink):
-    """The kafka sink writing the primary key as the message key and retractions as tombstones."""
+    """The kafka sink writing the primary key as the message key and retractions as tombstones.
+
+    With 'sink.buffer-flush.max-rows' and 'sink.buffer-flush.interval' (Flink's ReducingUpsertSink) the
+    messages are reduced to the last one per key in a buffer that is written when it holds max-rows
+    keys, when a write or watermark comes the interval after the last flush, and on every checkpoint
+    and at the end of the input; fewer messages, the same latest row per key."""
 
     upsert = True
+
+    def __init__(self, ctx: SinkContext) -> None:
+        super().__init__(ctx)
+        options = UpsertKafkaOptions.from_options(ctx.options, ctx.table.name)
+        self._max_rows = options.buffer_flush_max_rows if options.buffered else 0
+        self._interval_ms = options.buffer_flush_interval_ms
+        self._clock = ctx.clock
+        # message key -> (value or None for a tombstone, timestamp, headers) of its last change
+        self._reduced: dict[bytes | None, tuple[bytes | None, int, Headers | None]] = {}
+        self._flushed_ms = self._clock.time_ms()
+
+    def write(self, batch: pa.RecordBatch, kinds: pa.Array | None) -> None:
+        if not self._max_rows:
+            super().write(batch, kinds)
+            return
+        if batch.num_rows == 0:
+            return
+        keys, values, timestamps, headers = self._encode(conform(batch, self._ctx.schema), kinds)
+        for key, value, timestamp, header in zip(keys, values, timestamps, headers, strict=True):
+            self._reduced.pop(key, None)  # a key's message goes where its last change came
+            self._reduced[key] = (value, timestamp, header)
+            if len(self._reduced) >= self._max_rows:
+                self._flush_reduced()
+        self._flush_if_due()
+
+    def on_watermark(self, timestamp: int) -> None:
+        if self._max_rows:
+            self._flush_if_due()
+
+    def prepare_commit(self, checkpoint_id: int) -> Any:
+        if self._max_rows:
+            self._flush_reduced()
+        return super().prepare_commit(checkpoint_id)
+
+    def _flush_if_due(self) -> None:
+        if self._clock.time_ms() - self._flushed_ms >= self._interval_ms:
+            self._flush_reduced()
+
+    def _flush_reduced(self) -> None:
+        self._flushed_ms = self._clock.time_ms()
+        if not self._reduced:
+            return
+        keys = list(self._reduced)
+        entries = list(self._reduced.values())
+        self._reduced.clear()
+        self._send((keys, [e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries]))
 
     @classmethod
     def read_options(cls, ctx: SinkContext) -> KafkaOptions:

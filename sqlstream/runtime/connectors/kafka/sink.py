@@ -228,7 +228,12 @@ class KafkaSink(SinkWriter):
             return
         assert self._producer is not None, "open() first"
         batch = conform(batch, self._ctx.schema)
-        keys, values, timestamps, headers = self._encode(batch, kinds)
+        self._send(self._encode(batch, kinds))
+
+    def _send(self, records: Records) -> None:
+        """Produce encoded messages (exactly-once: keep them for the checkpoint's transaction)."""
+        assert self._producer is not None, "open() first"
+        keys, values, timestamps, headers = records
         partitions = self._assign_partitions(len(values))
         if self.exactly_once:
             self._buffer.extend(zip(partitions, keys, values, timestamps, headers, strict=True))
