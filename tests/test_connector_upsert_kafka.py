@@ -420,3 +420,17 @@ def test_upsert_kafka_buffer_options_go_together() -> None:
         run_sql("""CREATE TABLE u (k STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'upsert-kafka',
                    'topic' = 't', 'properties.bootstrap.servers' = 'x:1', 'key.format' = 'json',
                    'value.format' = 'json', 'sink.buffer-flush.max-rows' = '10'); SELECT * FROM u;""")
+
+
+def test_upsert_kafka_key_fields_prefix_names_the_key_columns_without_it_in_the_key(kafka_broker: str) -> None:
+    topic = new_topic(kafka_broker)
+    ddl = f"""
+        CREATE TABLE u (k_id INT, name STRING, PRIMARY KEY (k_id) NOT ENFORCED)
+        WITH ('connector' = 'upsert-kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{kafka_broker}',
+              'key.format' = 'json', 'key.fields-prefix' = 'k_', 'value.format' = 'json',
+              'value.fields-include' = 'EXCEPT_KEY', 'scan.bounded.mode' = 'latest-offset');
+    """
+    run_sql(ddl + "INSERT INTO u VALUES (1, 'one'), (2, 'two'), (1, 'uno'); SELECT 1;")
+    assert messages(kafka_broker, topic) == [
+        (b'{"id":1}', b'{"name":"one"}'), (b'{"id":2}', b'{"name":"two"}'), (b'{"id":1}', b'{"name":"uno"}')]
+    assert rows(run_sql(ddl + "SELECT * FROM u;")) == [(1, "uno"), (2, "two")]
