@@ -268,7 +268,8 @@ class Lowering:
                 # each partition written by one sink subtask (Flink's sink.shuffle-by-partition.enable)
                 exchange = Exchange(up, "hash", tuple(names.index(k.lower()) for k in node.table.partition_keys))
             if node.table is not None and node.table.primary_key:
-                parallelism = self._keyed_shuffle(up, options)
+                connector = connector_spec(node.table.connector)
+                parallelism = self._keyed_shuffle(up, options, connector.sink_keyed_by_primary_key)
                 if parallelism is not None:
                     # each key's changes reach one sink subtask, in the order they were produced
                     exchange = Exchange(up, "hash", tuple(names.index(k.lower()) for k in node.table.primary_key))
@@ -276,16 +277,21 @@ class Lowering:
             return self.add("Sink", f"{name}{conn}", schema, [exchange], sink=spec)
         raise TypeError(node)
 
-    def _keyed_shuffle(self, up: int, options: Mapping[str, Any]) -> int | None:
+    def _keyed_shuffle(self, up: int, options: Mapping[str, Any], connector_keyed: bool) -> int | None:
         """The sink's parallelism if a sink with a PRIMARY KEY shuffles its rows by that key, else None.
 
         Flink's CommonExecSink.applyKeyBy: the sink runs at its 'sink.parallelism', else at its
         input's; AUTO shuffles when the two differ (a forward edge between them would deal one key's
         rows round-robin to several subtasks, whose writes then race), FORCE whenever the sink has
-        more than one subtask, NONE never; a sink of one subtask receives every row in order anyway."""
+        more than one subtask, NONE never; a sink of one subtask receives every row in order anyway.
+        ``connector_keyed``: the connector keys its sink's rows itself (Iceberg), at any setting."""
         input_parallelism = parallelisms(self.nodes, self.default_parallelism)[up]
         sink_parallelism = options.get("sink.parallelism") or input_parallelism
-        if sink_parallelism == 1 or self.keyed_shuffle == "none":
+        if sink_parallelism == 1:
+            return None
+        if connector_keyed:
+            return sink_parallelism
+        if self.keyed_shuffle == "none":
             return None
         if self.keyed_shuffle == "auto" and sink_parallelism == input_parallelism:
             return None
