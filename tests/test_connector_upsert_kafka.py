@@ -3,8 +3,10 @@ and the upsert-kafka connector (keys, tombstones, compaction to the latest row p
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
+import types
 import uuid
 from pathlib import Path
 
@@ -16,10 +18,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from sqlstream.core.errors import ConnectorError, DataError, PlanError
 from sqlstream.core.tables import ColumnDef, TableDef
 from sqlstream.core.types import parse_type
+from sqlstream.frontend.session import Session
+from sqlstream.runtime.clock import ManualClock
 from sqlstream.runtime.connectors.base import SinkContext, SourceContext
 from sqlstream.runtime.connectors.registry import get_connector
 from sqlstream.runtime.elements import RowKind
 from tests.conftest import run_sql
+from tests.test_format_protobuf import MODULE as PB_MODULE
+from tests.test_format_protobuf import pb as protobuf_classes  # noqa: F401 - a fixture: the message classes
 
 pytest_plugins = ("tests.kafka_broker",)
 
@@ -136,7 +142,7 @@ def test_upsert_kafka_writes_keys_values_and_tombstones_and_reads_the_latest_row
     ]
     changes.write_text("".join(json.dumps(e) + "\n" for e in events))
     ddl = upsert_ddl("u", kafka_broker, topic) + f"""
-        CREATE TABLE changes (k STRING, c BIGINT)
+        CREATE TABLE changes (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED)
         WITH ('connector' = 'filesystem', 'path' = '{changes}', 'format' = 'debezium-json');
     """
     run_sql(ddl + "INSERT INTO u SELECT * FROM changes; SELECT 1;")
@@ -216,12 +222,20 @@ def test_upsert_kafka_exactly_once_sink_commits_in_transactions(kafka_broker: st
     [
         ("CREATE TABLE u (k STRING, c BIGINT) WITH ({opts})", "require to define a PRIMARY KEY constraint"),
         ("CREATE TABLE u (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({opts}, 'key.csv.field-delimiter' = ';')",
-         "applies to format 'csv', but the table's key.format is 'json'"),
+         "applies to key format 'csv', but the table's 'key.format' is 'json'"),
         ("CREATE TABLE u (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({opts}, 'value.fields-include' = 'NONE')",
          "must be one of all, except_key"),
-        ("CREATE TABLE u (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({opts}, "
-         "'value.fields-include' = 'EXCEPT_KEY', 'value.json.ignore-parse-errors' = 'true')",
-         "'EXCEPT_KEY' cannot be combined with 'ignore-parse-errors'"),
+        ("CREATE TABLE u (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({opts}, 'key.fields-prefix' = 'k_')",
+         "a key prefix is not allowed when option 'value.fields-include' is set to 'ALL'"),
+        ("CREATE TABLE u (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({opts}, 'key.fields-prefix' = 'k_', "
+         "'value.fields-include' = 'EXCEPT_KEY')", "field 'k' is not prefixed"),
+        ("CREATE TABLE u (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'upsert-kafka', "
+         "'topic' = 't', 'properties.bootstrap.servers' = 'localhost:1', 'key.format' = 'debezium-json', "
+         "'value.format' = 'json')",
+         "'upsert-kafka' connector doesn't support 'debezium-json' as key format, because 'debezium-json' is not in "
+         "insert-only mode."),
+        ("CREATE TABLE u (k STRING, c BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ({opts}, 'key.fields' = 'k')",
+         "unknown option 'key.fields' for connector 'upsert-kafka'"),
     ],
 )
 def test_upsert_kafka_table_checks(ddl: str, message: str) -> None:
@@ -290,3 +304,133 @@ def test_upsert_sink_writes_a_retraction_upserted_again_in_its_batch_as_the_upse
         (b'{"k":"a"}', b'{"k":"a","c":1}'), (b'{"k":"b"}', b'{"k":"b","c":1}'), (b'{"k":"a"}', b'{"k":"a","c":2}'),
         (b'{"k":"b"}', None), (b'{"k":"c"}', b'{"k":"c","c":3}'), (b'{"k":"c"}', None),
     ]
+
+
+def test_upsert_kafka_metadata_columns_are_written_and_read_as_kafkas(kafka_broker: str) -> None:
+    """Flink's upsert-kafka offers the kafka connector's metadata: 'timestamp' and 'headers' are written with
+    each upsert and tombstone, and read back with 'partition' and 'offset' (a tombstone's too)."""
+    topic = new_topic(kafka_broker)
+    ddl = f"""
+        CREATE TABLE u (k STRING, c BIGINT, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
+                        h MAP<STRING, BYTES> METADATA FROM 'headers', `offset` BIGINT METADATA VIRTUAL,
+                        PRIMARY KEY (k) NOT ENFORCED)
+        WITH ('connector' = 'upsert-kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{kafka_broker}',
+              'key.format' = 'json', 'value.format' = 'json', 'scan.bounded.mode' = 'latest-offset');
+    """
+    run_sql(ddl + """INSERT INTO u VALUES
+        ('a', 1, TO_TIMESTAMP_LTZ(1700000000123, 3), MAP['trace', CAST('t-1' AS BYTES)]),
+        ('b', 2, TO_TIMESTAMP_LTZ(1700000000456, 3), CAST(NULL AS MAP<STRING, BYTES>)); SELECT 1;""")
+    consumer = Consumer({"bootstrap.servers": kafka_broker, "group.id": "raw"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got = [(m.key(), m.value(), m.timestamp()[1], m.headers()) for m in consumer.consume(2, 10)]
+    consumer.close()
+    assert got == [(b'{"k":"a"}', b'{"k":"a","c":1}', 1700000000123, [("trace", b"t-1")]),
+                   (b'{"k":"b"}', b'{"k":"b","c":2}', 1700000000456, None)]
+    producer = Producer({"bootstrap.servers": kafka_broker})
+    producer.produce(topic, key=b'{"k":"b"}', value=None, partition=0, timestamp=1700000000789,
+                     headers=[("why", b"gone")])
+    assert producer.flush(10) == 0
+    result = run_sql(ddl + "SELECT k, c, ts, h, `offset` FROM u;")
+    assert result.to_pylist() == [{"k": "a", "c": 1, "ts": datetime.datetime(2023, 11, 14, 22, 13, 20, 123000,
+                                                                            tzinfo=datetime.UTC),
+                                   "h": [("trace", b"t-1")], "offset": 0}]
+    # the source itself: the tombstone is a deletion of its key carrying its own metadata
+    session = Session()
+    session.execute_script(ddl)
+    tdef = session.catalog.get("u")
+    assert isinstance(tdef, TableDef)
+    reader = UPSERT.create_source(SourceContext(tdef, UPSERT.validate(tdef), ["k", "c", "h", "offset"]))
+    reader.open()
+    read: list[tuple[dict, int]] = []
+    deadline = time.monotonic() + 10
+    while not reader.finished:
+        assert time.monotonic() < deadline
+        batch = reader.read_batch()
+        if batch is not None:
+            read += list(zip(batch.to_pylist(), reader.current_kinds.to_pylist(), strict=True))
+    reader.close()
+    assert read == [({"k": "a", "c": 1, "h": [("trace", b"t-1")], "offset": 0}, INS),
+                    ({"k": "b", "c": 2, "h": [], "offset": 1}, INS),
+                    ({"k": "b", "c": None, "h": [("why", b"gone")], "offset": 2}, D)]
+
+
+def test_upsert_kafka_protobuf_key_and_value(kafka_broker: str, protobuf_classes: types.ModuleType) -> None:  # noqa: F811
+    """Flink allows any insert-only format for upsert-kafka's key and value, protobuf among them."""
+    topic = new_topic(kafka_broker)
+    event = f"{PB_MODULE}.Event"
+    ddl = f"""
+        CREATE TABLE u (plain INT, label STRING, PRIMARY KEY (plain) NOT ENFORCED)
+        WITH ('connector' = 'upsert-kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{kafka_broker}',
+              'key.format' = 'protobuf', 'key.protobuf.message-class-name' = '{event}',
+              'value.format' = 'protobuf', 'value.protobuf.message-class-name' = '{event}',
+              'scan.bounded.mode' = 'latest-offset');
+    """
+    run_sql(ddl + """INSERT INTO u SELECT n, MAX(w) FROM (VALUES (1, 'a'), (2, 'b'), (1, 'c')) AS t(n, w) GROUP BY n;
+                     SELECT 1;""")
+    pb = protobuf_classes
+    written = messages(kafka_broker, topic)
+    assert written and all(pb.Event.FromString(k).label == "" for k, _ in written)  # the key holds 'plain' only
+    latest = {pb.Event.FromString(k).plain: v for k, v in written}
+    assert {p: (pb.Event.FromString(v).plain, pb.Event.FromString(v).label) for p, v in latest.items()} == {
+        1: (1, "c"), 2: (2, "b")}
+    produce(kafka_broker, topic, [(pb.Event(plain=2).SerializeToString(), None)])  # a tombstone deletes key 2
+    assert rows(run_sql(ddl + "SELECT * FROM u;")) == [(1, "c")]
+
+
+def test_upsert_kafka_sink_buffer_keeps_the_last_change_per_key_until_full_due_or_checkpointed(
+    kafka_broker: str,
+) -> None:
+    """Flink's sink.buffer-flush.max-rows / .interval (ReducingUpsertSink): one message per key and flush."""
+    topic = new_topic(kafka_broker)
+    columns = (ColumnDef("k", parse_type("STRING")), ColumnDef("c", parse_type("BIGINT")))
+    table = TableDef("u", columns, {
+        "connector": "upsert-kafka", "topic": topic, "properties.bootstrap.servers": kafka_broker,
+        "key.format": "json", "value.format": "json", "sink.buffer-flush.max-rows": "3",
+        "sink.buffer-flush.interval": "10 s",
+    }, primary_key=("k",))
+    schema = pa.schema([("k", pa.string()), ("c", pa.int64())])
+    clock = ManualClock()
+    writer = UPSERT.create_sink(SinkContext(table, UPSERT.validate(table), schema, updating=True, clock=clock))
+    writer.open()
+
+    def write(changes: list[tuple[str, int, int]]) -> None:
+        writer.write(pa.RecordBatch.from_pylist([{"k": k, "c": c} for k, c, _ in changes], schema=schema),
+                     pa.array([kind for _, _, kind in changes], pa.int8()))
+
+    write([("a", 1, INS), ("a", 1, UB), ("a", 2, UA), ("b", 1, INS), ("b", 1, D)])  # two keys buffered
+    writer.prepare_commit(1)  # a checkpoint writes the buffer: a's last row, b's tombstone
+    write([("c", 1, INS), ("d", 1, INS), ("c", 1, UB), ("c", 5, UA)])
+    assert len(messages(kafka_broker, topic)) == 2  # c and d wait: the buffer holds 2 of 3 keys
+    clock.advance(10_000)
+    write([("d", 7, UA)])  # the interval has passed since the last flush: written
+    writer.write(pa.RecordBatch.from_pylist([{"k": "e", "c": 1}], schema=schema), None)
+    writer.write(pa.RecordBatch.from_pylist([{"k": "f", "c": 1}, {"k": "g", "c": 1}], schema=schema), None)
+    writer.prepare_commit(2)  # e, f and g filled the buffer (max-rows 3): written when full
+    writer.close()
+    assert messages(kafka_broker, topic) == [
+        (b'{"k":"a"}', b'{"k":"a","c":2}'), (b'{"k":"b"}', None),
+        (b'{"k":"c"}', b'{"k":"c","c":5}'), (b'{"k":"d"}', b'{"k":"d","c":7}'),
+        (b'{"k":"e"}', b'{"k":"e","c":1}'), (b'{"k":"f"}', b'{"k":"f","c":1}'), (b'{"k":"g"}', b'{"k":"g","c":1}'),
+    ]
+
+
+def test_upsert_kafka_buffer_options_go_together() -> None:
+    with pytest.raises((ConnectorError, PlanError), match="'sink.buffer-flush.max-rows' and 'sink.buffer-flush.interval' "
+                                                         "must be set to be greater than zero together"):
+        run_sql("""CREATE TABLE u (k STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'upsert-kafka',
+                   'topic' = 't', 'properties.bootstrap.servers' = 'x:1', 'key.format' = 'json',
+                   'value.format' = 'json', 'sink.buffer-flush.max-rows' = '10'); SELECT * FROM u;""")
+
+
+def test_upsert_kafka_key_fields_prefix_names_the_key_columns_without_it_in_the_key(kafka_broker: str) -> None:
+    topic = new_topic(kafka_broker)
+    ddl = f"""
+        CREATE TABLE u (k_id INT, name STRING, PRIMARY KEY (k_id) NOT ENFORCED)
+        WITH ('connector' = 'upsert-kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{kafka_broker}',
+              'key.format' = 'json', 'key.fields-prefix' = 'k_', 'value.format' = 'json',
+              'value.fields-include' = 'EXCEPT_KEY', 'scan.bounded.mode' = 'latest-offset');
+    """
+    run_sql(ddl + "INSERT INTO u VALUES (1, 'one'), (2, 'two'), (1, 'uno'); SELECT 1;")
+    assert messages(kafka_broker, topic) == [
+        (b'{"id":1}', b'{"name":"one"}'), (b'{"id":2}', b'{"name":"two"}'), (b'{"id":1}', b'{"name":"uno"}')]
+    assert rows(run_sql(ddl + "SELECT * FROM u;")) == [(1, "uno"), (2, "two")]

@@ -135,6 +135,18 @@ KEYS: dict[str, ConfigKey] = {k.key: k for k in (
               "a source split without data this long stops holding the watermark (0: never)"),
     ConfigKey("table.exec.sink.not-null-enforcer", "ERROR", _enum("error", "drop", shown=("ERROR", "DROP")),
               "a NULL into a NOT NULL sink column: ERROR fails the job, DROP drops the row"),
+    ConfigKey("table.exec.sink.keyed-shuffle", "AUTO", _enum("auto", "none", "force", shown=("AUTO", "NONE", "FORCE")),
+              "shuffle the rows into a sink with a PRIMARY KEY by that key, so that each key's changes reach one "
+              "sink subtask in order: AUTO when the sink's parallelism differs from its input's, FORCE whenever the "
+              "sink runs in more than one subtask, NONE never"),
+    ConfigKey("table.exec.sink.upsert-materialize", "AUTO", _enum("auto", "none", "force", refused={
+        "force": "'FORCE' materializes the input of every upsert sink (Flink's SinkUpsertMaterializer), which "
+                 "sqlstream does not have; use AUTO or NONE"}, shown=("AUTO", "NONE", "FORCE")),
+              "AUTO: an updating query keyed by other columns than its sink's PRIMARY KEY is refused "
+              "(see table.exec.sink.require-on-conflict); NONE: its changes are written as they arrive"),
+    ConfigKey("table.exec.sink.require-on-conflict", "true", _bool,
+              "an updating query keyed by other columns than its sink's PRIMARY KEY needs ON CONFLICT (Flink 2.3); "
+              "false: Flink materializes its changes, which sqlstream refuses"),
     ConfigKey("table.dynamic-table-options.enabled", "true", _bool,
               "whether /*+ OPTIONS(...) */ table hints are allowed"),
     ConfigKey("table.local-time-zone", "UTC", _zone,
@@ -175,7 +187,6 @@ NO_EFFECT: dict[str, str] = {
     "state.backend.incremental": "checkpoints are full snapshots",
     "sql-client.execution.max-table-result.rows": "the shell keeps every row",
     "table.display.max-column-width": "the shell shows whole values",
-    "table.exec.sink.upsert-materialize": "sinks are written as the changelog arrives",
     "table.exec.source.cdc-events-duplicate": "changelog sources are not deduplicated",
     "table.generated-code.max-length": "sqlstream generates no code",
 }

@@ -185,6 +185,9 @@ class ConnectorSpec:
     changelog: Callable[[TableDef], str] | None = None
     # metadata keys for METADATA columns; none: the connector refuses metadata columns
     metadata: Mapping[str, MetadataKey] = field(default_factory=dict)
+    # the sink distributes its rows by the table's PRIMARY KEY itself, whatever
+    # 'table.exec.sink.keyed-shuffle' says (Iceberg's FlinkSink keys rows by its equality fields)
+    sink_keyed_by_primary_key: bool = False
     _by_key: dict[str, Option] = field(init=False, repr=False)
 
     @property

@@ -49,6 +49,9 @@ class SinkSpec:
     options: dict[str, Any]
     schema: pa.Schema
     updating: bool
+    # set when the rows are shuffled by the table's PRIMARY KEY (Flink's table.exec.sink.keyed-shuffle):
+    # the parallelism the sink had before, which a hash input would otherwise replace by the default
+    parallelism: int | None = None
 
 
 @dataclass(frozen=True)
@@ -359,3 +362,33 @@ class Dataflow:
             )
             lines.append(f"#{n.id} {n.name}: {n.describe()}" + (f"  ({ins})" if ins else ""))
         return "\n".join(lines)
+
+
+def parallelism_of(node: PhysicalNode, default: int) -> int:
+    """A node's subtask count: ``default`` is ``parallelism.default``, or the upstream's for a node
+    behind a forward edge (which keeps the upstream's parallelism, as Flink's forward partitioner)."""
+    if node.source is not None and node.source.values is not None:
+        return 1
+    if node.source is not None and node.source.options.get("scan.parallelism"):
+        return node.source.options["scan.parallelism"]
+    if node.sink is not None and node.sink.table is None:
+        return 1  # the client reads one ordered stream
+    if node.sink is not None and node.sink.options.get("sink.parallelism"):
+        return node.sink.options["sink.parallelism"]
+    if node.sink is not None and node.sink.parallelism is not None:
+        return node.sink.parallelism
+    if any(e.mode == "hash" and not e.keys for e in node.inputs):
+        return 1  # a global aggregation
+    return default
+
+
+def parallelisms(nodes: list[PhysicalNode], default: int) -> dict[int, int]:
+    """Every node's subtask count (``nodes`` in topological order); the planner asks it where a
+    decision depends on parallelism (a sink's keyed shuffle), the runtime builds its chains by it."""
+    par: dict[int, int] = {}
+    for n in nodes:
+        inherited = default
+        if len(n.inputs) == 1 and n.inputs[0].mode == "forward":
+            inherited = par[n.inputs[0].upstream]
+        par[n.id] = parallelism_of(n, inherited)
+    return par

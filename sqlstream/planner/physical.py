@@ -19,6 +19,7 @@ from sqlstream.core.aggregates import (
     group_agg_columnar_rows,
     window_agg_columnar,
 )
+from sqlstream.core.config import setting
 from sqlstream.core.connectors import connector_spec
 from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import PlanError
@@ -51,6 +52,7 @@ from sqlstream.core.physical import (
     WindowJoinConfig,
     WindowRankConfig,
     WindowTVFConfig,
+    parallelisms,
 )
 from sqlstream.core.state_backends import capabilities
 from sqlstream.core.tables import TableDef
@@ -113,6 +115,8 @@ class Lowering:
                 "is not one of ERROR, DROP"
             )
         self.not_null_enforcer = enforcer
+        self.default_parallelism: int = setting(settings, "parallelism.default")
+        self.keyed_shuffle: str = setting(settings, "table.exec.sink.keyed-shuffle")
 
     def add(self, name: str, detail: str, schema: pa.Schema, inputs: list[Exchange],
             config: OperatorConfig | None = None, **kw: Any) -> int:
@@ -259,12 +263,39 @@ class Lowering:
             name = node.table.name if node.table else "<client>"
             conn = f" [{node.table.connector}]" if node.table else ""
             exchange = Exchange(up)
+            names = [n.lower() for n in node.input.schema.names]
             if node.table is not None and node.table.partition_keys and options.get("sink.shuffle-by-partition.enable"):
                 # each partition written by one sink subtask (Flink's sink.shuffle-by-partition.enable)
-                names = [n.lower() for n in node.input.schema.names]
                 exchange = Exchange(up, "hash", tuple(names.index(k.lower()) for k in node.table.partition_keys))
+            if node.table is not None and node.table.primary_key:
+                connector = connector_spec(node.table.connector)
+                parallelism = self._keyed_shuffle(up, options, connector.sink_keyed_by_primary_key)
+                if parallelism is not None:
+                    # each key's changes reach one sink subtask, in the order they were produced
+                    exchange = Exchange(up, "hash", tuple(names.index(k.lower()) for k in node.table.primary_key))
+                    spec.parallelism = parallelism
             return self.add("Sink", f"{name}{conn}", schema, [exchange], sink=spec)
         raise TypeError(node)
+
+    def _keyed_shuffle(self, up: int, options: Mapping[str, Any], connector_keyed: bool) -> int | None:
+        """The sink's parallelism if a sink with a PRIMARY KEY shuffles its rows by that key, else None.
+
+        Flink's CommonExecSink.applyKeyBy: the sink runs at its 'sink.parallelism', else at its
+        input's; AUTO shuffles when the two differ (a forward edge between them would deal one key's
+        rows round-robin to several subtasks, whose writes then race), FORCE whenever the sink has
+        more than one subtask, NONE never; a sink of one subtask receives every row in order anyway.
+        ``connector_keyed``: the connector keys its sink's rows itself (Iceberg), at any setting."""
+        input_parallelism = parallelisms(self.nodes, self.default_parallelism)[up]
+        sink_parallelism = options.get("sink.parallelism") or input_parallelism
+        if sink_parallelism == 1:
+            return None
+        if connector_keyed:
+            return sink_parallelism
+        if self.keyed_shuffle == "none":
+            return None
+        if self.keyed_shuffle == "auto" and sink_parallelism == input_parallelism:
+            return None
+        return sink_parallelism
 
     def _enforce_not_null(self, up: int, table: TableDef, schema: pa.Schema) -> int:
         """A ConstraintEnforcer before a sink with NOT NULL columns, as Flink plans one."""

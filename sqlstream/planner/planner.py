@@ -168,7 +168,7 @@ def dataflow(roots: list[Sink], settings: Mapping[str, str] | None = None) -> tu
     optimized = [optimize(r) for r in roots]
     lowering = Lowering(settings)
     for r in optimized:
-        check_sink(r)  # type: ignore[arg-type]
+        check_sink(r, settings)  # type: ignore[arg-type]
         lowering.lower(r)
     return optimized, Dataflow(lowering.nodes)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from sqlstream.core.physical import Dataflow, PhysicalNode
+from sqlstream.core.physical import Dataflow, PhysicalNode, parallelisms
 
 
 @dataclass
@@ -68,28 +68,9 @@ def node_uids(flow: Dataflow) -> dict[int, str]:
     return uids
 
 
-def parallelism_of(node: PhysicalNode, default: int) -> int:
-    if node.source is not None and node.source.values is not None:
-        return 1
-    if node.source is not None and node.source.options.get("scan.parallelism"):
-        return node.source.options["scan.parallelism"]
-    if node.sink is not None and node.sink.table is None:
-        return 1  # the client reads one ordered stream
-    if node.sink is not None and node.sink.options.get("sink.parallelism"):
-        return node.sink.options["sink.parallelism"]
-    if any(e.mode == "hash" and not e.keys for e in node.inputs):
-        return 1  # a global aggregation
-    return default
-
-
 def build_chains(flow: Dataflow, default_parallelism: int) -> list[Chain]:
     uids = node_uids(flow)
-    par: dict[int, int] = {}
-    for n in flow.nodes:  # topological: a forward edge keeps the upstream's parallelism
-        inherited = default_parallelism
-        if len(n.inputs) == 1 and n.inputs[0].mode == "forward":
-            inherited = par[n.inputs[0].upstream]
-        par[n.id] = parallelism_of(n, inherited)
+    par = parallelisms(flow.nodes, default_parallelism)
     consumers: dict[int, list[int]] = {n.id: [] for n in flow.nodes}
     for n in flow.nodes:
         for e in n.inputs:

@@ -369,6 +369,9 @@ def _canonical(arr: pa.Array) -> pa.Array:
     if pa.types.is_list(t):
         lists = _lists(_lengths(arr), _canonical_part(_values(arr)), pa.list_(pa.string()), arr)
         return pc.binary_join_element_wise("[", pc.binary_join(lists, ","), "]", "")
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        # BYTES compare byte by byte: read as text unchecked (no UTF-8 needed), quoted as a string
+        return _canonical(arr.view(pa.large_string() if pa.types.is_large_binary(t) else pa.string()))
     if is_string(t):
         escaped = pc.replace_substring(pc.replace_substring(arr, "\\", "\\\\"), '"', '\\"')
         return pc.binary_join_element_wise('"', escaped, '"', "")

@@ -2,8 +2,16 @@
 
 The table's primary key columns are the message key (``key.format``), every
 column is the message value (``value.format``, Flink's ``value.fields-include
-= ALL``), or with ``EXCEPT_KEY`` only the other columns.  Format options take the key's or the value's prefix, as in Flink:
-``'key.json.ignore-parse-errors'``, ``'value.csv.field-delimiter'``.
+= ALL``), or with ``EXCEPT_KEY`` only the other columns (then ``key.fields-prefix``
+may name the key columns with a prefix the key format drops).  Key and value are
+any format whose messages are rows (csv, json, avro, raw, protobuf), not a
+changelog format, as Flink checks.  Format options take the key's or the value's
+prefix, as in Flink: ``'key.json.ignore-parse-errors'``, ``'value.csv.field-delimiter'``.
+The options both connectors have are declared once
+(:class:`~sqlstream.runtime.connectors.kafka.options.KafkaTopicOptions`), and rows
+map to records through the kafka connector's layout, so METADATA columns
+(``timestamp``, ``headers``, ``topic``, ``partition``, ``offset``, ...) read and
+write as they do there (Flink builds both connectors' sources and sinks alike).
 
 Sink: +I and +U rows are written as their key and value, -U and -D rows as a
 tombstone (the key with a null value), as Flink's upsert serialization does,
@@ -15,7 +23,7 @@ the kafka sink's (:mod:`sqlstream.runtime.connectors.kafka`).
 
 Source: reads the topic from its earliest offset (no other startup mode, as
 in Flink) through the kafka source; a message with a value is an upsert of its
-key, a tombstone a deletion (its non-key columns NULL).  That is an upsert
+key, a tombstone a deletion (its non-key columns NULL, its metadata read).  That is an upsert
 changelog: the planner puts a ChangelogNormalize, keyed by the primary key,
 after the source, which keeps the latest row per key and turns the upserts
 into +I / -U +U / -D, so a GROUP BY downstream retracts exactly what it
@@ -24,7 +32,6 @@ counted (Flink plans the same).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, get_args
 
@@ -33,28 +40,30 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Message
 
-from sqlstream.core.connectors import ConnectorOptions, Option, option, option_group
-from sqlstream.core.errors import ConnectorError, DataError
+from sqlstream.core.connectors import option
+from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
-from sqlstream.runtime.connectors.base import Connector, SinkContext, SourceContext
+from sqlstream.runtime.connectors.base import Connector, SinkContext, SourceContext, conform
+from sqlstream.runtime.connectors.kafka.layout import METADATA, Headers
 from sqlstream.runtime.connectors.kafka.options import (
-    KEY_FORMATS,
+    MESSAGE_FORMATS,
     PROPERTIES,
-    BoundedMode,
-    DeliveryGuarantee,
+    KafkaKeyFormat,
     KafkaOptions,
-    KeyFormat,
-    check_properties,
-    text_format,
+    KafkaTopicOptions,
+    MessageFormat,
+    check_given_options,
+    record_layout,
 )
-from sqlstream.runtime.connectors.kafka.sink import KafkaSink
+from sqlstream.runtime.connectors.kafka.sink import KafkaSink, Records
 from sqlstream.runtime.connectors.kafka.source import KafkaSource
 from sqlstream.runtime.elements import RowKind
-from sqlstream.runtime.formats import Locate, TextFormat, format_options
+from sqlstream.runtime.formats import Locate
 
-_TEXT_FORMAT_OPTIONS: tuple[Option, ...] = (*format_options("csv"), *format_options("json"))
 _DELETE = int(RowKind.DELETE)
 _RETRACTIONS = pa.array([int(RowKind.UPDATE_BEFORE), _DELETE], pa.int8())
+# formats whose messages are rows (Flink: insert-only); a changelog format is refused for either side
+_ROW_FORMATS: tuple[str, ...] = get_args(KafkaKeyFormat)
 
 _PRIMARY_KEY_REQUIRED = (
     "'upsert-kafka' tables require to define a PRIMARY KEY constraint. The PRIMARY KEY specifies which columns "
@@ -63,88 +72,61 @@ _PRIMARY_KEY_REQUIRED = (
 )
 
 
-def _prefixed(prefix: str) -> tuple[Option, ...]:
-    return tuple(
-        Option(prefix + o.key, o.type, o.required, o.default, o.choices, o.description) for o in _TEXT_FORMAT_OPTIONS
-    )
-
-
-def _unprefixed(options: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    return {k[len(prefix):]: v for k, v in options.items() if k.startswith(prefix)}
-
-
 @dataclass(frozen=True)
-class UpsertKafkaOptions(ConnectorOptions):
-    """What an upsert-kafka source or sink is configured with ('properties.*' client settings aside)."""
+class UpsertKafkaOptions(KafkaTopicOptions):
+    """What an upsert-kafka source or sink is configured with ('properties.*' client settings aside):
+    the options shared with 'kafka', and its key and value formats, both required."""
 
-    topic: str = option("topic", required=True, description="the Kafka topic to read or write")
-    bootstrap_servers: str = option(
-        "properties.bootstrap.servers", required=True, description="Kafka brokers, e.g. 'localhost:9092'"
+    key_format: MessageFormat = option(
+        "key.format", required=True, choices=MESSAGE_FORMATS, description="format of the message key (the primary key)"
     )
-    key_format: KeyFormat = option(
-        "key.format", required=True, choices=KEY_FORMATS, description="format of the message key (the primary key)"
+    value_format: MessageFormat = option(
+        "value.format", required=True, choices=MESSAGE_FORMATS,
+        description="format of the message value (all columns, or EXCEPT_KEY the others)",
     )
-    value_format: KeyFormat = option(
-        "value.format", required=True, choices=KEY_FORMATS, description="format of the message value (all columns)"
+    buffer_flush_max_rows: int = option(
+        "sink.buffer-flush.max-rows", "int", default=0,
+        description="with sink.buffer-flush.interval: the sink keeps the last change per key and writes the "
+        "buffer when it holds this many keys (0: no buffer)",
     )
-    key_format_options: Mapping[str, Any] = option_group(_prefixed("key."))
-    value_format_options: Mapping[str, Any] = option_group(_prefixed("value."))
-    value_fields_include: str = option(
-        "value.fields-include",
-        default="all",
-        choices=("all", "except_key"),
-        description="ALL: the value holds every column; EXCEPT_KEY: only the columns outside the primary key",
-    )
-    bounded_mode: BoundedMode = option(
-        "scan.bounded.mode",
-        default="unbounded",
-        choices=get_args(BoundedMode),
-        description="latest-offset: each partition stops at its end offset when reading starts",
-    )
-    idle_timeout_ms: int | None = option(
-        "scan.watermark.idle-timeout",
-        "duration",
-        description="a partition without records for this long does not hold back the watermark",
-    )
-    delivery_guarantee: DeliveryGuarantee = option(
-        "sink.delivery-guarantee",
-        default="at-least-once",
-        choices=get_args(DeliveryGuarantee),
-        description="none, at-least-once (flush on checkpoints) or exactly-once (transactions)",
-    )
-    transactional_id_prefix: str | None = option(
-        "sink.transactional-id-prefix",
-        description="exactly-once: prefix of the transactional ids '<prefix>-<subtask>' (unique per job)",
-    )
-    commit_marker_topic: str | None = option(
-        "sink.commit-marker-topic",
-        description="exactly-once: topic of the commit markers (default '<topic>.__sqlstream_commits')",
+    buffer_flush_interval_ms: int = option(
+        "sink.buffer-flush.interval", "duration", default=0,
+        description="with sink.buffer-flush.max-rows: the buffer is also written this long after the last write "
+        "of it (0: no buffer)",
     )
 
     @property
-    def except_key(self) -> bool:
-        return self.value_fields_include == "except_key"
+    def buffered(self) -> bool:
+        return self.buffer_flush_max_rows > 0
 
     def check(self, table: str) -> None:
-        if self.except_key and any(
-            v for k, v in (*self.key_format_options.items(), *self.value_format_options.items())
-            if k.endswith("ignore-parse-errors")
-        ):
-            # a key and a value skipped apart would pair the wrong halves of two messages
+        if (self.buffer_flush_max_rows > 0) != (self.buffer_flush_interval_ms > 0):
+            # Flink's UpsertKafkaDynamicTableFactory.validateSinkBufferFlush
             raise ConnectorError(
-                f"table '{table}': 'value.fields-include' = 'EXCEPT_KEY' cannot be combined with "
-                "'ignore-parse-errors' of the key or value format"
+                f"table '{table}': 'sink.buffer-flush.max-rows' and 'sink.buffer-flush.interval' must be set to be "
+                "greater than zero together to enable sink buffer flushing."
             )
+        for side, fmt in (("key", self.key_format), ("value", self.value_format)):
+            if fmt not in _ROW_FORMATS:
+                # Flink's UpsertKafkaDynamicTableFactory.validateFormat
+                raise ConnectorError(
+                    f"table '{table}': 'upsert-kafka' connector doesn't support '{fmt}' as {side} format, "
+                    f"because '{fmt}' is not in insert-only mode."
+                )
 
     def kafka(self, table: TableDef) -> KafkaOptions:
-        """The kafka connector's options that read and write this table's messages."""
+        """The kafka connector's options that read and write this table's records: its key fields are
+        the primary key, and reading starts at the earliest offset (Flink: always, for data integrity)."""
         options = KafkaOptions(
             topic=self.topic,
             bootstrap_servers=self.bootstrap_servers,
-            format=self.value_format,
-            format_options=_unprefixed(self.value_format_options, "value."),
+            value_format=self.value_format,
+            value_format_options=self.value_format_options,
             key_format=self.key_format,
+            key_format_options=self.key_format_options,
             key_fields=tuple(table.primary_key),
+            key_fields_prefix=self.key_fields_prefix,
+            value_fields_include=self.value_fields_include,
             bounded_mode=self.bounded_mode,
             idle_timeout_ms=self.idle_timeout_ms,
             delivery_guarantee=self.delivery_guarantee,
@@ -155,31 +137,10 @@ class UpsertKafkaOptions(ConnectorOptions):
         return options
 
 
-def _key_format(table: TableDef, options: UpsertKafkaOptions) -> TextFormat:
-    schema = table.physical_schema
-    key_schema = pa.schema([schema.field(k) for k in table.primary_key])
-    return text_format(
-        options.key_format, key_schema, _unprefixed(options.key_format_options, "key."), None, table.name
-    )
-
-
 class UpsertKafkaSource(KafkaSource):
     """The kafka source reading values as upserts and tombstones as deletions of their key."""
 
-    def __init__(self, ctx: SourceContext) -> None:
-        super().__init__(ctx)
-        options = UpsertKafkaOptions.from_options(ctx.options, ctx.table.name)
-        self._keys = _key_format(ctx.table, options)
-        self._schema = ctx.schema
-        self._except_key = options.except_key
-        if self._except_key:  # the value holds the other columns: its format decodes only those
-            key = set(ctx.table.primary_key)
-            physical = ctx.table.physical_schema
-            value_schema = pa.schema([f for f in physical if f.name not in key])
-            value_columns = [c for c in ctx.columns if c not in key]
-            self._format = text_format(options.value_format, value_schema,
-                                       _unprefixed(options.value_format_options, "value."), value_columns,
-                                       ctx.table.name)
+    upsert = True
 
     @classmethod
     def read_options(cls, ctx: SourceContext) -> KafkaOptions:
@@ -197,63 +158,80 @@ class UpsertKafkaSource(KafkaSource):
             run = messages[start:end]
             locate = _shifted(where, start)
             if tombstone[start]:
-                batch = self._deletions(run, locate)
+                batch = self._layout.decode_deletions(run, locate)
                 kinds.append(np.full(batch.num_rows, _DELETE, dtype=np.int8))
             else:
-                batch = self._upserts(run, locate)
+                batch = self._layout.decode(run, locate)
                 kinds.append(np.zeros(batch.num_rows, dtype=np.int8))
             batches.append(batch)
         batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
         return batch, pa.array(np.concatenate(kinds), pa.int8())
 
-    def _upserts(self, run: list[Message], locate: Locate) -> pa.RecordBatch:
-        """Messages with a value -> rows (EXCEPT_KEY: the key columns from the message key)."""
-        values = self._format.decode_messages([m.value() or b"" for m in run], locate)
-        if not self._except_key:
-            return values
-        keys = self._keys.decode_messages([m.key() or b"" for m in run], lambda i: f"{locate(i)} (key)")
-        if keys.num_rows != values.num_rows:
-            raise DataError(
-                f"table '{self._table}': {locate(0)}: of {len(run)} messages {keys.num_rows} have a key and "
-                f"{values.num_rows} a value ('value.fields-include' = 'EXCEPT_KEY' needs both in every message)"
-            )
-        return _assemble(self._schema, [keys, values], values.num_rows)
-
-    def _deletions(self, run: list[Message], locate: Locate) -> pa.RecordBatch:
-        """Tombstones -> rows of their key columns, the others NULL (a tombstone without key deletes nothing)."""
-        keyed = [i for i, m in enumerate(run) if m.key()]
-        keys = self._keys.decode_messages([run[i].key() for i in keyed], lambda i: f"{locate(keyed[i])} (key)")
-        return _assemble(self._schema, [keys], keys.num_rows)
-
-    @property
-    def parse_errors(self) -> int:
-        return super().parse_errors + self._keys.parse_errors
-
 
 class UpsertKafkaSink(KafkaSink):
-    """The kafka sink writing the primary key as the message key and retractions as tombstones."""
+    """The kafka sink writing the primary key as the message key and retractions as tombstones.
+
+    With 'sink.buffer-flush.max-rows' and 'sink.buffer-flush.interval' (Flink's ReducingUpsertSink) the
+    messages are reduced to the last one per key in a buffer that is written when it holds max-rows
+    keys, when a write or watermark comes the interval after the last flush, and on every checkpoint
+    and at the end of the input; fewer messages, the same latest row per key."""
+
+    upsert = True
 
     def __init__(self, ctx: SinkContext) -> None:
         super().__init__(ctx)
         options = UpsertKafkaOptions.from_options(ctx.options, ctx.table.name)
-        self._key_format = _key_format(ctx.table, options)
-        key = set(ctx.table.primary_key)
-        # EXCEPT_KEY: the value holds only the columns outside the primary key
-        self._value_columns = [n for n in ctx.schema.names if n not in key] if options.except_key else None
+        self._max_rows = options.buffer_flush_max_rows if options.buffered else 0
+        self._interval_ms = options.buffer_flush_interval_ms
+        self._clock = ctx.clock
+        # message key -> (value or None for a tombstone, timestamp, headers) of its last change
+        self._reduced: dict[bytes | None, tuple[bytes | None, int, Headers | None]] = {}
+        self._flushed_ms = self._clock.time_ms()
+
+    def write(self, batch: pa.RecordBatch, kinds: pa.Array | None) -> None:
+        if not self._max_rows:
+            super().write(batch, kinds)
+            return
+        if batch.num_rows == 0:
+            return
+        keys, values, timestamps, headers = self._encode(conform(batch, self._ctx.schema), kinds)
+        for key, value, timestamp, header in zip(keys, values, timestamps, headers, strict=True):
+            self._reduced.pop(key, None)  # a key's message goes where its last change came
+            self._reduced[key] = (value, timestamp, header)
+            if len(self._reduced) >= self._max_rows:
+                self._flush_reduced()
+        self._flush_if_due()
+
+    def on_watermark(self, timestamp: int) -> None:
+        if self._max_rows:
+            self._flush_if_due()
+
+    def prepare_commit(self, checkpoint_id: int) -> Any:
+        if self._max_rows:
+            self._flush_reduced()
+        return super().prepare_commit(checkpoint_id)
+
+    def _flush_if_due(self) -> None:
+        if self._clock.time_ms() - self._flushed_ms >= self._interval_ms:
+            self._flush_reduced()
+
+    def _flush_reduced(self) -> None:
+        self._flushed_ms = self._clock.time_ms()
+        if not self._reduced:
+            return
+        keys = list(self._reduced)
+        entries = list(self._reduced.values())
+        self._reduced.clear()
+        self._send((keys, [e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries]))
 
     @classmethod
     def read_options(cls, ctx: SinkContext) -> KafkaOptions:
         return UpsertKafkaOptions.from_options(ctx.options, ctx.table.name).kafka(ctx.table)
 
-    def _encode(
-        self, batch: pa.RecordBatch, kinds: pa.Array | None
-    ) -> tuple[list[bytes | None], list[bytes | None], list[int]]:
-        assert self._key_format is not None
-        keys: list[bytes | None] = list(self._key_format.encode_messages(batch.select(self._key_fields)))
-        value_batch = batch if self._value_columns is None else batch.select(self._value_columns)
-        values: list[bytes | None] = list(self._format.encode_messages(value_batch))
+    def _encode(self, batch: pa.RecordBatch, kinds: pa.Array | None) -> Records:
+        keys, values, timestamps, headers = super()._encode(batch, None)  # the formats write rows, not changes
         if kinds is None:
-            return keys, values, [0] * len(values)
+            return keys, values, timestamps, headers
         retracted = np.asarray(pc.is_in(kinds, _RETRACTIONS).to_numpy(zero_copy_only=False)).tolist()
         # A retraction followed in the batch by an upsert of its key is superseded by it: no tombstone,
         # as Flink writes an aggregation's -U/+U into an upsert sink keyed by the group key (+U only).
@@ -268,17 +246,9 @@ class UpsertKafkaSink(KafkaSink):
                 keep.append(i)
         keep.reverse()
         if len(keep) == len(values):
-            return keys, values, [0] * len(values)
-        return [keys[i] for i in keep], [values[i] for i in keep], [0] * len(keep)
-
-
-def _assemble(schema: pa.Schema, parts: list[pa.RecordBatch], rows: int) -> pa.RecordBatch:
-    """A batch of ``schema`` taking each column from the first part that has it, NULL otherwise."""
-    arrays = []
-    for f in schema:
-        found = next((p.column(p.schema.get_field_index(f.name)) for p in parts if f.name in p.schema.names), None)
-        arrays.append(found if found is not None else pa.nulls(rows, f.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+            return keys, values, timestamps, headers
+        return ([keys[i] for i in keep], [values[i] for i in keep], [timestamps[i] for i in keep],
+                [headers[i] for i in keep])
 
 
 def _shifted(where: Locate, start: int) -> Locate:
@@ -300,28 +270,11 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
     missing = [k for k in table.primary_key if physical.get_field_index(k) < 0]
     if missing:
         raise ConnectorError(f"table '{name}': the primary key column '{missing[0]}' is not a physical column")
-    check_properties(name, given)
-    for side in ("key", "value"):
-        if given.get(f"{side}.csv.header", "false").lower() == "true":
-            raise ConnectorError(
-                f"table '{name}': '{side}.csv.header' does not apply to Kafka messages (one record each)"
-            )
-    for side in ("key", "value"):
-        fmt = given.get(f"{side}.format", "").lower()
-        for key in given:
-            parts = key.split(".")
-            if len(parts) > 2 and parts[0] == side and parts[1] in KEY_FORMATS and parts[1] != fmt:
-                raise ConnectorError(
-                    f"table '{name}': option '{key}' applies to format '{parts[1]}', "
-                    f"but the table's {side}.format is '{fmt}'"
-                )
-    typed = UpsertKafkaOptions.from_options(
-        {o.key: o.convert(given[o.key], name) if o.key in given else o.default
-         for o in UpsertKafkaOptions.declared()},
-        name,
-    )
-    _key_format(table, typed)
-    text_format(typed.value_format, physical, _unprefixed(typed.value_format_options, "value."), None, name)
+    check_given_options(name, given)
+    declared = {o.key: o for o in UpsertKafkaOptions.declared()}
+    typed = {k: declared[k].convert(v, name) for k, v in given.items() if k in declared}
+    # building the layout checks the formats' options and the column types they support
+    record_layout(UpsertKafkaOptions.from_options(typed, name).kafka(table), table, upsert=True)
 
 
 CONNECTOR = Connector(
@@ -333,6 +286,7 @@ CONNECTOR = Connector(
     accepts_updates=True,
     prefixes=(PROPERTIES,),
     validate_extra=validate_table,
+    metadata=METADATA,
     changelog=changelog_mode,
     description="a Kafka topic as the latest row per PRIMARY KEY: keys and values, deletions as tombstones",
 )

@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sqlstream.core.functions.collections import nested_equal
+from sqlstream.core.types import is_nested
 from sqlstream.runtime.elements import Chunk, RowKind
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.rank import build_batch, group_rows, python_rows
@@ -63,7 +65,9 @@ class ChangelogNormalizeOperator(Operator):
             previous = both.take(pa.array(np.where(has_before, before, 0)))
             same = has_before.copy()
             for a, b in zip(previous.columns, rows.columns, strict=True):
-                equal = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b)))
+                # ARRAY, MAP and ROW values (a Kafka 'headers' map) compare by value, as Flink's equaliser
+                values_equal = nested_equal(a, b) if is_nested(a.type) else pc.equal(a, b)
+                equal = pc.or_(pc.fill_null(values_equal, False), pc.and_(pc.is_null(a), pc.is_null(b)))
                 same &= equal.to_numpy(zero_copy_only=False)
         inserted = adds & ~has_before
         updated = adds & has_before & ~same

@@ -31,6 +31,11 @@ TIME to ``time`` (Iceberg's are in microseconds), NOT NULL columns to required f
 and the ``PRIMARY KEY`` columns to the table's (required) identifier fields, as Flink's
 Iceberg catalog does.
 
+Rows into a table with a PRIMARY KEY reach the sink hash-partitioned by it at any
+parallelism, as Iceberg's FlinkSink keys them by the equality fields (write.distribution-mode
+'none', the default, and an unpartitioned table): two sink subtasks never write, delete or
+rewrite rows of one key in the same checkpoint.
+
 Source.  A bounded scan of the current snapshot (or the one ``snapshot-id`` /
 ``as-of-timestamp`` names), pinned when the
 job starts: the position is the snapshot id and the rows returned.  Subtask ``i`` of
@@ -51,6 +56,7 @@ CONNECTOR = Connector(
     validate_extra=validate_table,
     accepts_updates=True,
     updates_need_primary_key=True,
+    sink_keyed_by_primary_key=True,
     description="an Apache Iceberg table in a SQL catalog (bounded scan; exactly-once appends, or changes applied "
     "by primary key)",
 )

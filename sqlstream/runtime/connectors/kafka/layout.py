@@ -19,6 +19,11 @@ The planner hands the connector metadata columns typed as the metadata is and
 casts between that and the declared type in the session time zone, as Flink's
 planner does.
 
+upsert-kafka's records are read and written through the same layout: its
+key fields are the PRIMARY KEY, a record without a value (a tombstone) reads
+as the deletion of its key (:meth:`RecordLayout.decode_deletions`), with the
+record's metadata as any other.
+
 A format that skips a message (a tombstone, a blank text message, a malformed
 one with ignore-parse-errors) returns fewer rows than it was given; keys and
 metadata are then matched to the rows by decoding the messages one by one.
@@ -88,8 +93,11 @@ class RecordLayout:
         key_prefix: str,
         except_key: bool,
         columns: Sequence[str] | None = None,
+        upsert: bool = False,
     ) -> None:
-        """``columns``: the columns a source produces (None for a sink: the table's persisted columns)."""
+        """``columns``: the columns a source produces (None for a sink: the table's persisted columns);
+        ``upsert``: upsert-kafka's, whose tombstones carry only the key, so the key format decodes
+        every key column the source produces."""
         name = table.name
         physical = table.physical_schema
         self._key_fields = list(key_fields)
@@ -104,7 +112,8 @@ class RecordLayout:
         value_proj = [c for c in self.columns if c in value_fields]
         # read from the key: key fields the value does not hold (EXCEPT_KEY); a sink writes all of them
         self._from_key = [c for c in self.columns if c in self._key_fields and c not in value_fields]
-        key_proj = [self._key_schema.field(self._key_fields.index(c)).name for c in self._from_key]
+        decoded_keys = [c for c in self.columns if c in self._key_fields] if upsert else self._from_key
+        key_proj = [self._key_schema.field(self._key_fields.index(c)).name for c in decoded_keys]
         self.value = message_format(
             value_format, self._value_schema, format_options, value_proj if columns is not None else None, name
         )
@@ -155,16 +164,41 @@ class RecordLayout:
         self.value.parse_errors = errors  # the first decode call counted the skipped ones already
         return kept
 
-    def _decode_keys(self, messages: list[Message], where: Locate) -> pa.RecordBatch:
-        """The key columns of each message (NULL where a message has no key or a key that is skipped)."""
+    def decode_deletions(self, messages: list[Message], where: Locate) -> pa.RecordBatch:
+        """upsert-kafka's tombstones (records without a value) as rows of their key columns and metadata,
+        the other columns NULL; a tombstone without a key, or with a key skipped as malformed, deletes
+        nothing and gives no row."""
+        keys, present = self._keys(messages, where)
+        kept = [messages[i] for i in present]
+        arrays: dict[str, pa.Array] = {}
+        for c in self.columns:
+            if c in self._key_fields:
+                arrays[c] = keys.column(self._key_schema.field(self._key_fields.index(c)).name)
+            elif c in self._metadata:
+                arrays[c] = _metadata_array(self._metadata[c], kept).cast(self._types[c])
+        out = [arrays[c] if c in arrays else pa.nulls(len(kept), self._types[c]) for c in self.columns]
+        return pa.RecordBatch.from_arrays(out, schema=pa.schema([pa.field(c, self._types[c]) for c in self.columns]))
+
+    def _keys(self, messages: list[Message], where: Locate) -> tuple[pa.RecordBatch, list[int]]:
+        """The decoded keys and the positions of the messages they belong to (those with a key that is
+        not skipped as malformed)."""
         assert self.key is not None
         keys = [m.key() for m in messages]
         present = [i for i, k in enumerate(keys) if k is not None]
-        decoded = self.key.decode_messages([keys[i] for i in present], _shifted(where, present))
+
+        def at(kept: Sequence[int]) -> Locate:
+            return lambda i: f"{where(kept[i])} (key)"
+
+        decoded = self.key.decode_messages([keys[i] for i in present], at(present))
         if decoded.num_rows != len(present):
             errors = self.key.parse_errors
-            present = [i for i in present if self.key.decode_messages([keys[i]], _shifted(where, [i])).num_rows]
+            present = [i for i in present if self.key.decode_messages([keys[i]], at([i])).num_rows]
             self.key.parse_errors = errors
+        return decoded, present
+
+    def _decode_keys(self, messages: list[Message], where: Locate) -> pa.RecordBatch:
+        """The key columns of each message (NULL where a message has no key or a key that is skipped)."""
+        decoded, present = self._keys(messages, where)
         if len(present) == len(messages):
             return decoded
         positions = [None] * len(messages)

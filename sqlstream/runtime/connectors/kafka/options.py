@@ -8,8 +8,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-import pyarrow as pa
-
 from sqlstream.core.connectors import ConnectorOptions, Option, option, option_group
 from sqlstream.core.errors import ConnectorError
 from sqlstream.core.tables import TableDef
@@ -18,17 +16,14 @@ from sqlstream.runtime.formats import (
     CHANGELOG_FORMATS,
     FORMAT_NAMES,
     GENERIC_OPTIONS,
-    TextFormat,
     all_format_options,
-    create_format,
 )
 
 MessageFormat = Literal[
     "csv", "json", "avro", "raw", "protobuf", "avro-confluent", "debezium-json", "canal-json", "maxwell-json"
 ]
-# a Kafka message key's formats; upsert-kafka's keys (and values) are csv or json
+# a Kafka message key's formats (and upsert-kafka's values): those whose messages are rows, not changes
 KafkaKeyFormat = Literal["csv", "json", "avro", "raw", "protobuf", "avro-confluent"]
-KeyFormat = Literal["csv", "json"]
 StartupMode = Literal["earliest-offset", "latest-offset", "group-offsets", "timestamp", "specific-offsets"]
 FieldsInclude = Literal["all", "except_key"]
 BoundedMode = Literal["unbounded", "latest-offset"]
@@ -37,7 +32,6 @@ Partitioner = Literal["default", "fixed", "round-robin"]
 
 MESSAGE_FORMATS: tuple[str, ...] = get_args(MessageFormat)
 KAFKA_KEY_FORMATS: tuple[str, ...] = get_args(KafkaKeyFormat)
-KEY_FORMATS: tuple[str, ...] = get_args(KeyFormat)
 PROPERTIES = "properties."
 # A KafkaSource setting given among the client properties, as in Flink; not passed to librdkafka.
 COMMIT_ON_CHECKPOINT = "properties.commit.offsets.on.checkpoint"
@@ -87,31 +81,17 @@ VALUE_FORMAT_OPTIONS = _prefixed(VALUE)  # with 'value.format': 'value.json.fail
 
 
 @dataclass(frozen=True)
-class KafkaOptions(ConnectorOptions):
-    """What a Kafka source or sink is configured with ('properties.*' client settings aside)."""
+class KafkaTopicOptions(ConnectorOptions):
+    """The options the 'kafka' and 'upsert-kafka' connectors share, declared once (Flink's
+    KafkaConnectorOptions, which both table factories read): the topic, how keys and values split
+    the columns, bounded reading, and the sink's delivery."""
 
     topic: str = option("topic", required=True, description="the Kafka topic to read or write")
     bootstrap_servers: str = option(
         "properties.bootstrap.servers", required=True, description="Kafka brokers, e.g. 'localhost:9092'"
     )
-    format: MessageFormat | None = option(
-        "format",
-        choices=MESSAGE_FORMATS,
-        description="value format: csv, json, avro, raw, protobuf, or a changelog format (debezium-json, canal-json, "
-        "maxwell-json); or 'value.format'",
-    )
-    format_options: Mapping[str, Any] = option_group(all_format_options())
-    value_format: MessageFormat | None = option(
-        "value.format", choices=MESSAGE_FORMATS, description="the value format, when not given as 'format'"
-    )
     value_format_options: Mapping[str, Any] = option_group(VALUE_FORMAT_OPTIONS)
-    key_format: KafkaKeyFormat | None = option(
-        "key.format", choices=KAFKA_KEY_FORMATS, description="format of the message key: csv, json, avro, raw or protobuf"
-    )
     key_format_options: Mapping[str, Any] = option_group(KEY_FORMAT_OPTIONS)
-    key_fields: tuple[str, ...] = option(
-        "key.fields", "list", default=(), description="columns held by the message key, separated by ';'"
-    )
     key_fields_prefix: str = option(
         "key.fields-prefix", default="", description="prefix of the key columns' names that the key format drops"
     )
@@ -120,21 +100,6 @@ class KafkaOptions(ConnectorOptions):
         default="all",
         choices=get_args(FieldsInclude),
         description="ALL: the value holds every physical column; EXCEPT_KEY: all but the key fields",
-    )
-    startup_mode: StartupMode = option(
-        "scan.startup.mode",
-        default="earliest-offset",
-        choices=get_args(StartupMode),
-        description="where a fresh source starts (default earliest-offset, Flink's is group-offsets)",
-    )
-    startup_timestamp_ms: int | None = option(
-        "scan.startup.timestamp-millis",
-        "int",
-        description="'timestamp' mode: start at the first record with a timestamp at or after this (epoch ms)",
-    )
-    specific_offsets_text: str | None = option(
-        "scan.startup.specific-offsets",
-        description="start offsets for 'specific-offsets', e.g. 'partition:0,offset:42;partition:1,offset:300'",
     )
     bounded_mode: BoundedMode = option(
         "scan.bounded.mode",
@@ -157,15 +122,52 @@ class KafkaOptions(ConnectorOptions):
         "sink.transactional-id-prefix",
         description="exactly-once: prefix of the transactional ids '<prefix>-<subtask>' (unique per job)",
     )
+    commit_marker_topic: str | None = option(
+        "sink.commit-marker-topic",
+        description="exactly-once: topic of the commit markers (default '<topic>.__sqlstream_commits')",
+    )
+
+
+@dataclass(frozen=True)
+class KafkaOptions(KafkaTopicOptions):
+    """What a Kafka source or sink is configured with ('properties.*' client settings aside)."""
+
+    format: MessageFormat | None = option(
+        "format",
+        choices=MESSAGE_FORMATS,
+        description="value format: csv, json, avro, raw, protobuf, or a changelog format (debezium-json, canal-json, "
+        "maxwell-json); or 'value.format'",
+    )
+    format_options: Mapping[str, Any] = option_group(all_format_options())
+    value_format: MessageFormat | None = option(
+        "value.format", choices=MESSAGE_FORMATS, description="the value format, when not given as 'format'"
+    )
+    key_format: KafkaKeyFormat | None = option(
+        "key.format", choices=KAFKA_KEY_FORMATS, description="format of the message key: csv, json, avro, raw or protobuf"
+    )
+    key_fields: tuple[str, ...] = option(
+        "key.fields", "list", default=(), description="columns held by the message key, separated by ';'"
+    )
+    startup_mode: StartupMode = option(
+        "scan.startup.mode",
+        default="earliest-offset",
+        choices=get_args(StartupMode),
+        description="where a fresh source starts (default earliest-offset, Flink's is group-offsets)",
+    )
+    startup_timestamp_ms: int | None = option(
+        "scan.startup.timestamp-millis",
+        "int",
+        description="'timestamp' mode: start at the first record with a timestamp at or after this (epoch ms)",
+    )
+    specific_offsets_text: str | None = option(
+        "scan.startup.specific-offsets",
+        description="start offsets for 'specific-offsets', e.g. 'partition:0,offset:42;partition:1,offset:300'",
+    )
     partitioner: Partitioner = option(
         "sink.partitioner",
         default="default",
         choices=get_args(Partitioner),
         description="default: by key hash (sticky without key); fixed: one partition per subtask; round-robin",
-    )
-    commit_marker_topic: str | None = option(
-        "sink.commit-marker-topic",
-        description="exactly-once: topic of the commit markers (default '<topic>.__sqlstream_commits')",
     )
 
     @property
@@ -232,8 +234,11 @@ class KafkaOptions(ConnectorOptions):
             )
 
 
-def record_layout(options: KafkaOptions, table: TableDef, columns: list[str] | None = None) -> RecordLayout:
-    """How the table's rows map to Kafka records (``columns``: what a source produces; None for a sink)."""
+def record_layout(
+    options: KafkaOptions, table: TableDef, columns: list[str] | None = None, upsert: bool = False
+) -> RecordLayout:
+    """How the table's rows map to Kafka records (``columns``: what a source produces; None for a sink;
+    ``upsert``: an upsert-kafka table's, whose tombstones are read as deletions of their key)."""
     return RecordLayout(
         table,
         options.message_format,
@@ -244,6 +249,7 @@ def record_layout(options: KafkaOptions, table: TableDef, columns: list[str] | N
         options.key_fields_prefix,
         options.value_fields_include == "except_key",
         columns,
+        upsert,
     )
 
 
@@ -271,9 +277,9 @@ def check_properties(table: str, given: Mapping[str, str]) -> None:
             )
 
 
-def validate_table(table: TableDef, given: dict[str, str]) -> None:
-    """Checks against the table and the options not typed: formats, reserved client properties, key columns."""
-    name = table.name
+def check_given_options(name: str, given: Mapping[str, str]) -> None:
+    """The checks of table ``name``'s options as written that 'kafka' and 'upsert-kafka' share: each
+    format option belongs to the format chosen for its side, no reserved client property."""
     fmt = (given.get("format") or given.get("value.format") or "").lower()
     key_fmt = given.get("key.format", "").lower()
     for key in given:
@@ -298,9 +304,15 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
     check_properties(name, given)
     if given.get(COMMIT_ON_CHECKPOINT, "true").strip().lower() not in ("true", "false"):
         raise ConnectorError(f"table '{name}': option '{COMMIT_ON_CHECKPOINT}' must be 'true' or 'false'")
-    for header in ("csv.header", "key.csv.header"):
+    for header in ("csv.header", "key.csv.header", "value.csv.header"):
         if given.get(header, "false").lower() == "true":
             raise ConnectorError(f"table '{name}': '{header}' does not apply to Kafka messages (one record each)")
+
+
+def validate_table(table: TableDef, given: dict[str, str]) -> None:
+    """Checks against the table and the options not typed: formats, reserved client properties, key columns."""
+    name = table.name
+    check_given_options(name, given)
     schema = table.physical_schema
     key_fields = [f.strip() for f in given.get("key.fields", "").split(";") if f.strip()]
     missing = [f for f in key_fields if schema.get_field_index(f) < 0]
@@ -312,16 +324,6 @@ def validate_table(table: TableDef, given: dict[str, str]) -> None:
     declared = {o.key: o for o in KafkaOptions.declared()}
     typed = {k: declared[k].convert(v, name) for k, v in given.items() if k in declared}
     record_layout(KafkaOptions.from_options(typed, name), table)
-
-
-def text_format(
-    name: str, schema: pa.Schema, options: Mapping[str, Any], columns: list[str] | None, table: str
-) -> TextFormat:
-    """A text format that encodes and decodes single messages (csv or json; upsert-kafka's formats)."""
-    fmt = create_format(name, schema, options, columns, table)
-    if not isinstance(fmt, TextFormat):
-        raise ConnectorError(f"table '{table}': format '{name}' cannot encode single Kafka messages")
-    return fmt
 
 
 def changelog_mode(table: TableDef) -> str:

@@ -10,7 +10,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,6 +46,9 @@ from sqlstream.runtime.connectors.kafka.options import (
 from sqlstream.runtime.elements import RowKind
 from sqlstream.runtime.formats import CHANGELOG_FORMATS
 
+# the messages of a batch of rows: keys, values, timestamps (epoch ms, 0: the producer's time), headers
+Records = tuple[list[bytes | None], list[bytes | None], list[int], list[Headers | None]]
+
 
 def _order(checkpoint_id: int) -> float:
     """Commit order of a checkpoint id: a negative id is the final pre-commit of a bounded job."""
@@ -62,6 +65,8 @@ LATENCY_DEFAULTS = {"linger.ms": 1}
 class KafkaSink(SinkWriter):
     """Writes rows as messages of one topic; see the package docstring for the guarantees."""
 
+    upsert: ClassVar[bool] = False  # upsert-kafka's sink: the key columns are the PRIMARY KEY
+
     def __init__(self, ctx: SinkContext) -> None:
         self._ctx = ctx
         self._table = ctx.table.name
@@ -69,11 +74,8 @@ class KafkaSink(SinkWriter):
         self._topic = options.topic
         self._bootstrap = options.bootstrap_servers
         self._guarantee = options.delivery_guarantee
-        self._layout = record_layout(options, ctx.table)
-        # the value and key formats and key columns (upsert-kafka encodes with them directly)
+        self._layout = record_layout(options, ctx.table, upsert=self.upsert)
         self._format = self._layout.value
-        self._key_format = self._layout.key
-        self._key_fields = list(options.key_fields)
         self._partitioner = options.partitioner
         self._next_partition = ctx.subtask_index  # round-robin: subtasks start apart
         self._prefix = options.transactional_id_prefix or ""
@@ -226,8 +228,12 @@ class KafkaSink(SinkWriter):
             return
         assert self._producer is not None, "open() first"
         batch = conform(batch, self._ctx.schema)
-        keys, values, timestamps = self._encode(batch, kinds)
-        headers = self._layout.headers(batch) or [None] * len(values)
+        self._send(self._encode(batch, kinds))
+
+    def _send(self, records: Records) -> None:
+        """Produce encoded messages (exactly-once: keep them for the checkpoint's transaction)."""
+        assert self._producer is not None, "open() first"
+        keys, values, timestamps, headers = records
         partitions = self._assign_partitions(len(values))
         if self.exactly_once:
             self._buffer.extend(zip(partitions, keys, values, timestamps, headers, strict=True))
@@ -237,11 +243,9 @@ class KafkaSink(SinkWriter):
         self._producer.poll(0)
         self._check_delivery()
 
-    def _encode(
-        self, batch: pa.RecordBatch, kinds: pa.Array | None
-    ) -> tuple[list[bytes | None], list[bytes | None], list[int]]:
-        """The messages (key, value, timestamp in epoch ms or 0) of the rows: one per row here; a changelog
-        format writes update and delete rows as events."""
+    def _encode(self, batch: pa.RecordBatch, kinds: pa.Array | None) -> Records:
+        """The messages (keys, values, timestamps in epoch ms or 0, headers) of the rows: one per row here;
+        a changelog format writes update and delete rows as events."""
         if (
             self._format.name not in CHANGELOG_FORMATS
             and kinds is not None
@@ -251,7 +255,8 @@ class KafkaSink(SinkWriter):
                 f"table '{self._table}': the kafka sink is append-only and cannot write update or delete rows; "
                 "use the 'upsert-kafka' connector or a changelog format such as 'format' = 'debezium-json'"
             )
-        return self._layout.encode(batch, kinds)
+        keys, values, timestamps = self._layout.encode(batch, kinds)
+        return keys, values, timestamps, self._layout.headers(batch) or [None] * len(values)
 
     def _on_delivery(self, err: KafkaError | None, _msg: Message) -> None:
         if err is not None and self._delivery_error is None:

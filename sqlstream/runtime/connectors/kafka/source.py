@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
@@ -52,14 +52,16 @@ LATENCY_DEFAULTS = {"fetch.wait.max.ms": 5}
 class KafkaSource(SourceReader):
     """Reads this subtask's partitions of one topic; see the package docstring."""
 
+    upsert: ClassVar[bool] = False  # upsert-kafka's source: tombstones are deletions of their key
+
     def __init__(self, ctx: SourceContext) -> None:
         self._ctx = ctx
         self._table = ctx.table.name
         options = self.read_options(ctx)
         self._topic = options.topic
         self._bootstrap = options.bootstrap_servers
-        self._layout = record_layout(options, ctx.table, ctx.columns)
-        self._format = self._layout.value  # the value format (upsert-kafka decodes with it directly)
+        self._layout = record_layout(options, ctx.table, ctx.columns, self.upsert)
+        self._format = self._layout.value
         self._startup = options.startup_mode
         self._specific = options.specific_offsets
         self._startup_ms = options.startup_timestamp_ms
