@@ -51,13 +51,26 @@ class NumberedRows:
         if table.num_rows:
             self.append(table)
 
+    def filter(self, mask: np.ndarray) -> pa.Table:
+        """The rows whose numbers are set in ``mask`` (one flag per number), in order, as one chunk
+        per stored table: filtered table by table and not combined, so that gathering every live
+        row (a snapshot, a compaction) holds one copy of them, not two or three."""
+        parts = [table.filter(pa.array(mask[start:start + table.num_rows]))
+                 for table, start in zip(self.tables, self.starts, strict=True)]
+        parts = [t for t in parts if t.num_rows]
+        return pa.concat_tables(parts) if parts else self.schema.empty_table()
+
     def take(self, ids: np.ndarray) -> pa.Table:
         """The rows with these numbers, in their order."""
         starts = np.array(self.starts, np.int64)
         table_of = np.searchsorted(starts, ids, side="right") - 1
-        order = np.argsort(table_of, kind="stable")
-        bounds = np.searchsorted(table_of[order], np.arange(len(starts) + 1))
-        parts = [table.take(pa.array(ids[order[lo:hi]] - start))
+        # ids grouped by table already (ascending, as most callers gather) need no reordering,
+        # which would copy every gathered row twice more
+        grouped = len(ids) < 2 or bool(np.all(table_of[1:] >= table_of[:-1]))
+        order = None if grouped else np.argsort(table_of, kind="stable")
+        ordered, tables_of = (ids, table_of) if order is None else (ids[order], table_of[order])
+        bounds = np.searchsorted(tables_of, np.arange(len(starts) + 1))
+        parts = [table.take(pa.array(ordered[lo:hi] - start))
                  for table, start, lo, hi in zip(self.tables, starts, bounds[:-1], bounds[1:], strict=True)
                  if hi > lo]
         if not parts:
@@ -65,6 +78,8 @@ class NumberedRows:
         if len(parts) == 1:  # all from one table: in their order already
             return parts[0]
         gathered = pa.concat_tables(parts).combine_chunks()
+        if order is None:
+            return gathered
         inverse = np.empty(len(order), np.int64)
         inverse[order] = np.arange(len(order))
         return gathered.take(pa.array(inverse))

@@ -46,14 +46,18 @@ SortSpec = Sequence[tuple[int, bool, bool]]  # (column index, descending, nulls 
 
 
 class RankState(ColumnarState):
-    """The backend's view of the store: frozen() copies the live rows into one table."""
+    """The backend's view of the store: a table of the live rows, built when the snapshot is
+    written (the final snapshot of a job without checkpoint storage never builds it)."""
 
-    def __init__(self, name: str, table: Callable[[], pa.Table | None]) -> None:
+    def __init__(self, name: str, freeze: Callable[[], Callable[[], pa.Table | None]]) -> None:
         super().__init__(name)
-        self._table = table
+        self._freeze = freeze
 
     def frozen(self) -> pa.Table | None:
-        return self._table()
+        return self._freeze()()
+
+    def freeze(self) -> Callable[[], pa.Table | None]:
+        return self._freeze()
 
 
 class ColumnarTopN:
@@ -74,7 +78,7 @@ class ColumnarTopN:
         self.schema = schema
         self.ttl_ms = ttl_ms
         self.max_parallelism = max_parallelism
-        self.state = RankState(name, self.table)
+        self.state = RankState(name, self.freeze)
         self.rows = NumberedRows(pa.schema(
             [*zip(self.names, input_schema.types, strict=True),
              (HASH, pa.uint64()), (KEY_GROUP, pa.int16()), (SEQ, pa.int64())]))  # by row id
@@ -121,16 +125,16 @@ class ColumnarTopN:
             self._kill(stale)
 
     def _compact(self) -> None:
-        keep = np.flatnonzero(self.live[: self.size])
-        rows = self._rows(keep) if len(keep) else None
-        written = self.written[keep]
+        live = self.live[: self.size]
+        rows = self.rows.filter(live) if self.alive else None
+        written = self.written[: self.size][live]
         self.rows.reset(self.rows.schema.empty_table())
         self.size, self.alive = 0, 0
         self.live, self.written = np.zeros(0, bool), np.zeros(0, np.int64)
         self.index = HashIndex()
         if rows is not None:
             self._append(rows, 0)
-            self.written[: len(keep)] = written
+            self.written[: len(written)] = written
 
     # ------------------------------------------------------------ a batch
     def process(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.Array] | None:
@@ -288,13 +292,22 @@ class ColumnarTopN:
     # ------------------------------------------------------------ snapshots and the per-key form
     def table(self) -> pa.Table | None:
         """A copy of the live rows (the snapshot), with ``$t`` under a state TTL."""
-        keep = np.flatnonzero(self.live[: self.size])
-        if len(keep) == 0:
-            return None
-        rows = self._rows(keep)
-        if self.ttl_ms is not None:
-            rows = rows.append_column(TIME, pa.array(self.written[keep]))
-        return rows
+        return self.freeze()()
+
+    def freeze(self) -> Callable[[], pa.Table | None]:
+        """table(), made later from a view taken now: the stored tables are never changed in place,
+        so only the liveness marks (and write times), changed in place, are copied.  Building the
+        table here would hold a second copy of every kept row on the processing path."""
+        if self.alive == 0:
+            return lambda: None
+        rows, live = self.rows.view(), self.live[: self.size].copy()
+        written = self.written[: self.size][live] if self.ttl_ms is not None else None
+
+        def build() -> pa.Table:
+            table = rows.filter(live)
+            return table if written is None else table.append_column(TIME, pa.array(written))
+
+        return build
 
     def load(self, table: pa.Table) -> None:
         """Take over snapshot rows (restored, or converted from the per-key form)."""
