@@ -29,9 +29,8 @@ class NumberedRows:
         self.starts.append(self.count)
         self.count += table.num_rows
         while len(self.tables) >= 2 and self.tables[-2].num_rows <= self.tables[-1].num_rows:
-            last = self.tables.pop()
             self.starts.pop()
-            self.tables[-1] = pa.concat_tables([self.tables[-1], last]).combine_chunks()
+            _merge_last_two(self.tables)
 
     def view(self) -> NumberedRows:
         """The rows now, whatever is added later (tables are never changed in place)."""
@@ -83,3 +82,23 @@ class NumberedRows:
         inverse = np.empty(len(order), np.int64)
         inverse[order] = np.arange(len(order))
         return gathered.take(pa.array(inverse))
+
+
+def _merge_last_two(tables: list[pa.Table]) -> None:
+    """Replace the last two tables by one (one chunk per column), built column by column, each
+    source column let go once copied: the merge holds one column twice, not the whole table
+    (merging the largest tables would otherwise double the store at that moment).  The tables are
+    popped here so that no caller frame keeps them; a snapshot view may (then it frees nothing)."""
+    second = tables.pop()
+    first = tables.pop()
+    schema = first.schema
+    columns: list[list[pa.Array] | None] = [[*a.chunks, *b.chunks]
+                                            for a, b in zip(first.columns, second.columns, strict=True)]
+    del first, second
+    merged = []
+    for i, field in enumerate(schema):
+        chunks = columns[i]
+        columns[i] = None
+        merged.append(pa.concat_arrays(chunks) if chunks else pa.array([], field.type))
+        del chunks
+    tables.append(pa.Table.from_arrays(merged, schema=schema))
