@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
+from sqlstream.runtime.operators import numbered_rows
 from sqlstream.runtime.operators.numbered_rows import NumberedRows
 
 SCHEMA = pa.schema([("n", pa.int64()), ("s", pa.string())])
@@ -43,3 +45,15 @@ def test_filter_keeps_the_flagged_rows_in_order() -> None:
     mask = np.random.default_rng(1).random(31) < 0.4
     assert rows.filter(mask).column("n").to_pylist() == np.flatnonzero(mask).tolist()
     assert rows.filter(np.zeros(31, bool)).num_rows == 0
+
+
+def test_tables_stop_merging_at_the_cap_and_a_large_append_is_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(numbered_rows, "MAX_TABLE_ROWS", 16)
+    rows = _rows([5, 7, 3, 40, 6, 6, 6, 6, 9, 1])
+    sizes = [t.num_rows for t in rows.tables]
+    assert max(sizes) == 16 and sum(sizes) == 89
+    assert sizes[2:5] == [16, 16, 8]  # the 40 rows in pieces of the cap
+    assert len(sizes) < 12  # of the 12 pieces appended, small neighbours merged
+    ids = np.random.default_rng(2).permutation(89)
+    assert rows.take(ids).column("n").to_pylist() == ids.tolist()
+    assert rows.all().column("s").to_pylist() == [f"row {i}" * (i % 3) for i in range(89)]

@@ -10,12 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+# tables stop merging at this size: a merge then copies at most this many rows (not the whole
+# store, which doubled it for a moment), and a row is copied at most log2(this / batch) times
+MAX_TABLE_ROWS = 1 << 18
+
 
 class NumberedRows:
     """Arrow rows numbered 0, 1, ... in the order they were added: tables over consecutive ranges
-    of numbers, merged like a binary counter (each at least as large as the next: few tables, each
-    row copied O(log n) times), and gathered table by table (one take over many chunks costs
-    several times more)."""
+    of numbers, merged like a binary counter up to ``MAX_TABLE_ROWS`` (each at least as large as
+    the next: few tables, each row copied O(log n) times), and gathered table by table (one take
+    over many chunks costs several times more)."""
 
     def __init__(self, schema: pa.Schema) -> None:
         self.schema = schema
@@ -24,13 +28,16 @@ class NumberedRows:
         self.count = 0
 
     def append(self, table: pa.Table) -> None:
-        """Add rows, numbered from ``count`` on."""
-        self.tables.append(table.combine_chunks())
-        self.starts.append(self.count)
-        self.count += table.num_rows
-        while len(self.tables) >= 2 and self.tables[-2].num_rows <= self.tables[-1].num_rows:
-            self.starts.pop()
-            _merge_last_two(self.tables)
+        """Add rows, numbered from ``count`` on (a large table in pieces of ``MAX_TABLE_ROWS``)."""
+        for lo in range(0, table.num_rows, MAX_TABLE_ROWS):
+            piece = table.slice(lo, MAX_TABLE_ROWS).combine_chunks()
+            self.tables.append(piece)
+            self.starts.append(self.count)
+            self.count += piece.num_rows
+            while (len(self.tables) >= 2 and self.tables[-2].num_rows <= self.tables[-1].num_rows
+                   and self.tables[-2].num_rows + self.tables[-1].num_rows <= MAX_TABLE_ROWS):
+                self.starts.pop()
+                _merge_last_two(self.tables)
 
     def view(self) -> NumberedRows:
         """The rows now, whatever is added later (tables are never changed in place)."""
@@ -86,9 +93,9 @@ class NumberedRows:
 
 def _merge_last_two(tables: list[pa.Table]) -> None:
     """Replace the last two tables by one (one chunk per column), built column by column, each
-    source column let go once copied: the merge holds one column twice, not the whole table
-    (merging the largest tables would otherwise double the store at that moment).  The tables are
-    popped here so that no caller frame keeps them; a snapshot view may (then it frees nothing)."""
+    source column let go once copied: the merge holds one column of the two twice, not both
+    tables.  The tables are popped here so that no caller frame keeps them; a snapshot view may
+    (then it frees nothing)."""
     second = tables.pop()
     first = tables.pop()
     schema = first.schema
