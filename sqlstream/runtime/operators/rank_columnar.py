@@ -83,7 +83,8 @@ class ColumnarTopN:
             [*zip(self.names, input_schema.types, strict=True),
              (HASH, pa.uint64()), (KEY_GROUP, pa.int16()), (SEQ, pa.int64())]))  # by row id
         self.live = np.zeros(0, bool)  # per row id
-        self.written = np.zeros(0, np.int64)  # per row id: when its partition was last written (TTL)
+        # per row id: when its partition was last written; kept under a state TTL only
+        self.written = np.zeros(0, np.int64)
         self.size = 0
         self.alive = 0
         self.next_seq = 0
@@ -99,9 +100,11 @@ class ColumnarTopN:
         if first + n > len(self.live):
             capacity = max(first + n, 2 * len(self.live), 1024)
             self.live = np.concatenate([self.live[:first], np.zeros(capacity - first, bool)])
-            self.written = np.concatenate([self.written[:first], np.zeros(capacity - first, np.int64)])
+            if self.ttl_ms is not None:
+                self.written = np.concatenate([self.written[:first], np.zeros(capacity - first, np.int64)])
         self.live[first:first + n] = True
-        self.written[first:first + n] = now
+        if self.ttl_ms is not None:
+            self.written[first:first + n] = now
         self.size += n
         self.alive += n
         self.rows.append(table)
@@ -127,14 +130,15 @@ class ColumnarTopN:
     def _compact(self) -> None:
         live = self.live[: self.size]
         rows = self.rows.filter(live) if self.alive else None
-        written = self.written[: self.size][live]
+        written = self.written[: self.size][live] if self.ttl_ms is not None else None
         self.rows.reset(self.rows.schema.empty_table())
         self.size, self.alive = 0, 0
         self.live, self.written = np.zeros(0, bool), np.zeros(0, np.int64)
         self.index = HashIndex()
         if rows is not None:
             self._append(rows, 0)
-            self.written[: len(written)] = written
+            if written is not None:
+                self.written[: len(written)] = written
 
     # ------------------------------------------------------------ a batch
     def process(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.Array] | None:
@@ -317,7 +321,7 @@ class ColumnarTopN:
         rows = table.select([*self.names, HASH, KEY_GROUP, SEQ]).cast(self.rows.schema)
         first = self.size
         self._append(rows, self.clock.time_ms())
-        if written is not None:
+        if written is not None and self.ttl_ms is not None:
             self.written[first:first + rows.num_rows] = written
         self.next_seq = max(self.next_seq, int(pc.max(rows.column(SEQ)).as_py()) + 1)
 
