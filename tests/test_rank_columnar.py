@@ -148,3 +148,32 @@ def test_rows_that_leave_the_top_are_compacted_away(tmp_path: Path) -> None:
     assert store is not None
     assert store.alive == 100  # the top 2 of 50 partitions
     assert store.size <= 100 + max(100, 4096)  # dead rows do not pile up
+
+
+def test_a_snapshot_holds_the_rows_of_its_time_and_is_built_only_when_written(tmp_path: Path) -> None:
+    op = _operator("hashmap", tmp_path, 1, 2, True, False, [(2, True, False)])
+    rng = np.random.default_rng(4)
+
+    def feed(n_batches: int) -> None:
+        for _ in range(n_batches):  # rising values: tops replaced, dead rows compacted away
+            keys = rng.integers(0, 5000, 2000)
+            op.process_batch(pa.RecordBatch.from_arrays(
+                [pa.array([f"p{k}" for k in keys]), pa.array(keys.astype(np.int32)),
+                 pa.array(rng.integers(0, 10**9, 2000)), pa.array(np.full(2000, 0)).cast(pa.timestamp("ms"))],
+                schema=SCHEMA))
+
+    feed(30)
+    store = op.operator.columnar
+    assert store is not None
+    expected = store.table()
+    assert expected is not None and expected.num_rows == store.alive
+    allocated = pa.total_allocated_bytes()
+    build = store.state.freeze()
+    # freezing copies the liveness marks, not the kept rows
+    assert pa.total_allocated_bytes() - allocated < expected.nbytes / 10
+    size_then = store.size
+    feed(30)
+    assert store.size < size_then  # compacted since: the view keeps the tables of its time
+    frozen = build()
+    assert frozen is not None
+    assert frozen.sort_by("$seq").to_pylist() == expected.sort_by("$seq").to_pylist()

@@ -46,14 +46,18 @@ SortSpec = Sequence[tuple[int, bool, bool]]  # (column index, descending, nulls 
 
 
 class RankState(ColumnarState):
-    """The backend's view of the store: frozen() copies the live rows into one table."""
+    """The backend's view of the store: a table of the live rows, built when the snapshot is
+    written (the final snapshot of a job without checkpoint storage never builds it)."""
 
-    def __init__(self, name: str, table: Callable[[], pa.Table | None]) -> None:
+    def __init__(self, name: str, freeze: Callable[[], Callable[[], pa.Table | None]]) -> None:
         super().__init__(name)
-        self._table = table
+        self._freeze = freeze
 
     def frozen(self) -> pa.Table | None:
-        return self._table()
+        return self._freeze()()
+
+    def freeze(self) -> Callable[[], pa.Table | None]:
+        return self._freeze()
 
 
 class ColumnarTopN:
@@ -74,12 +78,13 @@ class ColumnarTopN:
         self.schema = schema
         self.ttl_ms = ttl_ms
         self.max_parallelism = max_parallelism
-        self.state = RankState(name, self.table)
+        self.state = RankState(name, self.freeze)
         self.rows = NumberedRows(pa.schema(
             [*zip(self.names, input_schema.types, strict=True),
              (HASH, pa.uint64()), (KEY_GROUP, pa.int16()), (SEQ, pa.int64())]))  # by row id
         self.live = np.zeros(0, bool)  # per row id
-        self.written = np.zeros(0, np.int64)  # per row id: when its partition was last written (TTL)
+        # per row id: when its partition was last written; kept under a state TTL only
+        self.written = np.zeros(0, np.int64)
         self.size = 0
         self.alive = 0
         self.next_seq = 0
@@ -95,9 +100,11 @@ class ColumnarTopN:
         if first + n > len(self.live):
             capacity = max(first + n, 2 * len(self.live), 1024)
             self.live = np.concatenate([self.live[:first], np.zeros(capacity - first, bool)])
-            self.written = np.concatenate([self.written[:first], np.zeros(capacity - first, np.int64)])
+            if self.ttl_ms is not None:
+                self.written = np.concatenate([self.written[:first], np.zeros(capacity - first, np.int64)])
         self.live[first:first + n] = True
-        self.written[first:first + n] = now
+        if self.ttl_ms is not None:
+            self.written[first:first + n] = now
         self.size += n
         self.alive += n
         self.rows.append(table)
@@ -121,16 +128,17 @@ class ColumnarTopN:
             self._kill(stale)
 
     def _compact(self) -> None:
-        keep = np.flatnonzero(self.live[: self.size])
-        rows = self._rows(keep) if len(keep) else None
-        written = self.written[keep]
+        live = self.live[: self.size]
+        rows = self.rows.filter(live) if self.alive else None
+        written = self.written[: self.size][live] if self.ttl_ms is not None else None
         self.rows.reset(self.rows.schema.empty_table())
         self.size, self.alive = 0, 0
         self.live, self.written = np.zeros(0, bool), np.zeros(0, np.int64)
         self.index = HashIndex()
         if rows is not None:
             self._append(rows, 0)
-            self.written[: len(keep)] = written
+            if written is not None:
+                self.written[: len(written)] = written
 
     # ------------------------------------------------------------ a batch
     def process(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.Array] | None:
@@ -288,13 +296,22 @@ class ColumnarTopN:
     # ------------------------------------------------------------ snapshots and the per-key form
     def table(self) -> pa.Table | None:
         """A copy of the live rows (the snapshot), with ``$t`` under a state TTL."""
-        keep = np.flatnonzero(self.live[: self.size])
-        if len(keep) == 0:
-            return None
-        rows = self._rows(keep)
-        if self.ttl_ms is not None:
-            rows = rows.append_column(TIME, pa.array(self.written[keep]))
-        return rows
+        return self.freeze()()
+
+    def freeze(self) -> Callable[[], pa.Table | None]:
+        """table(), made later from a view taken now: the stored tables are never changed in place,
+        so only the liveness marks (and write times), changed in place, are copied.  Building the
+        table here would hold a second copy of every kept row on the processing path."""
+        if self.alive == 0:
+            return lambda: None
+        rows, live = self.rows.view(), self.live[: self.size].copy()
+        written = self.written[: self.size][live] if self.ttl_ms is not None else None
+
+        def build() -> pa.Table:
+            table = rows.filter(live)
+            return table if written is None else table.append_column(TIME, pa.array(written))
+
+        return build
 
     def load(self, table: pa.Table) -> None:
         """Take over snapshot rows (restored, or converted from the per-key form)."""
@@ -304,7 +321,7 @@ class ColumnarTopN:
         rows = table.select([*self.names, HASH, KEY_GROUP, SEQ]).cast(self.rows.schema)
         first = self.size
         self._append(rows, self.clock.time_ms())
-        if written is not None:
+        if written is not None and self.ttl_ms is not None:
             self.written[first:first + rows.num_rows] = written
         self.next_seq = max(self.next_seq, int(pc.max(rows.column(SEQ)).as_py()) + 1)
 
