@@ -84,7 +84,7 @@ def _plan(sql: str) -> None:
     ("SELECT RANK() OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t",
      "RANK takes no ROWS/RANGE frame"),
     ("SELECT DENSE_RANK() OVER (PARTITION BY k ORDER BY v) FROM t", "ORDER BY the time attribute ascending"),
-    ("SELECT PERCENT_RANK() OVER (PARTITION BY k ORDER BY ts) FROM t", "PERCENT_RANK is not supported on streams"),
+    ("SELECT PERCENT_RANK() OVER (PARTITION BY k ORDER BY ts) FROM t", "window function PERCENT_RANK is not supported in OVER on streams"),
 ])
 def test_rank_refusals_name_the_construct(sql: str, message: str) -> None:
     with pytest.raises(PlanError, match=message):
