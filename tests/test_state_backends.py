@@ -15,10 +15,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock, ManualClock
-from sqlstream.runtime.state import BACKENDS, create_backend
+from sqlstream.runtime.state import BACKENDS, base, create_backend
 from sqlstream.runtime.state.base import SnapshotFormatError, StateBackend
 
 MAX_PARALLELISM = 128
@@ -224,6 +225,69 @@ def test_canonical_savepoint_switches_backend(source: str, target: str, backends
     upper = backends(target, range(64, 128))
     upper.restore([savepoint])
     assert contents(upper) == {k: v for k, v in expected.items() if k[0] >= 64}
+
+
+def _batches(path: Path) -> list[pa.RecordBatch]:
+    with pa.OSFile(str(path)) as source:
+        reader = pa.ipc.open_file(source)
+        return [reader.get_batch(i) for i in range(reader.num_record_batches)]
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_a_savepoint_is_written_and_restored_in_bounded_batches(kind: str, backends, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(base, "BATCH_ENTRIES", 100)
+    monkeypatch.setattr(base, "BATCH_BYTES", 20_000)
+    old = backends(kind)
+    expected: dict[str, dict[tuple[int, tuple], Any]] = {"s": {}, "big": {}}
+    for i in range(1050):
+        kg = i * 37 % MAX_PARALLELISM
+        old.state("s").put(kg, (i, "k"), f"v{i}")
+        expected["s"][(kg, (i, "k"))] = f"v{i}"
+    for i in range(40):
+        old.state("big").put(i % MAX_PARALLELISM, (i,), bytes([i]) * 6000)
+        expected["big"][(i % MAX_PARALLELISM, (i,))] = bytes([i]) * 6000
+    savepoint = checkpoint(old, tmp_path / "savepoints", 1, canonical=True)
+
+    batches = _batches(savepoint["file"])
+    assert sum(b.num_rows for b in batches) == 1090
+    assert max(b.num_rows for b in batches) <= 100  # the entry bound
+    for b in batches:  # the byte bound: a batch ends with the entry that reaches it
+        sizes = [len(k) + len(v) + 2 for k, v in zip(b.column("key").to_pylist(), b.column("value").to_pylist(),
+                                                     strict=True)]
+        assert sum(sizes[:-1]) < 20_000
+        assert len(set(b.column("state").to_pylist())) == 1  # a batch holds one state's entries
+    if kind == "rocksdb":  # each state scanned in key order: key groups ascending
+        for name in expected:
+            kgs = [kg for b in batches if b.column("state")[0].as_py() == name for kg in b.column("kg").to_pylist()]
+            assert kgs == sorted(kgs)
+
+    for target in BACKENDS:  # read back batch by batch into either backend, rescaled
+        part = backends(target, range(32, 96))
+        part.restore([savepoint])
+        for name, entries in expected.items():
+            mine = {k: v for k, v in entries.items() if 32 <= k[0] < 96}
+            assert contents(part, name) == mine
+            assert len(part.state(name)) == len(mine)
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_columnar_state_is_written_and_restored_in_bounded_batches(kind: str, backends, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(base, "BATCH_ENTRIES", 64)
+    old = backends(kind)
+    old.columnar("w").tables.append(pa.table({"$kg": pa.array([i % MAX_PARALLELISM for i in range(1000)], pa.int32()),
+                                              "x": range(1000)}))
+    directory = tmp_path / "chk-1"
+    directory.mkdir()
+    handle = old.snapshot_all(1)(directory)
+    assert max(b.num_rows for b in _batches(handle["columnar"]["w"])) <= 64
+
+    lower = backends(kind, range(0, 64))
+    lower.restore_all([handle])
+    table = lower.take_columnar("w")
+    assert table is not None
+    assert sorted(table.column("x").to_pylist()) == [i for i in range(1000) if i % MAX_PARALLELISM < 64]
 
 
 @pytest.mark.parametrize("kind", BACKENDS)

@@ -9,11 +9,13 @@ serialize it asynchronously while processing goes on.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -96,41 +98,112 @@ class KeyedState(ABC):
 
 CANONICAL_FILE = "keyed-state.arrow"
 _CANONICAL_SCHEMA = pa.schema([("state", pa.string()), ("kg", pa.int32()), ("key", pa.binary()), ("value", pa.binary())])
+KG_BYTES = 2  # a key group as a key prefix: max parallelism is 32768, so two big-endian bytes
+# a canonical snapshot is written and read in record batches of at most this many entries or
+# bytes, so neither a savepoint nor its restore ever holds more than one batch of the state
+BATCH_ENTRIES = 65_536
+BATCH_BYTES = 8 << 20
 
 
-def write_canonical_encoded(path: Path, names: list[str], kgs: list[int], keys: list[bytes],
-                            values: list[bytes]) -> dict[str, Any]:
-    """The backend-independent snapshot format: one Arrow IPC file, a row per entry with the key
-    and the stored value as codec bytes (rocksdb writes its bytes as they are, nothing decoded)."""
-    table = pa.table([pa.array(names, pa.string()), pa.array(kgs, pa.int32()),
-                      pa.array(keys, pa.binary()), pa.array(values, pa.binary())], schema=_CANONICAL_SCHEMA)
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, _CANONICAL_SCHEMA) as w:
-        w.write_table(table)
-    return {"format": "canonical", "file": path}
+def kg_prefix(kg: int) -> bytes:
+    """The key group as the first bytes of a stored key: bytewise order is key-group order."""
+    return kg.to_bytes(KG_BYTES, "big")
+
+
+class CanonicalWriter:
+    """The backend-independent snapshot format, written as the entries come.
+
+    One Arrow IPC file, a row per entry: the state's name, the key group, the
+    key and the stored value as codec bytes (rocksdb writes its bytes as they
+    are, nothing decoded).  Entries are taken as (key-group-prefixed key, value)
+    bytes, the way the rocksdb backend stores them, and written in record
+    batches of bounded size, so the memory a snapshot takes does not grow with
+    the state: a state larger than memory can be saved.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.batch_entries = BATCH_ENTRIES
+        self.batch_bytes = BATCH_BYTES
+        self._sink = pa.OSFile(str(path), "wb")
+        self._writer = pa.ipc.new_file(self._sink, _CANONICAL_SCHEMA)
+        self.entries = 0
+
+    def write_state(self, name: str, entries: Iterable[tuple[bytes, bytes]]) -> None:
+        """Every (prefixed key, value) of one state, in batches."""
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        size = 0
+        for key, value in entries:
+            keys.append(key)
+            values.append(value)
+            size += len(key) + len(value)
+            if len(keys) >= self.batch_entries or size >= self.batch_bytes:
+                self._write_batch(name, keys, values)
+                keys, values, size = [], [], 0
+        if keys:
+            self._write_batch(name, keys, values)
+
+    def _write_batch(self, name: str, keys: list[bytes], values: list[bytes]) -> None:
+        raw = pa.array(keys, pa.binary())
+        # the key group is the first two bytes of every key: read from the data buffer at each offset
+        offsets = np.frombuffer(raw.buffers()[1], np.int32, len(raw))
+        data = np.frombuffer(raw.buffers()[2], np.uint8)
+        kgs = data[offsets].astype(np.int32) * 256 + data[offsets + 1]
+        # the stop is given: pyarrow 26's binary_slice fails on an open one ("Negative buffer resize")
+        longest = pc.max(pc.binary_length(raw)).as_py()
+        batch = pa.record_batch([pa.repeat(pa.scalar(name, pa.string()), len(raw)), pa.array(kgs, pa.int32()),
+                                 pc.binary_slice(raw, KG_BYTES, longest), pa.array(values, pa.binary())],
+                                schema=_CANONICAL_SCHEMA)
+        self._writer.write_batch(batch)
+        self.entries += len(raw)
+
+    def close(self) -> dict[str, Any]:
+        """Finish the file; its handle."""
+        self._writer.close()
+        self._sink.close()
+        return {"format": "canonical", "file": self.path}
+
+    def abort(self) -> None:
+        """Close the file after a failure: it is left incomplete and never named by a handle."""
+        with contextlib.suppress(pa.ArrowException, OSError):
+            self._writer.close()
+        self._sink.close()
 
 
 def write_canonical(path: Path, entries: dict[str, dict[tuple[int, tuple], Any]]) -> dict[str, Any]:
-    """{state name: {(key group, key): stored value}} in the canonical format."""
-    names: list[str] = []
-    kgs: list[int] = []
-    keys: list[bytes] = []
-    values: list[bytes] = []
-    for name, data in entries.items():
-        names += [name] * len(data)
-        for (kg, key), value in data.items():
-            kgs.append(kg)
-            keys.append(encode(key))
-            values.append(encode(value))
-    return write_canonical_encoded(path, names, kgs, keys, values)
+    """{state name: {(key group, key): stored value}} in the canonical format, encoded batch by batch."""
+    writer = CanonicalWriter(path)
+    try:
+        for name, data in entries.items():
+            writer.write_state(name, ((kg_prefix(kg) + encode(key), encode(value))
+                                      for (kg, key), value in data.items()))
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close()
+
+
+def read_canonical_batches(handle: dict[str, Any], key_groups: range) -> Iterator[pa.RecordBatch]:
+    """The canonical snapshot's entries in ``key_groups``, one bounded record batch at a time.
+
+    The file is read, not memory-mapped, batch by batch: a restore holds one
+    batch of the snapshot, whatever its size (the address space too)."""
+    with pa.OSFile(str(handle["file"])) as source:
+        reader = pa.ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            batch = reader.get_batch(i)
+            kg = batch.column("kg")
+            mine = batch.filter(pc.and_(pc.greater_equal(kg, key_groups.start), pc.less(kg, key_groups.stop)))
+            if mine.num_rows:
+                yield mine
 
 
 def read_canonical_encoded(handle: dict[str, Any], key_groups: range) -> Iterator[tuple[str, int, bytes, bytes]]:
-    """(state, key group, key bytes, value bytes) of the entries in ``key_groups``."""
-    table = pa.ipc.open_file(pa.memory_map(str(handle["file"]))).read_all()
-    kg = table.column("kg")
-    mine = table.filter(pc.and_(pc.greater_equal(kg, key_groups.start), pc.less(kg, key_groups.stop)))
-    columns = [mine.column(c).to_pylist() for c in ("state", "kg", "key", "value")]
-    yield from zip(*columns, strict=True)
+    """(state, key group, key bytes, value bytes) of the entries in ``key_groups``, batch by batch."""
+    for batch in read_canonical_batches(handle, key_groups):
+        columns = [batch.column(c).to_pylist() for c in ("state", "kg", "key", "value")]
+        yield from zip(*columns, strict=True)
 
 
 class ColumnarState:
@@ -201,7 +274,7 @@ class StateBackend(ABC):
                 if table is not None:
                     path = directory / f"columnar-{name}.arrow"
                     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-                        w.write_table(table)
+                        w.write_table(table, max_chunksize=BATCH_ENTRIES)  # restores read it batch by batch
                     files[name] = path
             return {"keyed": keyed(directory), "columnar": files}
 
@@ -210,13 +283,21 @@ class StateBackend(ABC):
     def restore_all(self, handles: list[Any]) -> None:
         """Restore what snapshot_all wrote (from one or more old subtasks)."""
         self.restore([h["keyed"] for h in handles])
-        wanted = pa.array(list(self.key_groups), pa.int64())
         for h in handles:
             for name, path in h.get("columnar", {}).items():
-                table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
-                mine = table.filter(pc.is_in(table.column("$kg"), value_set=wanted))
-                if mine.num_rows:
-                    self.columnar(name).tables.append(mine)
+                # batch by batch: only this subtask's key groups are ever held, not the old subtask's all
+                with pa.OSFile(str(path)) as source:
+                    reader = pa.ipc.open_file(source)
+                    batches = []
+                    for i in range(reader.num_record_batches):
+                        batch = reader.get_batch(i)
+                        kg = batch.column("$kg")
+                        mine = batch.filter(pc.and_(pc.greater_equal(kg, self.key_groups.start),
+                                                    pc.less(kg, self.key_groups.stop)))
+                        if mine.num_rows:
+                            batches.append(mine)
+                if batches:
+                    self.columnar(name).tables.append(pa.Table.from_batches(batches))
 
     def take_columnar(self, name: str) -> pa.Table | None:
         """Remove a columnar state and return its rows: a columnar snapshot restored where the

@@ -33,12 +33,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from rocksdict import (
     AccessType,
     BlockBasedOptions,
     Checkpoint,
     Options,
     Rdict,
+    ReadOptions,
     WriteBatch,
     WriteOptions,
 )
@@ -46,22 +50,19 @@ from rocksdict import (
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.state.base import (
     CANONICAL_FILE,
+    CanonicalWriter,
     KeyedState,
     SnapshotFormatError,
     SnapshotWriter,
     StateBackend,
-    read_canonical_encoded,
-    write_canonical_encoded,
+    read_canonical_batches,
 )
+from sqlstream.runtime.state.base import KG_BYTES as _KG_BYTES
+from sqlstream.runtime.state.base import kg_prefix as _kg_prefix
 from sqlstream.runtime.state.codec import decode, encode
 
 FORMAT = "rocksdb"
 _CF_PREFIX = "state:"  # keeps state names clear of RocksDB's own 'default' column family
-_KG_BYTES = 2  # max parallelism is 32768, so a key group fits in two bytes
-
-
-def _kg_prefix(kg: int) -> bytes:
-    return kg.to_bytes(_KG_BYTES, "big")
 
 
 def encode_key(kg: int, key: tuple) -> bytes:
@@ -153,6 +154,16 @@ class RocksDBState(KeyedState):
         if not self._exists(raw_key):
             self.count += 1
         self.cf.put(raw_key, raw_value)
+
+    def put_new_raw(self, raw_keys: list[bytes], raw_values: list[bytes]) -> None:
+        """Store entries known not to be in the state yet (a restore into an empty backend) in one
+        write batch: no lookup per key, and the count grows by their number."""
+        batch = WriteBatch(raw_mode=True)
+        batch.set_default_column_family(self.cf.get_column_family_handle(_CF_PREFIX + self.name))
+        for raw_key, raw_value in zip(raw_keys, raw_values, strict=True):
+            batch.put(raw_key, raw_value)
+        self.cf.write(batch)
+        self.count += len(raw_keys)
 
     def delete(self, kg: int, key: tuple) -> None:
         raw_key = encode_key(kg, key)
@@ -316,17 +327,35 @@ class RocksDBStateBackend(StateBackend):
         ):
             self._restore_whole(handles[0])
             return
+        fresh = self.num_entries() == 0
         for handle in handles:
             if handle["format"] == "canonical":
-                self._restore_canonical_raw(handle)
+                self._restore_canonical_raw(handle, fresh)
             else:
                 self._restore_key_groups(handle)
 
-    def _restore_canonical_raw(self, handle: dict[str, Any]) -> None:
-        """A savepoint's entries are codec bytes already, as this backend stores them: no decoding."""
-        for name, kg, key, value in read_canonical_encoded(handle, self.key_groups):
-            target: RocksDBState = self.state(name)  # type: ignore[assignment]
-            target.put_raw(_kg_prefix(kg) + key, value)
+    def _restore_canonical_raw(self, handle: dict[str, Any], fresh: bool) -> None:
+        """A savepoint's entries are codec bytes already, as this backend stores them: no decoding.
+
+        Batch by batch, so the restore of a savepoint larger than memory holds
+        one batch.  Into a ``fresh`` backend (nothing in it before the restore:
+        the savepoint's keys are unique, old subtasks' key groups disjoint) a
+        batch goes in as one RocksDB write batch, with no lookup per key."""
+        for batch in read_canonical_batches(handle, self.key_groups):
+            kgs = batch.column("kg").to_numpy().astype(">u2")
+            prefixes = pa.FixedSizeBinaryArray.from_buffers(
+                pa.binary(_KG_BYTES), len(kgs), [None, pa.py_buffer(kgs.tobytes())])
+            keys = pc.binary_join_element_wise(prefixes.cast(pa.binary()), batch.column("key"), b"").to_pylist()
+            values = batch.column("value").to_pylist()
+            names = batch.column("state")
+            for name in pc.unique(names).to_pylist():
+                target: RocksDBState = self.state(name)  # type: ignore[assignment]
+                rows = np.flatnonzero(pc.equal(names, name).to_numpy(zero_copy_only=False))
+                if fresh:
+                    target.put_new_raw([keys[i] for i in rows], [values[i] for i in rows])
+                else:
+                    for i in rows:
+                        target.put_raw(keys[i], values[i])
 
     def _restore_whole(self, handle: dict[str, Any]) -> None:
         """Same key groups: the old db becomes this one, with no entry read or rewritten."""
@@ -395,21 +424,25 @@ def _rebuild(handle: dict[str, Any], target: Path) -> None:
 def _write_canonical_from(staging: Path, names: dict[str, int], directory: Path) -> dict[str, Any]:
     """Read the frozen checkpoint and write the backend-independent savepoint format.
 
-    Keys and values already are codec bytes: they are copied as they are, nothing decoded."""
+    Each state is scanned in key order, so in key-group order, and written in
+    bounded batches: the savepoint of a state larger than memory never holds
+    more than one batch.  Keys and values already are codec bytes: they are
+    copied as they are, nothing decoded."""
     db = _open(staging, read_only=True)
-    states: list[str] = []
-    kgs: list[int] = []
-    keys: list[bytes] = []
-    values: list[bytes] = []
+    writer = CanonicalWriter(directory / CANONICAL_FILE)
     try:
         for name in names:
             cf = db.get_column_family(_CF_PREFIX + name)
-            for k, v in cf.items():
-                states.append(name)
-                kgs.append(int.from_bytes(k[:_KG_BYTES], "big"))
-                keys.append(k[_KG_BYTES:])
-                values.append(v)
-            cf.close()
+            try:
+                # a scan of a whole snapshot: its blocks would only push the live state's out of a cache
+                read = ReadOptions()
+                read.fill_cache(False)
+                writer.write_state(name, cf.items(read_opt=read))
+            finally:
+                cf.close()
+    except BaseException:
+        writer.abort()
+        raise
     finally:
         db.close()
-    return write_canonical_encoded(directory / CANONICAL_FILE, states, kgs, keys, values)
+    return writer.close()
