@@ -29,7 +29,7 @@ import shutil
 import tempfile
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +39,17 @@ import pyarrow.compute as pc
 from rocksdict import (
     AccessType,
     BlockBasedOptions,
+    Cache,
     Checkpoint,
     Options,
     Rdict,
     ReadOptions,
     WriteBatch,
+    WriteBufferManager,
     WriteOptions,
 )
 
+from sqlstream.core.config import setting
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.state.base import (
     CANONICAL_FILE,
@@ -74,13 +77,75 @@ def decode_key(raw: bytes) -> tuple[int, tuple]:
     return int.from_bytes(raw[:_KG_BYTES], "big"), decode(raw[_KG_BYTES:])
 
 
-def _options() -> Options:
-    """Raw mode (bytes in, bytes out) with bloom filters so most 'is this key new?' checks skip disk."""
+class RocksDBMemory:
+    """The memory the RocksDB instances of one slot may take, by Flink's options.
+
+    A slot is a subtask index: as with Flink's slot sharing, subtask i of
+    every operator runs in slot i.  Bounded (``memory.managed``, the default,
+    with the slot's share of ``taskmanager.memory.managed.size``, or
+    ``memory.fixed-per-slot``): every instance of the slot shares one LRU
+    block cache and one write buffer manager that charges memtables to that
+    cache, sized as Flink's RocksDBMemoryControllerUtils does (cache capacity
+    (3 - r) / 3 of the budget, memtables 2r / 3 of it, r =
+    ``memory.write-buffer-ratio``), so the slot's RocksDB memory stays near the
+    budget however many states and operators it holds.  Unbounded: each
+    column family has a block cache of ``block.cache-size`` of its own.
+    Either way a column family keeps up to ``writebuffer.count`` memtables of
+    ``writebuffer.size``.
+    """
+
+    def __init__(self, budget: int | None = None, write_buffer_ratio: float = 0.5,
+                 block_cache_size: int = 8 << 20, write_buffer_size: int = 64 << 20,
+                 write_buffer_count: int = 2) -> None:
+        self.budget = budget
+        self.block_cache_size = block_cache_size
+        self.write_buffer_size = write_buffer_size
+        self.write_buffer_count = write_buffer_count
+        self.cache: Cache | None = None
+        self.write_buffers: WriteBufferManager | None = None
+        if budget is not None:
+            self.cache = Cache(int(budget * (3 - write_buffer_ratio) / 3))
+            self.write_buffers = WriteBufferManager.new_write_buffer_manager_with_cache(
+                int(2 * budget * write_buffer_ratio / 3), False, self.cache)
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, str], slots: int) -> RocksDBMemory:
+        """One slot's memory from the job's settings; ``slots`` share the managed memory evenly."""
+        fixed = setting(settings, "state.backend.rocksdb.memory.fixed-per-slot")
+        if fixed is not None:
+            budget = fixed
+        elif setting(settings, "state.backend.rocksdb.memory.managed"):
+            budget = setting(settings, "taskmanager.memory.managed.size") // max(1, slots)
+        else:
+            budget = None
+        return cls(budget, setting(settings, "state.backend.rocksdb.memory.write-buffer-ratio"),
+                   setting(settings, "state.backend.rocksdb.block.cache-size"),
+                   setting(settings, "state.backend.rocksdb.writebuffer.size"),
+                   setting(settings, "state.backend.rocksdb.writebuffer.count"))
+
+    def usage(self) -> int | None:
+        """Bytes the slot's shared cache holds now (memtables charged to it included); None if unbounded."""
+        return None if self.cache is None else self.cache.get_usage()
+
+
+def _options(memory: RocksDBMemory) -> Options:
+    """Raw mode (bytes in, bytes out) with bloom filters so most 'is this key new?' checks skip disk,
+    and the slot's memory options."""
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.create_missing_column_families(True)
+    opts.set_write_buffer_size(memory.write_buffer_size)
+    opts.set_max_write_buffer_number(memory.write_buffer_count)
     table = BlockBasedOptions()
     table.set_bloom_filter(10, False)
+    if memory.cache is not None and memory.write_buffers is not None:
+        opts.set_write_buffer_manager(memory.write_buffers)
+        table.set_block_cache(memory.cache)
+        # as Flink does when memory is bounded: index and filter blocks live in (and count against) the cache
+        table.set_cache_index_and_filter_blocks(True)
+        table.set_pin_l0_filter_and_index_blocks_in_cache(True)
+    else:
+        table.set_block_cache(Cache(memory.block_cache_size))
     opts.set_block_based_table_factory(table)
     # a bloom filter over the memtable's keys too: a batch's new keys (multi-get misses) skip its skip list
     opts.set_memtable_prefix_bloom_ratio(0.1)
@@ -95,12 +160,12 @@ def _write_options() -> WriteOptions:
     return wo
 
 
-def _open(path: Path, read_only: bool = False) -> Rdict:
+def _open(path: Path, memory: RocksDBMemory, read_only: bool = False) -> Rdict:
     """Open a db with every column family it has; RocksDB refuses to open one with any left out."""
     existing = Rdict.list_cf(str(path)) if (path / "CURRENT").exists() else []
-    families = {name: _options() for name in existing}
+    families = {name: _options(memory) for name in existing}
     access = AccessType.read_only() if read_only else AccessType.read_write()
-    return Rdict(str(path), _options(), column_families=families, access_type=access)
+    return Rdict(str(path), _options(memory), column_families=families, access_type=access)
 
 
 _SWEEP_MIN_WRITES = 256  # a small state is swept no more often than every this many writes
@@ -202,8 +267,11 @@ class RocksDBState(KeyedState):
 class RocksDBStateBackend(StateBackend):
     name = FORMAT
 
-    def __init__(self, key_groups: range, local_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, key_groups: range, local_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK,
+                 memory: RocksDBMemory | None = None) -> None:
         super().__init__(key_groups, local_dir, clock)
+        # without a slot's memory (a backend on its own): Flink's defaults, one slot
+        self.memory = memory if memory is not None else RocksDBMemory.from_settings({}, 1)
         if local_dir is not None:
             local_dir.mkdir(parents=True, exist_ok=True)
         # a fresh directory per subtask: several backends may share one local_dir
@@ -211,7 +279,7 @@ class RocksDBStateBackend(StateBackend):
         # names this backend's shared SST folder: SST numbers are unique only within one db
         self.backend_id = uuid.uuid4().hex
         self.db_path = self.root / "db"
-        self.db: Rdict | None = _open(self.db_path)
+        self.db: Rdict | None = _open(self.db_path, self.memory)
         self._snapshots = 0
 
     def _live_db(self) -> Rdict:
@@ -220,7 +288,7 @@ class RocksDBStateBackend(StateBackend):
         return self.db
 
     def _create(self, name: str, ttl_ms: int | None) -> KeyedState:
-        cf = self._live_db().create_column_family(_CF_PREFIX + name, _options())
+        cf = self._live_db().create_column_family(_CF_PREFIX + name, _options(self.memory))
         return RocksDBState(name, ttl_ms, cf, 0, self.clock)
 
     def _states(self) -> dict[str, RocksDBState]:
@@ -262,7 +330,8 @@ class RocksDBStateBackend(StateBackend):
             try:
                 directory.mkdir(parents=True, exist_ok=True)
                 if canonical:
-                    return _write_canonical_from(staging, {n: c for n, c in counts.items() if n in in_codec}, directory)
+                    return _write_canonical_from(staging, {n: c for n, c in counts.items() if n in in_codec}, directory,
+                                                 self.memory)
                 return self._write_incremental(staging, directory, counts, key_groups, checkpoint_id)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -362,7 +431,7 @@ class RocksDBStateBackend(StateBackend):
         self._close_db()
         shutil.rmtree(self.db_path, ignore_errors=True)
         _rebuild(handle, self.db_path)
-        db = self.db = _open(self.db_path)
+        db = self.db = _open(self.db_path, self.memory)
         for name, count in handle["states"].items():
             cf = db.get_column_family(_CF_PREFIX + name)
             st = self._states().get(name)
@@ -372,7 +441,7 @@ class RocksDBStateBackend(StateBackend):
                 st._bind(cf, count)
         for name, st in self._states().items():
             if name not in handle["states"]:
-                st._bind(db.create_column_family(_CF_PREFIX + name, _options()), 0)
+                st._bind(db.create_column_family(_CF_PREFIX + name, _options(self.memory)), 0)
 
     def _restore_key_groups(self, handle: dict[str, Any]) -> None:
         """Rescaling: scan only the key-group range this backend shares with the old subtask."""
@@ -382,7 +451,7 @@ class RocksDBStateBackend(StateBackend):
             return
         scratch = self.root / "restore" / uuid.uuid4().hex
         _rebuild(handle, scratch)
-        old = _open(scratch, read_only=True)
+        old = _open(scratch, self.memory, read_only=True)
         try:
             end = _kg_prefix(stop)  # stop <= 32768 still fits in the prefix
             for name in handle["states"]:
@@ -421,14 +490,15 @@ def _rebuild(handle: dict[str, Any], target: Path) -> None:
         shutil.copyfile(path, target / Path(path).name)
 
 
-def _write_canonical_from(staging: Path, names: dict[str, int], directory: Path) -> dict[str, Any]:
+def _write_canonical_from(staging: Path, names: dict[str, int], directory: Path,
+                          memory: RocksDBMemory) -> dict[str, Any]:
     """Read the frozen checkpoint and write the backend-independent savepoint format.
 
     Each state is scanned in key order, so in key-group order, and written in
     bounded batches: the savepoint of a state larger than memory never holds
     more than one batch.  Keys and values already are codec bytes: they are
     copied as they are, nothing decoded."""
-    db = _open(staging, read_only=True)
+    db = _open(staging, memory, read_only=True)
     writer = CanonicalWriter(directory / CANONICAL_FILE)
     try:
         for name in names:
