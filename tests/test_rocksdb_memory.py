@@ -7,6 +7,7 @@ the shared cache's usage), not on the objects that carry it.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,15 @@ def flushed_bytes(backend: RocksDBStateBackend, name: str = "s") -> int:
     return backend.state(name).cf.property_int_value("rocksdb.total-sst-files-size")  # type: ignore[attr-defined]
 
 
+def settle(backend: RocksDBStateBackend, *names: str) -> None:
+    """Wait for the flushes RocksDB runs in the background (slow on a loaded machine) to finish."""
+    deadline = time.monotonic() + 60
+    props = ("rocksdb.mem-table-flush-pending", "rocksdb.num-running-flushes")
+    while any(backend.state(n).cf.property_int_value(p) for n in names for p in props):  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, "RocksDB's flushes did not finish"
+        time.sleep(0.01)
+
+
 def test_writebuffer_size_and_count_bound_the_memtables(backends) -> None:
     default = backends({"state.backend.rocksdb.memory.managed": "false"})
     fill(default, 8)
@@ -62,6 +72,7 @@ def test_writebuffer_size_and_count_bound_the_memtables(backends) -> None:
                       "state.backend.rocksdb.writebuffer.size": "256 kb",
                       "state.backend.rocksdb.writebuffer.count": "3"})
     fill(small, 8)
+    settle(small, "s")
     assert flushed_bytes(small) > 4 * MB
     assert memtable_bytes(small) <= 3 * 300 * 1024
 
@@ -72,6 +83,7 @@ def test_fixed_per_slot_bounds_the_shared_cache_that_memtables_are_charged_to(ba
                         "state.backend.rocksdb.writebuffer.size": "1 mb"})
     fill(bounded, 4, "a")
     fill(bounded, 4, "b")
+    settle(bounded, "a", "b")
     assert bounded.memory.budget == 4 * MB
     usage = bounded.memory.usage()
     # the write buffer manager flushed memtables to stay near the budget (not strictly below it: the

@@ -214,7 +214,7 @@ NO_EFFECT: dict[str, str] = {
     "pipeline.auto-watermark-interval": "watermarks advance with every batch",
     "execution.checkpointing.mode": "checkpoints are always aligned (exactly once)",
     "execution.buffer-timeout": "batches are sent when full or when the source pauses",
-    "state.backend.incremental": "checkpoints are full snapshots",
+    "state.backend.incremental": "rocksdb checkpoints are always incremental, hashmap checkpoints always full",
     "sql-client.execution.max-table-result.rows": "the shell keeps every row",
     "table.display.max-column-width": "the shell shows whole values",
     "table.exec.source.cdc-events-duplicate": "changelog sources are not deduplicated",

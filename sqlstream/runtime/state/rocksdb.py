@@ -52,6 +52,7 @@ from rocksdict import (
 from sqlstream.core.config import setting
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.state.base import (
+    BATCH_ENTRIES,
     CANONICAL_FILE,
     CanonicalWriter,
     KeyedState,
@@ -401,7 +402,7 @@ class RocksDBStateBackend(StateBackend):
             if handle["format"] == "canonical":
                 self._restore_canonical_raw(handle, fresh)
             else:
-                self._restore_key_groups(handle)
+                self._restore_key_groups(handle, fresh)
 
     def _restore_canonical_raw(self, handle: dict[str, Any], fresh: bool) -> None:
         """A savepoint's entries are codec bytes already, as this backend stores them: no decoding.
@@ -443,8 +444,9 @@ class RocksDBStateBackend(StateBackend):
             if name not in handle["states"]:
                 st._bind(db.create_column_family(_CF_PREFIX + name, _options(self.memory)), 0)
 
-    def _restore_key_groups(self, handle: dict[str, Any]) -> None:
-        """Rescaling: scan only the key-group range this backend shares with the old subtask."""
+    def _restore_key_groups(self, handle: dict[str, Any], fresh: bool) -> None:
+        """Rescaling: scan only the key-group range this backend shares with the old subtask; into a
+        ``fresh`` backend in bounded write batches, as a savepoint's restore."""
         start = max(self.key_groups.start, handle["key_groups"][0])
         stop = min(self.key_groups.stop, handle["key_groups"][1])
         if start >= stop:
@@ -457,10 +459,21 @@ class RocksDBStateBackend(StateBackend):
             for name in handle["states"]:
                 target: RocksDBState = self.state(name)  # type: ignore[assignment]
                 source = old.get_column_family(_CF_PREFIX + name)
+                keys: list[bytes] = []
+                values: list[bytes] = []
                 for raw_key, raw_value in source.items(from_key=_kg_prefix(start)):
                     if raw_key[:_KG_BYTES] >= end:
                         break
-                    target.put_raw(raw_key, raw_value)
+                    if not fresh:
+                        target.put_raw(raw_key, raw_value)
+                        continue
+                    keys.append(raw_key)
+                    values.append(raw_value)
+                    if len(keys) >= BATCH_ENTRIES:
+                        target.put_new_raw(keys, values)
+                        keys, values = [], []
+                if keys:
+                    target.put_new_raw(keys, values)
                 source.close()
         finally:
             old.close()
