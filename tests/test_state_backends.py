@@ -257,10 +257,16 @@ def test_a_savepoint_is_written_and_restored_in_bounded_batches(kind: str, backe
                                                      strict=True)]
         assert sum(sizes[:-1]) < 20_000
         assert len(set(b.column("state").to_pylist())) == 1  # a batch holds one state's entries
+    # the handle names each batch's key-group range, so a restore skips the batches outside its own
+    assert savepoint["batch_key_groups"] == [[min(b.column("kg").to_pylist()), max(b.column("kg").to_pylist())]
+                                             for b in batches]
     if kind == "rocksdb":  # each state scanned in key order: key groups ascending
         for name in expected:
             kgs = [kg for b in batches if b.column("state")[0].as_py() == name for kg in b.column("kg").to_pylist()]
             assert kgs == sorted(kgs)
+    # a batch whose range misses the restore's key groups is not read at all
+    assert list(base.read_canonical_batches({**savepoint, "batch_key_groups": [[200, 300]] * len(batches)},
+                                            range(128))) == []
 
     for target in BACKENDS:  # read back batch by batch into either backend, rescaled
         part = backends(target, range(32, 96))

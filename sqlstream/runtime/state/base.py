@@ -128,6 +128,7 @@ class CanonicalWriter:
         self._sink = pa.OSFile(str(path), "wb")
         self._writer = pa.ipc.new_file(self._sink, _CANONICAL_SCHEMA)
         self.entries = 0
+        self.batch_key_groups: list[list[int]] = []  # [lowest, highest] key group of each batch
 
     def write_state(self, name: str, entries: Iterable[tuple[bytes, bytes]]) -> None:
         """Every (prefixed key, value) of one state, in batches."""
@@ -157,12 +158,15 @@ class CanonicalWriter:
                                 schema=_CANONICAL_SCHEMA)
         self._writer.write_batch(batch)
         self.entries += len(raw)
+        self.batch_key_groups.append([int(kgs.min()), int(kgs.max())])
 
     def close(self) -> dict[str, Any]:
-        """Finish the file; its handle."""
+        """Finish the file; its handle, with each batch's key-group range: a restore reads only the
+        batches that hold its key groups (rocksdb writes each state in key-group order, so a rescaled
+        restore reads about its share of the file)."""
         self._writer.close()
         self._sink.close()
-        return {"format": "canonical", "file": self.path}
+        return {"format": "canonical", "file": self.path, "batch_key_groups": self.batch_key_groups}
 
     def abort(self) -> None:
         """Close the file after a failure: it is left incomplete and never named by a handle."""
@@ -189,9 +193,12 @@ def read_canonical_batches(handle: dict[str, Any], key_groups: range) -> Iterato
 
     The file is read, not memory-mapped, batch by batch: a restore holds one
     batch of the snapshot, whatever its size (the address space too)."""
+    ranges = handle.get("batch_key_groups")  # absent in savepoints of older versions: every batch is read
     with pa.OSFile(str(handle["file"])) as source:
         reader = pa.ipc.open_file(source)
         for i in range(reader.num_record_batches):
+            if ranges is not None and (ranges[i][1] < key_groups.start or ranges[i][0] >= key_groups.stop):
+                continue
             batch = reader.get_batch(i)
             kg = batch.column("kg")
             mine = batch.filter(pc.and_(pc.greater_equal(kg, key_groups.start), pc.less(kg, key_groups.stop)))
