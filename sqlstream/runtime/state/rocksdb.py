@@ -19,7 +19,14 @@ the checkpoint root's ``shared/`` (without it, ``<directory>/../shared``).  Ever
 backend instance has a fresh id: a restored db numbers new SSTs like the db it
 came from (which may still be running), so sharing a folder with it could mix
 two different files under one name; the first checkpoint after a restore is
-therefore a full one (Flink's NO_CLAIM restore mode does the same).
+therefore a full one (Flink's NO_CLAIM restore mode does the same).  A shared
+file is deleted once no retained checkpoint lists it (CheckpointStorage).
+
+Savepoints scan the frozen staging checkpoint state by state, in key-group
+order, into the canonical format in bounded batches; their restore writes
+batch by batch.  Neither holds more than a batch, so a state larger than
+memory can be saved and restored.  RocksDB's own memory follows Flink's
+options (RocksDBMemory): by default bounded per slot.
 """
 
 from __future__ import annotations
