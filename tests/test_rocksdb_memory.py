@@ -77,6 +77,23 @@ def test_writebuffer_size_and_count_bound_the_memtables(backends) -> None:
     assert memtable_bytes(small) <= 3 * 300 * 1024
 
 
+def cache_capacity(backend: RocksDBStateBackend) -> int:
+    return backend.state("s").cf.property_int_value("rocksdb.block-cache-capacity")  # type: ignore[attr-defined]
+
+
+def test_block_cache_capacity_follows_the_options(backends) -> None:
+    # unbounded: each column family's own cache of block.cache-size
+    assert cache_capacity(backends({"state.backend.rocksdb.memory.managed": "false",
+                                    "state.backend.rocksdb.block.cache-size": "3 mb"})) == 3 * MB
+    assert cache_capacity(backends({"state.backend.rocksdb.memory.managed": "false"})) == 8 * MB  # Flink's default
+    # bounded: the shared cache holds (3 - r) / 3 of the budget, r the write buffer ratio (Flink's sizing)
+    assert cache_capacity(backends({})) == int(128 * MB * 2.5 / 3)
+    assert cache_capacity(backends({"state.backend.rocksdb.memory.fixed-per-slot": "30 mb",
+                                    "state.backend.rocksdb.memory.write-buffer-ratio": "0.2"})) == int(30 * MB * 2.8 / 3)
+    # the block cache size does not apply to bounded memory
+    assert cache_capacity(backends({"state.backend.rocksdb.block.cache-size": "3 mb"})) == int(128 * MB * 2.5 / 3)
+
+
 def test_fixed_per_slot_bounds_the_shared_cache_that_memtables_are_charged_to(backends) -> None:
     # memtables of 1 mb: each memtable's bloom filter (a tenth of its size) is charged to the cache too
     bounded = backends({"state.backend.rocksdb.memory.fixed-per-slot": "4 mb",
