@@ -131,7 +131,7 @@ class CanonicalWriter:
         self.batch_key_groups: list[list[int]] = []  # [lowest, highest] key group of each batch
 
     def write_state(self, name: str, entries: Iterable[tuple[bytes, bytes]]) -> None:
-        """Every (prefixed key, value) of one state, in batches."""
+        """Every (key-group-prefixed key, value) of one state, as rocksdb stores them, in batches."""
         keys: list[bytes] = []
         values: list[bytes] = []
         size = 0
@@ -140,12 +140,29 @@ class CanonicalWriter:
             values.append(value)
             size += len(key) + len(value)
             if len(keys) >= self.batch_entries or size >= self.batch_bytes:
-                self._write_batch(name, keys, values)
+                self._write_prefixed(name, keys, values)
                 keys, values, size = [], [], 0
         if keys:
-            self._write_batch(name, keys, values)
+            self._write_prefixed(name, keys, values)
 
-    def _write_batch(self, name: str, keys: list[bytes], values: list[bytes]) -> None:
+    def write_entries(self, name: str, entries: Iterable[tuple[int, bytes, bytes]]) -> None:
+        """Every (key group, key, value) of one state, as the heap backend has them, in batches."""
+        kgs: list[int] = []
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        size = 0
+        for kg, key, value in entries:
+            kgs.append(kg)
+            keys.append(key)
+            values.append(value)
+            size += len(key) + len(value)
+            if len(keys) >= self.batch_entries or size >= self.batch_bytes:
+                self._write_batch(name, np.array(kgs, np.int32), pa.array(keys, pa.binary()), values)
+                kgs, keys, values, size = [], [], [], 0
+        if keys:
+            self._write_batch(name, np.array(kgs, np.int32), pa.array(keys, pa.binary()), values)
+
+    def _write_prefixed(self, name: str, keys: list[bytes], values: list[bytes]) -> None:
         raw = pa.array(keys, pa.binary())
         # the key group is the first two bytes of every key: read from the data buffer at each offset
         offsets = np.frombuffer(raw.buffers()[1], np.int32, len(raw))
@@ -153,11 +170,13 @@ class CanonicalWriter:
         kgs = data[offsets].astype(np.int32) * 256 + data[offsets + 1]
         # the stop is given: pyarrow 26's binary_slice fails on an open one ("Negative buffer resize")
         longest = pc.max(pc.binary_length(raw)).as_py()
-        batch = pa.record_batch([pa.repeat(pa.scalar(name, pa.string()), len(raw)), pa.array(kgs, pa.int32()),
-                                 pc.binary_slice(raw, KG_BYTES, longest), pa.array(values, pa.binary())],
-                                schema=_CANONICAL_SCHEMA)
+        self._write_batch(name, kgs, pc.binary_slice(raw, KG_BYTES, longest), values)
+
+    def _write_batch(self, name: str, kgs: np.ndarray, keys: pa.Array, values: list[bytes]) -> None:
+        batch = pa.record_batch([pa.repeat(pa.scalar(name, pa.string()), len(keys)), pa.array(kgs, pa.int32()),
+                                 keys, pa.array(values, pa.binary())], schema=_CANONICAL_SCHEMA)
         self._writer.write_batch(batch)
-        self.entries += len(raw)
+        self.entries += len(keys)
         self.batch_key_groups.append([int(kgs.min()), int(kgs.max())])
 
     def close(self) -> dict[str, Any]:
@@ -180,8 +199,7 @@ def write_canonical(path: Path, entries: dict[str, dict[tuple[int, tuple], Any]]
     writer = CanonicalWriter(path)
     try:
         for name, data in entries.items():
-            writer.write_state(name, ((kg_prefix(kg) + encode(key), encode(value))
-                                      for (kg, key), value in data.items()))
+            writer.write_entries(name, ((kg, encode(key), encode(value)) for (kg, key), value in data.items()))
     except BaseException:
         writer.abort()
         raise
