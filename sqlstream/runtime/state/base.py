@@ -231,6 +231,32 @@ def read_canonical_encoded(handle: dict[str, Any], key_groups: range) -> Iterato
         yield from zip(*columns, strict=True)
 
 
+# a columnar state's frozen rows: one table, or tables produced one at a time (a state read from
+# disk as the snapshot is written, never whole in memory), or None when it is empty
+FrozenTables = pa.Table | Iterable[pa.Table] | None
+
+
+def _write_tables(path: Path, tables: FrozenTables) -> bool:
+    """Write the rows into one Arrow IPC file in bounded batches (restores read it batch by batch);
+    whether there were any (no file otherwise)."""
+    parts = [tables] if isinstance(tables, pa.Table) else (tables or [])
+    sink = writer = None
+    try:
+        for table in parts:
+            if not table.num_rows:
+                continue
+            if writer is None:
+                sink = pa.OSFile(str(path), "wb")
+                writer = pa.ipc.new_file(sink, table.schema)
+            writer.write_table(table, max_chunksize=BATCH_ENTRIES)
+    finally:
+        if writer is not None:
+            writer.close()
+        if sink is not None:
+            sink.close()
+    return writer is not None
+
+
 class ColumnarState:
     """Keyed state kept as Arrow tables with a ``$kg`` (key group) column, for vectorized operators.
 
@@ -253,10 +279,11 @@ class ColumnarState:
         tables = [t for t in self.tables if t.num_rows]
         return pa.concat_tables(tables) if tables else None
 
-    def freeze(self) -> Callable[[], pa.Table | None]:
+    def freeze(self) -> Callable[[], FrozenTables]:
         """The state now, as a table made when the snapshot is written: a state whose table is
         costly to build takes a cheap consistent view here and builds it off the processing path
-        (or never: the final snapshot of a job without checkpoint storage is not written)."""
+        (or never: the final snapshot of a job without checkpoint storage is not written); a
+        state larger than memory gives its table in parts."""
         table = self.frozen()
         return lambda: table
 
@@ -295,11 +322,8 @@ class StateBackend(ABC):
         def write(directory: Path) -> Any:
             files = {}
             for name, frozen in columnar.items():
-                table = frozen()
-                if table is not None:
-                    path = directory / f"columnar-{name}.arrow"
-                    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-                        w.write_table(table, max_chunksize=BATCH_ENTRIES)  # restores read it batch by batch
+                path = directory / f"columnar-{name}.arrow"
+                if _write_tables(path, frozen()):
                     files[name] = path
             return {"keyed": keyed(directory), "columnar": files}
 

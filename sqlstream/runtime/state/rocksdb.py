@@ -321,16 +321,51 @@ class RocksDBStateBackend(StateBackend):
 
     # ---- snapshots
 
-    def snapshot(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
+    def _freeze_db(self, name: str) -> Path:
+        """The db as it is now, as a RocksDB checkpoint (hard-linked files) under ``staging/``."""
         db = self._live_db()
         # the WAL is off, so everything must be in SST files before the checkpoint links them
         db.flush()
         for st in self._states().values():
             st.cf.flush()
         self._snapshots += 1
-        staging = self.root / "staging" / f"chk-{checkpoint_id}-{self._snapshots}"
+        staging = self.root / "staging" / f"{name}-{self._snapshots}"
         staging.parent.mkdir(exist_ok=True)
         Checkpoint(db).create_checkpoint(str(staging))
+        return staging
+
+    def frozen_view(self) -> Path:
+        """A consistent view of the states now, for scan_view on another thread while processing
+        goes on (the files are hard links: nothing is copied); deleted by the scan or with the backend."""
+        return self._freeze_db("view")
+
+    def scan_view(self, view: Path, name: str, chunk: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
+        """Every (key, value) of state ``name`` in a frozen view, in key order, as lists of up to
+        ``chunk``; the view is deleted once scanned."""
+        db = _open(view, self.memory, read_only=True)
+        try:
+            cf = db.get_column_family(_CF_PREFIX + name)
+            try:
+                read = ReadOptions()
+                read.fill_cache(False)  # a scan of a snapshot: its blocks would only evict the live state's
+                keys: list[bytes] = []
+                values: list[bytes] = []
+                for raw_key, raw_value in cf.items(read_opt=read):
+                    keys.append(raw_key)
+                    values.append(raw_value)
+                    if len(keys) == chunk:
+                        yield keys, values
+                        keys, values = [], []
+                if keys:
+                    yield keys, values
+            finally:
+                cf.close()
+        finally:
+            db.close()
+            shutil.rmtree(view, ignore_errors=True)
+
+    def snapshot(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
+        staging = self._freeze_db(f"chk-{checkpoint_id}")
         counts = {name: len(st) for name, st in self._states().items()}
         in_codec = {name for name, st in self._states().items() if st.canonical}
         key_groups = (self.key_groups.start, self.key_groups.stop)
