@@ -355,8 +355,18 @@ def test_rocksdb_rows_are_saved_and_restored_a_chunk_at_a_time(second: str, tmp_
         reader = pa.ipc.open_file(source)
         sizes = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
     assert len(sizes) > 1 and max(sizes) <= 7 and sum(sizes) == len(reference.operator.groups)
+    loaded: list[int] = []
+    load = group_agg_rocksdb.RocksDBGroupAggregates.load
+
+    def recording(self: group_agg_rocksdb.RocksDBGroupAggregates, table: pa.Table) -> None:
+        loaded.append(table.num_rows)
+        load(self, table)
+
+    monkeypatch.setattr(group_agg_rocksdb.RocksDBGroupAggregates, "load", recording)
     restored = OperatorHarness(_group_agg(second, aggs, retracting), second, tmp=tmp_path,
                                restore=Snapshot(saved, None))
+    if second == "rocksdb":  # read back as written: a batch of the file at a time, never the whole table
+        assert len(loaded) == len(sizes) and max(loaded) <= 7
     assert restored.operator.columnar is not None and restored.operator.columnar.live == len(reference.operator.groups)
     want = _changes(reference, inputs[20:])
     assert len(want) > 20 and _changes(restored, inputs[20:]) == want

@@ -272,7 +272,40 @@ class ColumnarState:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.tables: list[pa.Table] = []
+        self._tables: list[pa.Table] = []
+        # restored files not read yet, with the key groups to keep: an operator that stores the rows
+        # elsewhere (RocksDB) takes them batch by batch (restored_tables); ``tables`` reads them whole
+        self._pending: list[tuple[Path, range]] = []
+
+    @property
+    def tables(self) -> list[pa.Table]:
+        if self._pending:
+            self._tables = list(self.restored_tables())  # which takes (empties) the list it starts from
+        return self._tables
+
+    @tables.setter
+    def tables(self, tables: list[pa.Table]) -> None:
+        self._tables = tables
+
+    def restore_file(self, path: Path, key_groups: range) -> None:
+        """Rows of a snapshot file to restore (those of ``key_groups``), read when first needed."""
+        self._pending.append((path, key_groups))
+
+    def restored_tables(self) -> Iterator[pa.Table]:
+        """Take the state's rows, restored files read a batch at a time as they are taken: a
+        restore into RocksDB never holds more than a batch of them."""
+        pending, self._pending = self._pending, []
+        tables, self._tables = self._tables, []
+        yield from tables
+        for path, key_groups in pending:
+            with pa.OSFile(str(path)) as source:
+                reader = pa.ipc.open_file(source)
+                for i in range(reader.num_record_batches):
+                    batch = reader.get_batch(i)
+                    kg = batch.column("$kg")
+                    mine = batch.filter(pc.and_(pc.greater_equal(kg, key_groups.start), pc.less(kg, key_groups.stop)))
+                    if mine.num_rows:
+                        yield pa.Table.from_batches([mine])
 
     def frozen(self) -> pa.Table | None:
         # tables are never changed in place, so the list copy is a consistent view
@@ -334,19 +367,7 @@ class StateBackend(ABC):
         self.restore([h["keyed"] for h in handles])
         for h in handles:
             for name, path in h.get("columnar", {}).items():
-                # batch by batch: only this subtask's key groups are ever held, not the old subtask's all
-                with pa.OSFile(str(path)) as source:
-                    reader = pa.ipc.open_file(source)
-                    batches = []
-                    for i in range(reader.num_record_batches):
-                        batch = reader.get_batch(i)
-                        kg = batch.column("$kg")
-                        mine = batch.filter(pc.and_(pc.greater_equal(kg, self.key_groups.start),
-                                                    pc.less(kg, self.key_groups.stop)))
-                        if mine.num_rows:
-                            batches.append(mine)
-                if batches:
-                    self.columnar(name).tables.append(pa.Table.from_batches(batches))
+                self.columnar(name).restore_file(path, self.key_groups)
 
     def take_columnar(self, name: str) -> pa.Table | None:
         """Remove a columnar state and return its rows: a columnar snapshot restored where the
