@@ -413,3 +413,43 @@ def test_a_savepoint_brings_in_a_finished_subtasks_rocksdb_files_and_restores_af
         assert {key: v for _, key, v in again.state("s").items()} == {(i,): f"v{i}" for i in range(500)}
     finally:
         again.close()
+
+
+def test_shared_rocksdb_files_no_retained_checkpoint_names_are_deleted_as_checkpoints_are_subsumed(
+        tmp_path: Path) -> None:
+    storage = CheckpointStorage(tmp_path / "chk", retained=2)
+    backend = create_backend("rocksdb", range(128), tmp_path / "local")
+    shared = storage.root / "shared" / backend.backend_id  # type: ignore[attr-defined]
+    handles: dict[int, dict[str, Any]] = {}
+    expected: dict[int, dict[tuple, str]] = {}
+    ever: set[Path] = set()
+    live: dict[tuple, str] = {}
+    try:
+        backend.shared_dir = storage.root / "shared"
+        st = backend.state("s")
+        for n in range(1, 8):
+            for i in range(n * 1000, n * 1000 + 3000):  # overwrites half of what the last round wrote
+                st.put(i % 128, (i,), f"v{n}-{i}" * 10)
+                live[(i,)] = f"v{n}-{i}" * 10
+            if n % 3 == 0:  # compaction rewrites the db: the SSTs of earlier checkpoints leave it
+                st.cf.compact_range(None, None)  # type: ignore[attr-defined]
+            directory = storage.subtask_dir(n, "chain", 0)
+            handles[n] = backend.snapshot(n)(directory / "op")
+            expected[n] = dict(live)
+            storage.complete(n, {"checkpoint_id": n, "subtasks": {("chain", 0): {"keyed": {"op": handles[n]}}}})
+            ever |= set(handles[n]["shared_files"])
+            retained = [m for m in handles if m > n - 2]
+            named = {Path(p) for m in retained for p in handles[m]["shared_files"]}
+            assert {p for p in shared.iterdir() if p.is_file()} == named, f"after checkpoint {n}"
+            assert sorted(completed_ids(storage.root)) == retained
+    finally:
+        backend.close()
+    assert len(ever) > len(named)  # files were shared, then deleted once no retained checkpoint named them
+
+    oldest = read_checkpoint(storage.checkpoint_dir(6))  # the oldest retained one still restores
+    again = create_backend("rocksdb", range(128), tmp_path / "local2")
+    try:
+        again.restore([oldest["subtasks"][("chain", 0)]["keyed"]["op"]])
+        assert {key: v for _, key, v in again.state("s").items()} == expected[6]
+    finally:
+        again.close()

@@ -348,8 +348,25 @@ def test_rocksdb_rows_are_saved_and_restored_a_chunk_at_a_time(second: str, tmp_
     reference = _operator("rocksdb", tmp_path, aggs, retracting, per_key=True)
     _changes(old, inputs[:20])
     _changes(reference, inputs[:20])
+    saved = old.snapshot().keyed
+    # written as read: the savepoint file holds the chunks as record batches, never one whole table
+    (path,) = saved["columnar"].values()
+    with pa.OSFile(str(path)) as source:
+        reader = pa.ipc.open_file(source)
+        sizes = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
+    assert len(sizes) > 1 and max(sizes) <= 7 and sum(sizes) == len(reference.operator.groups)
+    loaded: list[int] = []
+    load = group_agg_rocksdb.RocksDBGroupAggregates.load
+
+    def recording(self: group_agg_rocksdb.RocksDBGroupAggregates, table: pa.Table) -> None:
+        loaded.append(table.num_rows)
+        load(self, table)
+
+    monkeypatch.setattr(group_agg_rocksdb.RocksDBGroupAggregates, "load", recording)
     restored = OperatorHarness(_group_agg(second, aggs, retracting), second, tmp=tmp_path,
-                               restore=Snapshot(old.snapshot().keyed, None))
+                               restore=Snapshot(saved, None))
+    if second == "rocksdb":  # read back as written: a batch of the file at a time, never the whole table
+        assert len(loaded) == len(sizes) and max(loaded) <= 7
     assert restored.operator.columnar is not None and restored.operator.columnar.live == len(reference.operator.groups)
     want = _changes(reference, inputs[20:])
     assert len(want) > 20 and _changes(restored, inputs[20:]) == want

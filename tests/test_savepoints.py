@@ -15,6 +15,7 @@ import pytest
 
 from sqlstream.frontend.session import Session
 from sqlstream.runtime.checkpoint.storage import CheckpointError
+from sqlstream.runtime.state import base as state_base
 from tests.conftest import rows
 from tests.fault_harness import committed, expected_rows, file_job_script
 
@@ -72,9 +73,13 @@ def test_a_changed_plan_is_refused_unless_state_may_be_dropped(tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_rescale_from_parallelism_2_to_4_through_a_savepoint(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_rescale_from_parallelism_2_to_4_through_a_savepoint(tmp_path: Path, backend: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # small batches: the savepoint spans many, and each new subtask reads only those of its key groups
+    monkeypatch.setattr(state_base, "BATCH_ENTRIES", 16)
     out = tmp_path / "out"
-    script = file_job_script(out, tmp_path / "chk", "hashmap", 2).replace(
+    script = file_job_script(out, tmp_path / "chk", backend, 2).replace(
         "'fields.seq.kind' = 'sequence'", "'scan.parallelism' = '2', 'fields.seq.kind' = 'sequence'")
     savepoint = _run_until_savepoint(script, tmp_path, after_s=1.2)
     rescaled = script.replace("'parallelism.default' = '2'", "'parallelism.default' = '4'")

@@ -15,11 +15,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock, ManualClock
-from sqlstream.runtime.state import BACKENDS, create_backend
+from sqlstream.runtime.state import BACKENDS, base, create_backend
 from sqlstream.runtime.state.base import SnapshotFormatError, StateBackend
+from sqlstream.runtime.state.codec import encode
 
 MAX_PARALLELISM = 128
 
@@ -224,6 +226,91 @@ def test_canonical_savepoint_switches_backend(source: str, target: str, backends
     upper = backends(target, range(64, 128))
     upper.restore([savepoint])
     assert contents(upper) == {k: v for k, v in expected.items() if k[0] >= 64}
+
+
+def _batches(path: Path) -> list[pa.RecordBatch]:
+    with pa.OSFile(str(path)) as source:
+        reader = pa.ipc.open_file(source)
+        return [reader.get_batch(i) for i in range(reader.num_record_batches)]
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_a_savepoint_is_written_and_restored_in_bounded_batches(kind: str, backends, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(base, "BATCH_ENTRIES", 100)
+    monkeypatch.setattr(base, "BATCH_BYTES", 20_000)
+    old = backends(kind)
+    expected: dict[str, dict[tuple[int, tuple], Any]] = {"s": {}, "big": {}}
+    for i in range(1050):
+        kg = i * 37 % MAX_PARALLELISM
+        old.state("s").put(kg, (i, "k"), f"v{i}")
+        expected["s"][(kg, (i, "k"))] = f"v{i}"
+    for i in range(40):
+        old.state("big").put(i % MAX_PARALLELISM, (i,), bytes([i]) * 6000)
+        expected["big"][(i % MAX_PARALLELISM, (i,))] = bytes([i]) * 6000
+    savepoint = checkpoint(old, tmp_path / "savepoints", 1, canonical=True)
+
+    batches = _batches(savepoint["file"])
+    assert sum(b.num_rows for b in batches) == 1090
+    assert max(b.num_rows for b in batches) <= 100  # the entry bound
+    for b in batches:  # the byte bound: a batch ends with the entry that reaches it
+        sizes = [len(k) + len(v) + 2 for k, v in zip(b.column("key").to_pylist(), b.column("value").to_pylist(),
+                                                     strict=True)]
+        assert sum(sizes[:-1]) < 20_000
+        assert len(set(b.column("state").to_pylist())) == 1  # a batch holds one state's entries
+    # the handle names each batch's key-group range, so a restore skips the batches outside its own
+    assert savepoint["batch_key_groups"] == [[min(b.column("kg").to_pylist()), max(b.column("kg").to_pylist())]
+                                             for b in batches]
+    if kind == "rocksdb":  # each state scanned in key order: key groups ascending
+        for name in expected:
+            kgs = [kg for b in batches if b.column("state")[0].as_py() == name for kg in b.column("kg").to_pylist()]
+            assert kgs == sorted(kgs)
+    # a batch whose range misses the restore's key groups is not read at all
+    assert list(base.read_canonical_batches({**savepoint, "batch_key_groups": [[200, 300]] * len(batches)},
+                                            range(128))) == []
+
+    for target in BACKENDS:  # read back batch by batch into either backend, rescaled
+        part = backends(target, range(32, 96))
+        part.restore([savepoint])
+        for name, entries in expected.items():
+            mine = {k: v for k, v in entries.items() if 32 <= k[0] < 96}
+            assert contents(part, name) == mine
+            assert len(part.state(name)) == len(mine)
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_a_savepoint_written_whole_by_an_earlier_version_still_restores(kind: str, backends, tmp_path: Path) -> None:
+    # before streaming: one batch holding every state's entries, and a handle without batch ranges
+    entries = [("s", i % MAX_PARALLELISM, (i,), f"v{i}") for i in range(300)] + [("t", 5, ("x",), [1, 2])]
+    table = pa.table({"state": [e[0] for e in entries], "kg": pa.array([e[1] for e in entries], pa.int32()),
+                      "key": pa.array([encode(e[2]) for e in entries], pa.binary()),
+                      "value": pa.array([encode(e[3]) for e in entries], pa.binary())})
+    path = tmp_path / "keyed-state.arrow"
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+        w.write_table(table)
+    part = backends(kind, range(0, 64))
+    part.restore([{"format": "canonical", "file": path}])
+    assert contents(part) == {(kg, key): v for name, kg, key, v in entries if name == "s" and kg < 64}
+    assert contents(part, "t") == {(5, ("x",)): [1, 2]}
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_columnar_state_is_written_and_restored_in_bounded_batches(kind: str, backends, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(base, "BATCH_ENTRIES", 64)
+    old = backends(kind)
+    old.columnar("w").tables.append(pa.table({"$kg": pa.array([i % MAX_PARALLELISM for i in range(1000)], pa.int32()),
+                                              "x": range(1000)}))
+    directory = tmp_path / "chk-1"
+    directory.mkdir()
+    handle = old.snapshot_all(1)(directory)
+    assert max(b.num_rows for b in _batches(handle["columnar"]["w"])) <= 64
+
+    lower = backends(kind, range(0, 64))
+    lower.restore_all([handle])
+    table = lower.take_columnar("w")
+    assert table is not None
+    assert sorted(table.column("x").to_pylist()) == [i for i in range(1000) if i % MAX_PARALLELISM < 64]
 
 
 @pytest.mark.parametrize("kind", BACKENDS)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlstream.core.durations import parse_duration_ms
+from sqlstream.core.durations import parse_duration_ms, parse_memory_size
 from sqlstream.core.errors import PlanError
 
 
@@ -67,6 +67,20 @@ def _bool(text: str) -> bool:
 
 def _duration(text: str) -> int:
     return parse_duration_ms(text)
+
+
+def _memory(text: str) -> int:
+    return parse_memory_size(text)
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError(f"'{text}' is not a number") from None
+    if not 0 < value < 1:
+        raise ValueError(f"must lie strictly between 0 and 1, got {value}")
+    return value
 
 
 def _text(text: str) -> str:
@@ -125,6 +139,22 @@ KEYS: dict[str, ConfigKey] = {k.key: k for k in (
     ConfigKey("state.backend.rocksdb.localdir", None, _text,
               "where RocksDB keeps its working files on each machine (unset: the system's temporary "
               "directory; on Ray with checkpoints on a store, each actor's own directory on its node)"),
+    ConfigKey("state.backend.rocksdb.memory.managed", "true", _bool,
+              "the RocksDB instances of a slot share one block cache and write buffer manager bounded by the "
+              "slot's share of taskmanager.memory.managed.size"),
+    ConfigKey("state.backend.rocksdb.memory.fixed-per-slot", None, _memory,
+              "bound the RocksDB memory of a slot to this size (overrides memory.managed)"),
+    ConfigKey("state.backend.rocksdb.memory.write-buffer-ratio", "0.5", _ratio,
+              "the share of bounded RocksDB memory that memtables may take"),
+    ConfigKey("state.backend.rocksdb.block.cache-size", "8 mb", _memory,
+              "the block cache of each column family when RocksDB memory is not bounded"),
+    ConfigKey("state.backend.rocksdb.writebuffer.size", "64 mb", _memory,
+              "the size of one RocksDB memtable (write buffer)"),
+    ConfigKey("state.backend.rocksdb.writebuffer.count", "2", _int(1),
+              "the most RocksDB memtables (write buffers) a column family keeps in memory"),
+    ConfigKey("taskmanager.memory.managed.size", "128 mb", _memory,
+              "the managed memory of the task manager, split evenly between its slots (one per subtask index); "
+              "Flink's local execution gives it 128 mb"),
     ConfigKey("restart-strategy.type", "none", _RESTART, "none or fixed-delay"),
     ConfigKey("restart-strategy", "none", _RESTART, "Flink's older name of restart-strategy.type"),
     ConfigKey("restart-strategy.fixed-delay.attempts", "3", _int(0), "restarts before the job fails"),
@@ -184,7 +214,7 @@ NO_EFFECT: dict[str, str] = {
     "pipeline.auto-watermark-interval": "watermarks advance with every batch",
     "execution.checkpointing.mode": "checkpoints are always aligned (exactly once)",
     "execution.buffer-timeout": "batches are sent when full or when the source pauses",
-    "state.backend.incremental": "checkpoints are full snapshots",
+    "state.backend.incremental": "rocksdb checkpoints are always incremental, hashmap checkpoints always full",
     "sql-client.execution.max-table-result.rows": "the shell keeps every row",
     "table.display.max-column-width": "the shell shows whole values",
     "table.exec.source.cdc-events-duplicate": "changelog sources are not deduplicated",

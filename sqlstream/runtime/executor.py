@@ -71,7 +71,7 @@ from sqlstream.runtime.hashing import DEFAULT_MAX_PARALLELISM, key_group_range
 from sqlstream.runtime.operators.base import Metrics, Operator, OperatorContext
 from sqlstream.runtime.operators.registry import build_operator
 from sqlstream.runtime.operators.sink import SinkOperator
-from sqlstream.runtime.state import create_backend
+from sqlstream.runtime.state import BackendFactory
 from sqlstream.runtime.subtask import OutputGate, Subtask, os_failure
 from sqlstream.runtime.task import Task
 
@@ -214,6 +214,9 @@ class JobExecutor:
         self.restore_warnings: list[str] = []  # corrupt checkpoints skipped, commits that could not be undone
         self.first_checkpoint_id = 1  # at least: checkpoint ids only grow across restores
         self.chains = build_chains(flow, config.parallelism)
+        # one slot per subtask index, as Flink's slot sharing places subtask i of every operator in slot i
+        self.backends = BackendFactory(config.backend, config.raw, max(c.parallelism for c in self.chains),
+                                       config.clock)
         # for status(): an id of its own (as Flink gives each job one), the state, the checkpoints of all attempts
         self.job_id = uuid.uuid4().hex[:12]
         self.state = CREATED
@@ -612,8 +615,8 @@ class JobExecutor:
             operator = self._make_operator(node, uid, index, p, metadata)
             state = None
             if operator.keyed:
-                state = create_backend(config.backend, key_group_range(index, p, config.max_parallelism),
-                                       self.state_dir, config.clock)
+                state = self.backends.create(key_group_range(index, p, config.max_parallelism), index,
+                                             self.state_dir)
                 if config.checkpoint_dir is not None:
                     state.shared_dir = config.checkpoint_dir / "shared"
                 handles = [old["keyed"][uid] for old in all_old if old.get("keyed", {}).get(uid)]

@@ -82,7 +82,7 @@ class GroupAggOperator(Operator):
             # columnar state restored from a hashmap snapshot (restore_all ran before open)
             restored = backend.columnar_states.get(COLUMNAR_STATE)
             if restored is not None:
-                for table in restored.tables:
+                for table in restored.restored_tables():  # a batch at a time: RocksDB takes them so
                     self.columnar.load(table)
             backend.columnar_states[COLUMNAR_STATE] = self.columnar.state
 

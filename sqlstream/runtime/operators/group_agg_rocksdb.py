@@ -46,7 +46,7 @@ need a RocksDB entry per (key, value) pair; core.aggregates.group_agg_columnar_r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -89,8 +89,8 @@ class RowsGroupState(ColumnarState):
     def frozen(self) -> pa.Table | None:
         return self.store.table()
 
-    def freeze(self) -> Callable[[], pa.Table | None]:
-        # read now (RocksDB changes with the next batch); decoded when the savepoint is written
+    def freeze(self) -> Callable[[], Iterator[pa.Table]]:
+        # a view taken now (RocksDB changes with the next batch); read and decoded when the savepoint is written
         return self.store.freeze()
 
 
@@ -216,19 +216,23 @@ class RocksDBGroupAggregates(GroupAccumulators):
     # ------------------------------------------------------------ snapshots and restores
     def table(self) -> pa.Table | None:
         """The unexpired entries as the columnar form's snapshot table."""
-        return self.freeze()()
+        tables = list(self.freeze()())
+        return pa.concat_tables(tables) if tables else None
 
-    def freeze(self) -> Callable[[], pa.Table | None]:
-        """The entries read now (as Arrow binary arrays, a chunk at a time: Python bytes objects
-        would take twice the memory), decoded into the snapshot table later."""
-        chunks = [(pa.array(keys, pa.binary()), pa.array(values, pa.binary())) for keys, values in self.rows.scan(CHUNK)]
+    def freeze(self) -> Callable[[], Iterator[pa.Table]]:
+        """The entries as they are now (a frozen view of RocksDB's files, taken here), decoded
+        into the snapshot table a chunk at a time when the savepoint is written: the state is
+        never whole in memory, so a savepoint of a state larger than memory can be written."""
+        view = self.backend.frozen_view()
         cutoff = None if self.ttl_ms is None else self.clock.time_ms() - self.ttl_ms
 
-        def table() -> pa.Table | None:
-            tables = [t for t in (self._snapshot_table(k, v, cutoff) for k, v in chunks) if t is not None]
-            return pa.concat_tables(tables) if tables else None
+        def tables() -> Iterator[pa.Table]:
+            for keys, values in self.backend.scan_view(view, ROWS_STATE, CHUNK):
+                table = self._snapshot_table(pa.array(keys, pa.binary()), pa.array(values, pa.binary()), cutoff)
+                if table is not None:
+                    yield table
 
-        return table
+        return tables
 
     def _snapshot_table(self, raw_keys: pa.Array, raw_values: pa.Array, cutoff: int | None) -> pa.Table | None:
         kgs, key_columns = self.key_codec.decode(raw_keys)

@@ -9,11 +9,13 @@ serialize it asynchronously while processing goes on.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -96,41 +98,163 @@ class KeyedState(ABC):
 
 CANONICAL_FILE = "keyed-state.arrow"
 _CANONICAL_SCHEMA = pa.schema([("state", pa.string()), ("kg", pa.int32()), ("key", pa.binary()), ("value", pa.binary())])
+KG_BYTES = 2  # a key group as a key prefix: max parallelism is 32768, so two big-endian bytes
+# a canonical snapshot is written and read in record batches of at most this many entries or
+# bytes, so neither a savepoint nor its restore ever holds more than one batch of the state
+BATCH_ENTRIES = 65_536
+BATCH_BYTES = 8 << 20
 
 
-def write_canonical_encoded(path: Path, names: list[str], kgs: list[int], keys: list[bytes],
-                            values: list[bytes]) -> dict[str, Any]:
-    """The backend-independent snapshot format: one Arrow IPC file, a row per entry with the key
-    and the stored value as codec bytes (rocksdb writes its bytes as they are, nothing decoded)."""
-    table = pa.table([pa.array(names, pa.string()), pa.array(kgs, pa.int32()),
-                      pa.array(keys, pa.binary()), pa.array(values, pa.binary())], schema=_CANONICAL_SCHEMA)
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, _CANONICAL_SCHEMA) as w:
-        w.write_table(table)
-    return {"format": "canonical", "file": path}
+def kg_prefix(kg: int) -> bytes:
+    """The key group as the first bytes of a stored key: bytewise order is key-group order."""
+    return kg.to_bytes(KG_BYTES, "big")
+
+
+class CanonicalWriter:
+    """The backend-independent snapshot format, written as the entries come.
+
+    One Arrow IPC file, a row per entry: the state's name, the key group, the
+    key and the stored value as codec bytes (rocksdb writes its bytes as they
+    are, nothing decoded).  Entries are taken as (key-group-prefixed key, value)
+    bytes, the way the rocksdb backend stores them, and written in record
+    batches of bounded size, so the memory a snapshot takes does not grow with
+    the state: a state larger than memory can be saved.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.batch_entries = BATCH_ENTRIES
+        self.batch_bytes = BATCH_BYTES
+        self._sink = pa.OSFile(str(path), "wb")
+        self._writer = pa.ipc.new_file(self._sink, _CANONICAL_SCHEMA)
+        self.entries = 0
+        self.batch_key_groups: list[list[int]] = []  # [lowest, highest] key group of each batch
+
+    def write_state(self, name: str, entries: Iterable[tuple[bytes, bytes]]) -> None:
+        """Every (key-group-prefixed key, value) of one state, as rocksdb stores them, in batches."""
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        size = 0
+        for key, value in entries:
+            keys.append(key)
+            values.append(value)
+            size += len(key) + len(value)
+            if len(keys) >= self.batch_entries or size >= self.batch_bytes:
+                self._write_prefixed(name, keys, values)
+                keys, values, size = [], [], 0
+        if keys:
+            self._write_prefixed(name, keys, values)
+
+    def write_entries(self, name: str, entries: Iterable[tuple[int, bytes, bytes]]) -> None:
+        """Every (key group, key, value) of one state, as the heap backend has them, in batches."""
+        kgs: list[int] = []
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        size = 0
+        for kg, key, value in entries:
+            kgs.append(kg)
+            keys.append(key)
+            values.append(value)
+            size += len(key) + len(value)
+            if len(keys) >= self.batch_entries or size >= self.batch_bytes:
+                self._write_batch(name, np.array(kgs, np.int32), pa.array(keys, pa.binary()), values)
+                kgs, keys, values, size = [], [], [], 0
+        if keys:
+            self._write_batch(name, np.array(kgs, np.int32), pa.array(keys, pa.binary()), values)
+
+    def _write_prefixed(self, name: str, keys: list[bytes], values: list[bytes]) -> None:
+        raw = pa.array(keys, pa.binary())
+        # the key group is the first two bytes of every key: read from the data buffer at each offset
+        offsets = np.frombuffer(raw.buffers()[1], np.int32, len(raw))
+        data = np.frombuffer(raw.buffers()[2], np.uint8)
+        kgs = data[offsets].astype(np.int32) * 256 + data[offsets + 1]
+        # the stop is given: pyarrow 26's binary_slice fails on an open one ("Negative buffer resize")
+        longest = pc.max(pc.binary_length(raw)).as_py()
+        self._write_batch(name, kgs, pc.binary_slice(raw, KG_BYTES, longest), values)
+
+    def _write_batch(self, name: str, kgs: np.ndarray, keys: pa.Array, values: list[bytes]) -> None:
+        batch = pa.record_batch([pa.repeat(pa.scalar(name, pa.string()), len(keys)), pa.array(kgs, pa.int32()),
+                                 keys, pa.array(values, pa.binary())], schema=_CANONICAL_SCHEMA)
+        self._writer.write_batch(batch)
+        self.entries += len(keys)
+        self.batch_key_groups.append([int(kgs.min()), int(kgs.max())])
+
+    def close(self) -> dict[str, Any]:
+        """Finish the file; its handle, with each batch's key-group range: a restore reads only the
+        batches that hold its key groups (rocksdb writes each state in key-group order, so a rescaled
+        restore reads about its share of the file)."""
+        self._writer.close()
+        self._sink.close()
+        return {"format": "canonical", "file": self.path, "batch_key_groups": self.batch_key_groups}
+
+    def abort(self) -> None:
+        """Close the file after a failure: it is left incomplete and never named by a handle."""
+        with contextlib.suppress(pa.ArrowException, OSError):
+            self._writer.close()
+        self._sink.close()
 
 
 def write_canonical(path: Path, entries: dict[str, dict[tuple[int, tuple], Any]]) -> dict[str, Any]:
-    """{state name: {(key group, key): stored value}} in the canonical format."""
-    names: list[str] = []
-    kgs: list[int] = []
-    keys: list[bytes] = []
-    values: list[bytes] = []
-    for name, data in entries.items():
-        names += [name] * len(data)
-        for (kg, key), value in data.items():
-            kgs.append(kg)
-            keys.append(encode(key))
-            values.append(encode(value))
-    return write_canonical_encoded(path, names, kgs, keys, values)
+    """{state name: {(key group, key): stored value}} in the canonical format, encoded batch by batch."""
+    writer = CanonicalWriter(path)
+    try:
+        for name, data in entries.items():
+            writer.write_entries(name, ((kg, encode(key), encode(value)) for (kg, key), value in data.items()))
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close()
+
+
+def read_canonical_batches(handle: dict[str, Any], key_groups: range) -> Iterator[pa.RecordBatch]:
+    """The canonical snapshot's entries in ``key_groups``, one bounded record batch at a time.
+
+    The file is read, not memory-mapped, batch by batch: a restore holds one
+    batch of the snapshot, whatever its size (the address space too)."""
+    ranges = handle.get("batch_key_groups")  # absent in savepoints of older versions: every batch is read
+    with pa.OSFile(str(handle["file"])) as source:
+        reader = pa.ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            if ranges is not None and (ranges[i][1] < key_groups.start or ranges[i][0] >= key_groups.stop):
+                continue
+            batch = reader.get_batch(i)
+            kg = batch.column("kg")
+            mine = batch.filter(pc.and_(pc.greater_equal(kg, key_groups.start), pc.less(kg, key_groups.stop)))
+            if mine.num_rows:
+                yield mine
 
 
 def read_canonical_encoded(handle: dict[str, Any], key_groups: range) -> Iterator[tuple[str, int, bytes, bytes]]:
-    """(state, key group, key bytes, value bytes) of the entries in ``key_groups``."""
-    table = pa.ipc.open_file(pa.memory_map(str(handle["file"]))).read_all()
-    kg = table.column("kg")
-    mine = table.filter(pc.and_(pc.greater_equal(kg, key_groups.start), pc.less(kg, key_groups.stop)))
-    columns = [mine.column(c).to_pylist() for c in ("state", "kg", "key", "value")]
-    yield from zip(*columns, strict=True)
+    """(state, key group, key bytes, value bytes) of the entries in ``key_groups``, batch by batch."""
+    for batch in read_canonical_batches(handle, key_groups):
+        columns = [batch.column(c).to_pylist() for c in ("state", "kg", "key", "value")]
+        yield from zip(*columns, strict=True)
+
+
+# a columnar state's frozen rows: one table, or tables produced one at a time (a state read from
+# disk as the snapshot is written, never whole in memory), or None when it is empty
+FrozenTables = pa.Table | Iterable[pa.Table] | None
+
+
+def _write_tables(path: Path, tables: FrozenTables) -> bool:
+    """Write the rows into one Arrow IPC file in bounded batches (restores read it batch by batch);
+    whether there were any (no file otherwise)."""
+    parts = [tables] if isinstance(tables, pa.Table) else (tables or [])
+    sink = writer = None
+    try:
+        for table in parts:
+            if not table.num_rows:
+                continue
+            if writer is None:
+                sink = pa.OSFile(str(path), "wb")
+                writer = pa.ipc.new_file(sink, table.schema)
+            writer.write_table(table, max_chunksize=BATCH_ENTRIES)
+    finally:
+        if writer is not None:
+            writer.close()
+        if sink is not None:
+            sink.close()
+    return writer is not None
 
 
 class ColumnarState:
@@ -148,17 +272,51 @@ class ColumnarState:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.tables: list[pa.Table] = []
+        self._tables: list[pa.Table] = []
+        # restored files not read yet, with the key groups to keep: an operator that stores the rows
+        # elsewhere (RocksDB) takes them batch by batch (restored_tables); ``tables`` reads them whole
+        self._pending: list[tuple[Path, range]] = []
+
+    @property
+    def tables(self) -> list[pa.Table]:
+        if self._pending:
+            self._tables = list(self.restored_tables())  # which takes (empties) the list it starts from
+        return self._tables
+
+    @tables.setter
+    def tables(self, tables: list[pa.Table]) -> None:
+        self._tables = tables
+
+    def restore_file(self, path: Path, key_groups: range) -> None:
+        """Rows of a snapshot file to restore (those of ``key_groups``), read when first needed."""
+        self._pending.append((path, key_groups))
+
+    def restored_tables(self) -> Iterator[pa.Table]:
+        """Take the state's rows, restored files read a batch at a time as they are taken: a
+        restore into RocksDB never holds more than a batch of them."""
+        pending, self._pending = self._pending, []
+        tables, self._tables = self._tables, []
+        yield from tables
+        for path, key_groups in pending:
+            with pa.OSFile(str(path)) as source:
+                reader = pa.ipc.open_file(source)
+                for i in range(reader.num_record_batches):
+                    batch = reader.get_batch(i)
+                    kg = batch.column("$kg")
+                    mine = batch.filter(pc.and_(pc.greater_equal(kg, key_groups.start), pc.less(kg, key_groups.stop)))
+                    if mine.num_rows:
+                        yield pa.Table.from_batches([mine])
 
     def frozen(self) -> pa.Table | None:
         # tables are never changed in place, so the list copy is a consistent view
         tables = [t for t in self.tables if t.num_rows]
         return pa.concat_tables(tables) if tables else None
 
-    def freeze(self) -> Callable[[], pa.Table | None]:
+    def freeze(self) -> Callable[[], FrozenTables]:
         """The state now, as a table made when the snapshot is written: a state whose table is
         costly to build takes a cheap consistent view here and builds it off the processing path
-        (or never: the final snapshot of a job without checkpoint storage is not written)."""
+        (or never: the final snapshot of a job without checkpoint storage is not written); a
+        state larger than memory gives its table in parts."""
         table = self.frozen()
         return lambda: table
 
@@ -197,11 +355,8 @@ class StateBackend(ABC):
         def write(directory: Path) -> Any:
             files = {}
             for name, frozen in columnar.items():
-                table = frozen()
-                if table is not None:
-                    path = directory / f"columnar-{name}.arrow"
-                    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-                        w.write_table(table)
+                path = directory / f"columnar-{name}.arrow"
+                if _write_tables(path, frozen()):
                     files[name] = path
             return {"keyed": keyed(directory), "columnar": files}
 
@@ -210,13 +365,9 @@ class StateBackend(ABC):
     def restore_all(self, handles: list[Any]) -> None:
         """Restore what snapshot_all wrote (from one or more old subtasks)."""
         self.restore([h["keyed"] for h in handles])
-        wanted = pa.array(list(self.key_groups), pa.int64())
         for h in handles:
             for name, path in h.get("columnar", {}).items():
-                table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
-                mine = table.filter(pc.is_in(table.column("$kg"), value_set=wanted))
-                if mine.num_rows:
-                    self.columnar(name).tables.append(mine)
+                self.columnar(name).restore_file(path, self.key_groups)
 
     def take_columnar(self, name: str) -> pa.Table | None:
         """Remove a columnar state and return its rows: a columnar snapshot restored where the

@@ -19,7 +19,14 @@ the checkpoint root's ``shared/`` (without it, ``<directory>/../shared``).  Ever
 backend instance has a fresh id: a restored db numbers new SSTs like the db it
 came from (which may still be running), so sharing a folder with it could mix
 two different files under one name; the first checkpoint after a restore is
-therefore a full one (Flink's NO_CLAIM restore mode does the same).
+therefore a full one (Flink's NO_CLAIM restore mode does the same).  A shared
+file is deleted once no retained checkpoint lists it (CheckpointStorage).
+
+Savepoints scan the frozen staging checkpoint state by state, in key-group
+order, into the canonical format in bounded batches; their restore writes
+batch by batch.  Neither holds more than a batch, so a state larger than
+memory can be saved and restored.  RocksDB's own memory follows Flink's
+options (RocksDBMemory): by default bounded per slot.
 """
 
 from __future__ import annotations
@@ -29,39 +36,44 @@ import shutil
 import tempfile
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from rocksdict import (
     AccessType,
     BlockBasedOptions,
+    Cache,
     Checkpoint,
     Options,
     Rdict,
+    ReadOptions,
     WriteBatch,
+    WriteBufferManager,
     WriteOptions,
 )
 
+from sqlstream.core.config import setting
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.state.base import (
+    BATCH_ENTRIES,
     CANONICAL_FILE,
+    CanonicalWriter,
     KeyedState,
     SnapshotFormatError,
     SnapshotWriter,
     StateBackend,
-    read_canonical_encoded,
-    write_canonical_encoded,
+    read_canonical_batches,
 )
+from sqlstream.runtime.state.base import KG_BYTES as _KG_BYTES
+from sqlstream.runtime.state.base import kg_prefix as _kg_prefix
 from sqlstream.runtime.state.codec import decode, encode
 
 FORMAT = "rocksdb"
 _CF_PREFIX = "state:"  # keeps state names clear of RocksDB's own 'default' column family
-_KG_BYTES = 2  # max parallelism is 32768, so a key group fits in two bytes
-
-
-def _kg_prefix(kg: int) -> bytes:
-    return kg.to_bytes(_KG_BYTES, "big")
 
 
 def encode_key(kg: int, key: tuple) -> bytes:
@@ -73,13 +85,76 @@ def decode_key(raw: bytes) -> tuple[int, tuple]:
     return int.from_bytes(raw[:_KG_BYTES], "big"), decode(raw[_KG_BYTES:])
 
 
-def _options() -> Options:
-    """Raw mode (bytes in, bytes out) with bloom filters so most 'is this key new?' checks skip disk."""
+class RocksDBMemory:
+    """The memory the RocksDB instances of one slot may take, by Flink's options.
+
+    A slot is a subtask index: as with Flink's slot sharing, subtask i of
+    every operator runs in slot i.  Bounded (``memory.managed``, the default,
+    with the slot's share of ``taskmanager.memory.managed.size``, or
+    ``memory.fixed-per-slot``): every instance of the slot shares one LRU
+    block cache and one write buffer manager that charges memtables to that
+    cache, sized as Flink's RocksDBMemoryControllerUtils does (cache capacity
+    (3 - r) / 3 of the budget, memtables 2r / 3 of it, r =
+    ``memory.write-buffer-ratio``), so the slot's RocksDB memory stays near the
+    budget however many states and operators it holds.  Unbounded: each
+    column family has a block cache of ``block.cache-size`` of its own.
+    Either way a column family keeps up to ``writebuffer.count`` memtables of
+    ``writebuffer.size``.
+    """
+
+    def __init__(self, budget: int | None = None, write_buffer_ratio: float = 0.5,
+                 block_cache_size: int = 8 << 20, write_buffer_size: int = 64 << 20,
+                 write_buffer_count: int = 2) -> None:
+        self.budget = budget
+        self.block_cache_size = block_cache_size
+        self.write_buffer_size = write_buffer_size
+        self.write_buffer_count = write_buffer_count
+        self.cache: Cache | None = None
+        self.write_buffers: WriteBufferManager | None = None
+        if budget is not None:
+            self.cache = Cache(int(budget * (3 - write_buffer_ratio) / 3))
+            self.write_buffers = WriteBufferManager.new_write_buffer_manager_with_cache(
+                int(2 * budget * write_buffer_ratio / 3), False, self.cache)
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, str], slots: int) -> RocksDBMemory:
+        """One slot's memory from the job's settings; ``slots`` share the managed memory evenly."""
+        fixed = setting(settings, "state.backend.rocksdb.memory.fixed-per-slot")
+        if fixed is not None:
+            budget = fixed
+        elif setting(settings, "state.backend.rocksdb.memory.managed"):
+            budget = setting(settings, "taskmanager.memory.managed.size") // max(1, slots)
+        else:
+            budget = None
+        return cls(budget, setting(settings, "state.backend.rocksdb.memory.write-buffer-ratio"),
+                   setting(settings, "state.backend.rocksdb.block.cache-size"),
+                   setting(settings, "state.backend.rocksdb.writebuffer.size"),
+                   setting(settings, "state.backend.rocksdb.writebuffer.count"))
+
+    def usage(self) -> int | None:
+        """Bytes the slot's shared cache holds now (memtables charged to it included); None if unbounded."""
+        return None if self.cache is None else self.cache.get_usage()
+
+
+def _options(memory: RocksDBMemory) -> Options:
+    """Raw mode (bytes in, bytes out) with bloom filters so most 'is this key new?' checks skip disk,
+    and the slot's memory options."""
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.create_missing_column_families(True)
+    opts.set_write_buffer_size(memory.write_buffer_size)
+    opts.set_max_write_buffer_number(memory.write_buffer_count)
     table = BlockBasedOptions()
     table.set_bloom_filter(10, False)
+    if memory.cache is not None and memory.write_buffers is not None:
+        opts.set_write_buffer_manager(memory.write_buffers)
+        table.set_block_cache(memory.cache)
+        # Flink also keeps index and filter blocks in the cache (with a high-priority pool rocksdict
+        # cannot set); here, with memtables charged to the same cache, that cost ~40% more CPU per
+        # get+put once the state outgrew the memtables (measured), so they stay with the table
+        # readers: about 1.3 bytes per key of bloom filter outside the bound
+    else:
+        table.set_block_cache(Cache(memory.block_cache_size))
     opts.set_block_based_table_factory(table)
     # a bloom filter over the memtable's keys too: a batch's new keys (multi-get misses) skip its skip list
     opts.set_memtable_prefix_bloom_ratio(0.1)
@@ -94,12 +169,12 @@ def _write_options() -> WriteOptions:
     return wo
 
 
-def _open(path: Path, read_only: bool = False) -> Rdict:
+def _open(path: Path, memory: RocksDBMemory, read_only: bool = False) -> Rdict:
     """Open a db with every column family it has; RocksDB refuses to open one with any left out."""
     existing = Rdict.list_cf(str(path)) if (path / "CURRENT").exists() else []
-    families = {name: _options() for name in existing}
+    families = {name: _options(memory) for name in existing}
     access = AccessType.read_only() if read_only else AccessType.read_write()
-    return Rdict(str(path), _options(), column_families=families, access_type=access)
+    return Rdict(str(path), _options(memory), column_families=families, access_type=access)
 
 
 _SWEEP_MIN_WRITES = 256  # a small state is swept no more often than every this many writes
@@ -154,6 +229,16 @@ class RocksDBState(KeyedState):
             self.count += 1
         self.cf.put(raw_key, raw_value)
 
+    def put_new_raw(self, raw_keys: list[bytes], raw_values: list[bytes]) -> None:
+        """Store entries known not to be in the state yet (a restore into an empty backend) in one
+        write batch: no lookup per key, and the count grows by their number."""
+        batch = WriteBatch(raw_mode=True)
+        batch.set_default_column_family(self.cf.get_column_family_handle(_CF_PREFIX + self.name))
+        for raw_key, raw_value in zip(raw_keys, raw_values, strict=True):
+            batch.put(raw_key, raw_value)
+        self.cf.write(batch)
+        self.count += len(raw_keys)
+
     def delete(self, kg: int, key: tuple) -> None:
         raw_key = encode_key(kg, key)
         if self._exists(raw_key):
@@ -191,8 +276,11 @@ class RocksDBState(KeyedState):
 class RocksDBStateBackend(StateBackend):
     name = FORMAT
 
-    def __init__(self, key_groups: range, local_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, key_groups: range, local_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK,
+                 memory: RocksDBMemory | None = None) -> None:
         super().__init__(key_groups, local_dir, clock)
+        # without a slot's memory (a backend on its own): Flink's defaults, one slot
+        self.memory = memory if memory is not None else RocksDBMemory.from_settings({}, 1)
         if local_dir is not None:
             local_dir.mkdir(parents=True, exist_ok=True)
         # a fresh directory per subtask: several backends may share one local_dir
@@ -200,7 +288,7 @@ class RocksDBStateBackend(StateBackend):
         # names this backend's shared SST folder: SST numbers are unique only within one db
         self.backend_id = uuid.uuid4().hex
         self.db_path = self.root / "db"
-        self.db: Rdict | None = _open(self.db_path)
+        self.db: Rdict | None = _open(self.db_path, self.memory)
         self._snapshots = 0
 
     def _live_db(self) -> Rdict:
@@ -209,7 +297,7 @@ class RocksDBStateBackend(StateBackend):
         return self.db
 
     def _create(self, name: str, ttl_ms: int | None) -> KeyedState:
-        cf = self._live_db().create_column_family(_CF_PREFIX + name, _options())
+        cf = self._live_db().create_column_family(_CF_PREFIX + name, _options(self.memory))
         return RocksDBState(name, ttl_ms, cf, 0, self.clock)
 
     def _states(self) -> dict[str, RocksDBState]:
@@ -233,16 +321,51 @@ class RocksDBStateBackend(StateBackend):
 
     # ---- snapshots
 
-    def snapshot(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
+    def _freeze_db(self, name: str) -> Path:
+        """The db as it is now, as a RocksDB checkpoint (hard-linked files) under ``staging/``."""
         db = self._live_db()
         # the WAL is off, so everything must be in SST files before the checkpoint links them
         db.flush()
         for st in self._states().values():
             st.cf.flush()
         self._snapshots += 1
-        staging = self.root / "staging" / f"chk-{checkpoint_id}-{self._snapshots}"
+        staging = self.root / "staging" / f"{name}-{self._snapshots}"
         staging.parent.mkdir(exist_ok=True)
         Checkpoint(db).create_checkpoint(str(staging))
+        return staging
+
+    def frozen_view(self) -> Path:
+        """A consistent view of the states now, for scan_view on another thread while processing
+        goes on (the files are hard links: nothing is copied); deleted by the scan or with the backend."""
+        return self._freeze_db("view")
+
+    def scan_view(self, view: Path, name: str, chunk: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
+        """Every (key, value) of state ``name`` in a frozen view, in key order, as lists of up to
+        ``chunk``; the view is deleted once scanned."""
+        db = _open(view, self.memory, read_only=True)
+        try:
+            cf = db.get_column_family(_CF_PREFIX + name)
+            try:
+                read = ReadOptions()
+                read.fill_cache(False)  # a scan of a snapshot: its blocks would only evict the live state's
+                keys: list[bytes] = []
+                values: list[bytes] = []
+                for raw_key, raw_value in cf.items(read_opt=read):
+                    keys.append(raw_key)
+                    values.append(raw_value)
+                    if len(keys) == chunk:
+                        yield keys, values
+                        keys, values = [], []
+                if keys:
+                    yield keys, values
+            finally:
+                cf.close()
+        finally:
+            db.close()
+            shutil.rmtree(view, ignore_errors=True)
+
+    def snapshot(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
+        staging = self._freeze_db(f"chk-{checkpoint_id}")
         counts = {name: len(st) for name, st in self._states().items()}
         in_codec = {name for name, st in self._states().items() if st.canonical}
         key_groups = (self.key_groups.start, self.key_groups.stop)
@@ -251,7 +374,8 @@ class RocksDBStateBackend(StateBackend):
             try:
                 directory.mkdir(parents=True, exist_ok=True)
                 if canonical:
-                    return _write_canonical_from(staging, {n: c for n, c in counts.items() if n in in_codec}, directory)
+                    return _write_canonical_from(staging, {n: c for n, c in counts.items() if n in in_codec}, directory,
+                                                 self.memory)
                 return self._write_incremental(staging, directory, counts, key_groups, checkpoint_id)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -316,24 +440,42 @@ class RocksDBStateBackend(StateBackend):
         ):
             self._restore_whole(handles[0])
             return
+        fresh = self.num_entries() == 0
         for handle in handles:
             if handle["format"] == "canonical":
-                self._restore_canonical_raw(handle)
+                self._restore_canonical_raw(handle, fresh)
             else:
-                self._restore_key_groups(handle)
+                self._restore_key_groups(handle, fresh)
 
-    def _restore_canonical_raw(self, handle: dict[str, Any]) -> None:
-        """A savepoint's entries are codec bytes already, as this backend stores them: no decoding."""
-        for name, kg, key, value in read_canonical_encoded(handle, self.key_groups):
-            target: RocksDBState = self.state(name)  # type: ignore[assignment]
-            target.put_raw(_kg_prefix(kg) + key, value)
+    def _restore_canonical_raw(self, handle: dict[str, Any], fresh: bool) -> None:
+        """A savepoint's entries are codec bytes already, as this backend stores them: no decoding.
+
+        Batch by batch, so the restore of a savepoint larger than memory holds
+        one batch.  Into a ``fresh`` backend (nothing in it before the restore:
+        the savepoint's keys are unique, old subtasks' key groups disjoint) a
+        batch goes in as one RocksDB write batch, with no lookup per key."""
+        for batch in read_canonical_batches(handle, self.key_groups):
+            kgs = batch.column("kg").to_numpy().astype(">u2")
+            prefixes = pa.FixedSizeBinaryArray.from_buffers(
+                pa.binary(_KG_BYTES), len(kgs), [None, pa.py_buffer(kgs.tobytes())])
+            keys = pc.binary_join_element_wise(prefixes.cast(pa.binary()), batch.column("key"), b"").to_pylist()
+            values = batch.column("value").to_pylist()
+            names = batch.column("state")
+            for name in pc.unique(names).to_pylist():
+                target: RocksDBState = self.state(name)  # type: ignore[assignment]
+                rows = np.flatnonzero(pc.equal(names, name).to_numpy(zero_copy_only=False))
+                if fresh:
+                    target.put_new_raw([keys[i] for i in rows], [values[i] for i in rows])
+                else:
+                    for i in rows:
+                        target.put_raw(keys[i], values[i])
 
     def _restore_whole(self, handle: dict[str, Any]) -> None:
         """Same key groups: the old db becomes this one, with no entry read or rewritten."""
         self._close_db()
         shutil.rmtree(self.db_path, ignore_errors=True)
         _rebuild(handle, self.db_path)
-        db = self.db = _open(self.db_path)
+        db = self.db = _open(self.db_path, self.memory)
         for name, count in handle["states"].items():
             cf = db.get_column_family(_CF_PREFIX + name)
             st = self._states().get(name)
@@ -343,26 +485,38 @@ class RocksDBStateBackend(StateBackend):
                 st._bind(cf, count)
         for name, st in self._states().items():
             if name not in handle["states"]:
-                st._bind(db.create_column_family(_CF_PREFIX + name, _options()), 0)
+                st._bind(db.create_column_family(_CF_PREFIX + name, _options(self.memory)), 0)
 
-    def _restore_key_groups(self, handle: dict[str, Any]) -> None:
-        """Rescaling: scan only the key-group range this backend shares with the old subtask."""
+    def _restore_key_groups(self, handle: dict[str, Any], fresh: bool) -> None:
+        """Rescaling: scan only the key-group range this backend shares with the old subtask; into a
+        ``fresh`` backend in bounded write batches, as a savepoint's restore."""
         start = max(self.key_groups.start, handle["key_groups"][0])
         stop = min(self.key_groups.stop, handle["key_groups"][1])
         if start >= stop:
             return
         scratch = self.root / "restore" / uuid.uuid4().hex
         _rebuild(handle, scratch)
-        old = _open(scratch, read_only=True)
+        old = _open(scratch, self.memory, read_only=True)
         try:
             end = _kg_prefix(stop)  # stop <= 32768 still fits in the prefix
             for name in handle["states"]:
                 target: RocksDBState = self.state(name)  # type: ignore[assignment]
                 source = old.get_column_family(_CF_PREFIX + name)
+                keys: list[bytes] = []
+                values: list[bytes] = []
                 for raw_key, raw_value in source.items(from_key=_kg_prefix(start)):
                     if raw_key[:_KG_BYTES] >= end:
                         break
-                    target.put_raw(raw_key, raw_value)
+                    if not fresh:
+                        target.put_raw(raw_key, raw_value)
+                        continue
+                    keys.append(raw_key)
+                    values.append(raw_value)
+                    if len(keys) >= BATCH_ENTRIES:
+                        target.put_new_raw(keys, values)
+                        keys, values = [], []
+                if keys:
+                    target.put_new_raw(keys, values)
                 source.close()
         finally:
             old.close()
@@ -392,24 +546,29 @@ def _rebuild(handle: dict[str, Any], target: Path) -> None:
         shutil.copyfile(path, target / Path(path).name)
 
 
-def _write_canonical_from(staging: Path, names: dict[str, int], directory: Path) -> dict[str, Any]:
+def _write_canonical_from(staging: Path, names: dict[str, int], directory: Path,
+                          memory: RocksDBMemory) -> dict[str, Any]:
     """Read the frozen checkpoint and write the backend-independent savepoint format.
 
-    Keys and values already are codec bytes: they are copied as they are, nothing decoded."""
-    db = _open(staging, read_only=True)
-    states: list[str] = []
-    kgs: list[int] = []
-    keys: list[bytes] = []
-    values: list[bytes] = []
+    Each state is scanned in key order, so in key-group order, and written in
+    bounded batches: the savepoint of a state larger than memory never holds
+    more than one batch.  Keys and values already are codec bytes: they are
+    copied as they are, nothing decoded."""
+    db = _open(staging, memory, read_only=True)
+    writer = CanonicalWriter(directory / CANONICAL_FILE)
     try:
         for name in names:
             cf = db.get_column_family(_CF_PREFIX + name)
-            for k, v in cf.items():
-                states.append(name)
-                kgs.append(int.from_bytes(k[:_KG_BYTES], "big"))
-                keys.append(k[_KG_BYTES:])
-                values.append(v)
-            cf.close()
+            try:
+                # a scan of a whole snapshot: its blocks would only push the live state's out of a cache
+                read = ReadOptions()
+                read.fill_cache(False)
+                writer.write_state(name, cf.items(read_opt=read))
+            finally:
+                cf.close()
+    except BaseException:
+        writer.abort()
+        raise
     finally:
         db.close()
-    return write_canonical_encoded(directory / CANONICAL_FILE, states, kgs, keys, values)
+    return writer.close()
