@@ -207,20 +207,27 @@ def test_state_ttl_expires_stored_rows(backend: str, per_key: bool, tmp_path: Pa
 def test_rocksdb_rows_expire_are_swept_and_their_key_starts_again(tmp_path: Path) -> None:
     clock = ManualClock()
     op = _operator("rocksdb", tmp_path, config={"table.exec.state.ttl": "300 ms"}, clock=clock)
-    store = op.operator.columnar.sides[0]
-    left = _batch(LEFT, [("a", 1, 9), ("a", 1, 8), ("b", 2, 9)])
-    op.process_batch(left, input_index=0)
-    assert (store.num_rows, len(store.heads)) == (3, 2)
+    join = op.operator.columnar
+    left, right = join.sides
+
+    def stored() -> tuple[int, int, int]:
+        return left.num_rows, right.num_rows, len(join.heads)
+
+    op.process_batch(_batch(LEFT, [("a", 1, 9), ("a", 1, 8), ("b", 2, 9)]), input_index=0)
+    assert stored() == (3, 0, 2)
     clock.advance(150)  # half the TTL: the next batch sweeps, nothing has expired yet
     op.process_batch(_batch(LEFT, [("b", 2, 7)]), input_index=0)
-    assert (store.num_rows, len(store.heads)) == (4, 2)
+    assert stored() == (4, 0, 2)
     clock.advance(200)  # the first three rows and key ("a", 1) expired, ("b", 2) lives on with one row
     op.process_batch(_batch(RIGHT, [(1, "a", 0), (2, "b", 0)]), input_index=1)
     assert op.take() == [(0, "b", 2, 7, 2, "b", 0)]
-    assert (store.num_rows, len(store.heads)) == (1, 1)
+    assert stored() == (1, 2, 2)  # the sweep left one head; the right rows wrote both again
     op.process_batch(_batch(LEFT, [("a", 1, 5)]), input_index=0)  # ("a", 1) starts again
     assert op.take() == [(0, "a", 1, 5, 1, "a", 0)]
-    assert (store.num_rows, len(store.heads)) == (2, 2)
+    assert stored() == (2, 2, 2)
+    clock.advance(300)  # everything expired: the next sweep drops every row and head
+    op.process_batch(_batch(LEFT, [("c", 3, 1)]), input_index=0)
+    assert stored() == (1, 0, 1)
 
 
 @pytest.mark.parametrize("second", ["hashmap", "rocksdb"])

@@ -105,13 +105,13 @@ class RegularJoinOperator(Operator):
                                "plan the job with the backend it runs on")
             rows = RocksDBInnerJoin(COLUMNAR_STATES, self.keys, self.residual, self.side_schemas, self.schema,
                                     ttl, ctx.max_parallelism, backend, backend.clock)
-            for name, side in zip(COLUMNAR_STATES, rows.sides, strict=True):
+            for side, name in enumerate(COLUMNAR_STATES):
                 # columnar rows restored from a savepoint (restore_all ran before open)
                 restored = backend.columnar_states.get(name)
                 if restored is not None:
                     for table in restored.tables:
-                        side.load(table)
-                backend.columnar_states[name] = side.state
+                        rows.load(table, side)
+                backend.columnar_states[name] = rows.sides[side].state
             self.columnar = rows
         elif columnar_state(ctx, self.columnar_form):
             states = (backend.columnar(COLUMNAR_STATES[0]), backend.columnar(COLUMNAR_STATES[1]))

@@ -68,7 +68,8 @@ from sqlstream.runtime.state.row_codec import RowCodec
 
 # the keyed states (column families) of each side (left, right)
 ROWS_STATES = ("join_rows_left", "join_rows_right")
-HEADS_STATES = ("join_heads_left", "join_heads_right")
+# and of both sides' heads
+HEADS_STATE = "join_heads"
 SEQ_BYTES = 8
 # entries read from RocksDB (savepoints, TTL sweeps) or stored into it at a time: bounds memory
 CHUNK = 65536
@@ -116,70 +117,34 @@ class RowsJoinState(ColumnarState):
 
 
 class RocksDBJoinSide:
-    """One input's stored rows as RocksDB entries (see the module docstring)."""
+    """One input's stored rows as RocksDB entries ``(key group, join key, seq) -> row``."""
 
     def __init__(self, name: str, side: int, schema: pa.Schema, keys: tuple[int, ...], ttl_ms: int | None,
                  max_parallelism: int, backend: RocksDBStateBackend, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.side = side
         self.names = schema.names
-        self.types = schema.types
         self.keys = keys
         self.ttl_ms = ttl_ms
         self.max_parallelism = max_parallelism
         self.backend = backend
         self.clock = clock
-        rows, heads = backend.state(ROWS_STATES[side]), backend.state(HEADS_STATES[side])
-        assert isinstance(rows, RocksDBState) and isinstance(heads, RocksDBState)
-        rows.canonical = heads.canonical = False  # written to savepoints by self.state
-        self.rows, self.heads = rows, heads
+        rows = backend.state(ROWS_STATES[side])
+        assert isinstance(rows, RocksDBState)
+        rows.canonical = False  # written to savepoints by self.state
+        self.rows = rows
         self.state = RowsJoinState(name, self)
-        self.key_codec = RowCodec([self.types[k] for k in keys], key_group=True, keys=True)
-        self.value_codec = RowCodec(list(self.types) + ([pa.int64()] if ttl_ms is not None else []))
-        self.head_codec = RowCodec([pa.int64()] * 3)
-        self.last_sweep = clock.time_ms()
+        self.value_codec = RowCodec(list(schema.types) + ([pa.int64()] if ttl_ms is not None else []))
 
     @property
     def num_rows(self) -> int:
         """Rows stored (expired ones included until a sweep drops them)."""
         return len(self.rows)
 
-    def encode_keys(self, batch: pa.RecordBatch, hashes: np.ndarray, keys: tuple[int, ...]) -> pa.BinaryArray:
-        """The (key group, join key) bytes of rows of ``batch`` whose join key is columns ``keys``."""
-        kgs = (hashes % np.uint64(self.max_parallelism)).astype(np.int64)
-        return self.key_codec.encode([batch.column(k) for k in keys], kgs)
-
-    def read_heads(self, stored: pa.BinaryArray, now: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(base, next, live) of the stored heads ``stored`` (NULL: absent) of some keys: an absent
-        key is (0, 0, False); one whose rows all expired starts again, (next, next, False)."""
-        found = stored.is_valid().to_numpy(zero_copy_only=False)
-        m = len(stored)
-        base, nxt = np.zeros(m, np.int64), np.zeros(m, np.int64)
-        live = found.copy()
-        if found.any():
-            _, (b, n, written) = self.head_codec.decode(stored.filter(pa.array(found)))
-            at = np.flatnonzero(found)
-            base[at], nxt[at] = b.to_numpy(), n.to_numpy()
-            if self.ttl_ms is not None:
-                expired = at[written.to_numpy() <= now - self.ttl_ms]
-                base[expired] = nxt[expired]
-                live[expired] = False
-        return base, nxt, live
-
-    # ------------------------------------------------------------ probing
-    def probe(self, encoded: pa.BinaryArray, now: int) -> tuple[np.ndarray, pa.RecordBatch] | None:
-        """(row of ``encoded`` each pair comes from, the stored rows paired with them) for every
-        incoming key ``encoded`` (with key group) against this side's unexpired rows: each
-        incoming row in order, with its key's rows in the order they were stored."""
-        if self.num_rows == 0:
-            return None
-        order, starts, run = _runs(encoded)
-        prefixes = encoded.take(pa.array(order[starts]))
-        base, nxt, live = self.read_heads(_binary(self.heads.get_many(prefixes.to_pylist())), now)
-        counts = np.where(live, nxt - base, 0)
+    def read(self, prefixes: pa.BinaryArray, base: np.ndarray, counts: np.ndarray,
+             now: int) -> tuple[np.ndarray, list[pa.Array]]:
+        """(distinct key each row belongs to, the rows' columns) of the unexpired rows of the keys
+        ``prefixes``, seqs ``base .. base+counts-1`` each: ONE multi-get, keys built with Arrow."""
         total = int(counts.sum())
-        if total == 0:
-            return None
-        owner = np.repeat(np.arange(len(starts)), counts)  # the distinct key of each row read
+        owner = np.repeat(np.arange(len(prefixes)), counts)
         seqs = np.repeat(base - (np.cumsum(counts) - counts), counts) + np.arange(total)
         row_keys = pc.binary_join_element_wise(prefixes.take(pa.array(owner)), _seq_bytes(seqs), b"")
         stored = _binary(self.rows.get_many(row_keys.to_pylist()))
@@ -187,69 +152,31 @@ class RocksDBJoinSide:
         if not present.all():
             stored, owner = stored.filter(pa.array(present)), owner[present]
         _, columns = self.value_codec.decode(stored)
-        if self.ttl_ms is not None:
-            fresh = columns[-1].to_numpy() > now - self.ttl_ms
-            columns = [c.filter(pa.array(fresh)) for c in columns[:-1]]
-            owner = owner[fresh]
-        if len(owner) == 0:
-            return None
-        # pairs: each incoming row (in batch order) with the rows read for its key
-        per_key = np.bincount(owner, minlength=len(starts))
-        first = np.cumsum(per_key) - per_key
-        key_of_row = np.empty(len(order), np.int64)
-        key_of_row[order] = run
-        pairs = per_key[key_of_row]
-        n_pairs = int(pairs.sum())
-        if n_pairs == 0:
-            return None
-        positions = np.repeat(np.arange(len(order)), pairs)
-        picked = np.repeat(first[key_of_row] - (np.cumsum(pairs) - pairs), pairs) + np.arange(n_pairs)
-        theirs = pa.RecordBatch.from_arrays([c.take(pa.array(picked)) for c in columns[: len(self.names)]],
-                                            names=self.names)
-        return positions, theirs
+        if self.ttl_ms is None:
+            return owner, columns
+        fresh = columns[-1].to_numpy() > now - self.ttl_ms
+        return owner[fresh], [c.filter(pa.array(fresh)) for c in columns[:-1]]
 
-    # ------------------------------------------------------------ storing
-    def append(self, batch: pa.RecordBatch | pa.Table, hashes: np.ndarray, written: np.ndarray | int) -> None:
-        """Store rows (without NULL join keys) after the rows of their keys; ``written``: their write
-        time (a restored row keeps its own)."""
-        n = batch.num_rows
-        if n == 0:
-            return
-        encoded = self.encode_keys(batch, hashes, self.keys)
-        order, starts, run = _runs(encoded)
-        prefixes = encoded.take(pa.array(order[starts]))
-        raw_prefixes = prefixes.to_pylist()
-        stored_heads = _binary(self.heads.get_many(raw_prefixes))
-        new_heads = stored_heads.null_count
-        base, nxt, _ = self.read_heads(stored_heads, self.clock.time_ms())
-        seqs = nxt[run] + (np.arange(n) - starts[run])  # each row's seq, in key order
-        times = np.broadcast_to(np.asarray(written, np.int64), n)[order]
-        row_keys = pc.binary_join_element_wise(encoded.take(pa.array(order)), _seq_bytes(seqs), b"")
-        columns = [c.take(pa.array(order)) for c in (batch.column(i) for i in range(len(self.names)))]
+    def write(self, keys: pa.BinaryArray, seqs: np.ndarray, batch: pa.RecordBatch | pa.Table,
+              times: np.ndarray) -> None:
+        """Store rows (in key order) under their key bytes and seqs, in one WriteBatch."""
+        row_keys = pc.binary_join_element_wise(keys, _seq_bytes(seqs), b"")
+        columns = [batch.column(i) for i in range(len(self.names))]
         if self.ttl_ms is not None:
             columns.append(pa.array(times))
         values = self.value_codec.encode(columns)
-        self.backend.write_rows(self.rows.name, row_keys.to_pylist(), values.to_pylist(), [], n)
-        counts = np.diff(np.append(starts, n))
-        last = np.maximum.reduceat(times, starts)
-        heads = self.head_codec.encode([pa.array(base), pa.array(nxt + counts), pa.array(last)])
-        self.backend.write_rows(self.heads.name, raw_prefixes, heads.to_pylist(), [], new_heads)
+        self.backend.write_rows(self.rows.name, row_keys.to_pylist(), values.to_pylist(), [], batch.num_rows)
 
     def sweep(self, now: int) -> None:
-        """Delete the rows and heads not written for longer than the TTL (at most every half TTL)."""
+        """Delete the rows not written for longer than the TTL (one scan)."""
         assert self.ttl_ms is not None
-        if now - self.last_sweep < self.ttl_ms / 2:
-            return
-        self.last_sweep = now
-        cutoff = now - self.ttl_ms
-        for state, codec in ((self.rows, self.value_codec), (self.heads, self.head_codec)):
-            expired: list[bytes] = []
-            for keys, values in state.scan(CHUNK):
-                times = codec.decode(_binary(values))[1][-1].to_numpy()
-                expired += [keys[i] for i in np.flatnonzero(times <= cutoff)]
-            self.backend.write_rows(state.name, [], [], expired, 0)
+        expired: list[bytes] = []
+        for keys, values in self.rows.scan(CHUNK):
+            times = self.value_codec.decode(_binary(values))[1][-1].to_numpy()
+            expired += [keys[i] for i in np.flatnonzero(times <= now - self.ttl_ms)]
+        self.backend.write_rows(self.rows.name, [], [], expired, 0)
 
-    # ------------------------------------------------------------ snapshots and restores
+    # ------------------------------------------------------------ snapshots
     def freeze(self) -> Callable[[], pa.Table | None]:
         """The rows read now (as Arrow binary arrays, a chunk at a time), decoded into the columnar
         form's snapshot table later."""
@@ -278,16 +205,6 @@ class RocksDBJoinSide:
             out[TIME] = columns[-1]
         return pa.table(out)
 
-    def load(self, table: pa.Table) -> None:
-        """Store the rows of a snapshot table (the columnar form's, restored or converted)."""
-        for start in range(0, table.num_rows, CHUNK):
-            chunk = table.slice(start, CHUNK).combine_chunks()
-            keys = [chunk.column(self.names[k]) for k in self.keys]
-            hashes = hash_columns(keys) if keys else np.zeros(chunk.num_rows, np.uint64)
-            # restored under another TTL setting (or without one): restored rows count as written now
-            written = chunk.column(TIME).to_numpy() if TIME in chunk.column_names else self.clock.time_ms()
-            self.append(chunk.select(self.names), hashes, written)
-
 
 class RocksDBInnerJoin:
     """Matches each batch against the other side's rows in RocksDB, then stores it."""
@@ -298,9 +215,41 @@ class RocksDBInnerJoin:
         self.keys = keys
         self.schema = schema
         self.predicate = Predicate(residual) if residual is not None else None
+        self.max_parallelism = max_parallelism
+        self.backend = backend
         self.clock = clock
+        self.ttl_ms = ttl_ms
         self.sides = tuple(RocksDBJoinSide(names[i], i, schemas[i], keys[i], ttl_ms[i], max_parallelism, backend,
                                            clock) for i in range(2))
+        heads = backend.state(HEADS_STATE)
+        assert isinstance(heads, RocksDBState)
+        heads.canonical = False  # rebuilt from the rows when a savepoint is restored
+        self.heads = heads
+        # the key types are one on both sides (core.joins.join_columnar_rows): one key encoding
+        self.key_codec = RowCodec([schemas[0].field(k).type for k in keys[0]], key_group=True, keys=True)
+        self.head_codec = RowCodec([pa.int64()] * 6)  # per side: base, next, written
+        self.last_sweep = clock.time_ms()
+
+    def _heads(self, raw_prefixes: list[bytes], now: int) -> tuple[int, list[np.ndarray], list[np.ndarray]]:
+        """(how many of the keys have no head, the six head fields of each key, and per side
+        whether the key's rows are live): an absent key's fields are 0; a side whose rows all
+        expired starts again (base = next)."""
+        stored = _binary(self.heads.get_many(raw_prefixes))
+        found = stored.is_valid().to_numpy(zero_copy_only=False)
+        m = len(raw_prefixes)
+        fields = [np.zeros(m, np.int64) for _ in range(6)]
+        if found.any():
+            at = np.flatnonzero(found)
+            for f, column in zip(fields, self.head_codec.decode(stored.filter(pa.array(found)))[1], strict=True):
+                f[at] = column.to_numpy()
+        live = []
+        for side, ttl in enumerate(self.ttl_ms):
+            base, nxt, written = fields[3 * side: 3 * side + 3]
+            if ttl is not None:
+                expired = written <= now - ttl
+                base[expired] = nxt[expired]
+            live.append(nxt > base)
+        return int(m - found.sum()), fields, live
 
     def process(self, batch: pa.RecordBatch, side: int) -> pa.RecordBatch | None:
         """The joined rows of ``batch`` (arriving on ``side``) with the other side; then store it."""
@@ -308,22 +257,88 @@ class RocksDBInnerJoin:
         if batch.num_rows == 0:
             return None
         now = self.clock.time_ms()
+        self._sweep(now)
+        return self._add(batch, hashes, side, np.full(batch.num_rows, now, np.int64), now, match=True)
+
+    def store(self, batch: pa.RecordBatch | pa.Table, side: int, written: np.ndarray | None = None) -> None:
+        """Store rows without matching them (state restored from a savepoint or the per-key form);
+        ``written``: their write times (default now)."""
+        batch, hashes = keyed_rows(batch, self.keys[side])
+        now = self.clock.time_ms()
+        times = np.full(batch.num_rows, now, np.int64) if written is None else written
+        if batch.num_rows:
+            self._add(batch, hashes, side, times, now, match=False)
+
+    def load(self, table: pa.Table, side: int) -> None:
+        """Store the rows of the columnar form's snapshot table (restored, or of this form)."""
+        names = self.sides[side].names
+        for start in range(0, table.num_rows, CHUNK):
+            chunk = table.slice(start, CHUNK).combine_chunks()
+            # restored without a TTL (or under none): restored rows count as written now
+            written = chunk.column(TIME).to_numpy() if TIME in chunk.column_names else None
+            self.store(chunk.select(names), side, written)
+
+    def _add(self, batch: pa.RecordBatch | pa.Table, hashes: np.ndarray, side: int, times: np.ndarray, now: int,
+             match: bool) -> pa.RecordBatch | None:
+        """Match ``batch`` (no NULL keys) with the other side (when ``match``), then store it after
+        its keys' rows: one multi-get of the heads for both, keys in key order."""
+        n = batch.num_rows
+        kgs = (hashes % np.uint64(self.max_parallelism)).astype(np.int64)
+        encoded = self.key_codec.encode([batch.column(k) for k in self.keys[side]], kgs)
+        order, starts, run = _runs(encoded)
+        prefixes = encoded.take(pa.array(order[starts]))
+        raw_prefixes = prefixes.to_pylist()
+        absent, fields, live = self._heads(raw_prefixes, now)
+        out = self._match(batch, side, prefixes, order, run, fields, live[1 - side], now) if match else None
+        base, nxt, written = fields[3 * side: 3 * side + 3]
+        seqs = nxt[run] + (np.arange(n) - starts[run])  # each row's seq, in key order
+        sorted_times = times[order]
+        self.sides[side].write(encoded.take(pa.array(order)), seqs, batch.take(pa.array(order)), sorted_times)
+        nxt += np.diff(np.append(starts, n))
+        written[:] = np.maximum(written, np.maximum.reduceat(sorted_times, starts))
+        heads = self.head_codec.encode([pa.array(f) for f in fields])
+        self.backend.write_rows(self.heads.name, raw_prefixes, heads.to_pylist(), [], absent)
+        return out
+
+    def _match(self, batch: pa.RecordBatch | pa.Table, side: int, prefixes: pa.BinaryArray, order: np.ndarray,
+               run: np.ndarray, fields: list[np.ndarray], live: np.ndarray, now: int) -> pa.RecordBatch | None:
+        """The joined rows: each incoming row in order, with its key's rows of the other side in
+        the order they were stored."""
+        other = 1 - side
+        counts = np.where(live, fields[3 * other + 1] - fields[3 * other], 0)
+        if not counts.any():
+            return None
+        owner, columns = self.sides[other].read(prefixes, fields[3 * other], counts, now)
+        if len(owner) == 0:
+            return None
+        per_key = np.bincount(owner, minlength=len(prefixes))
+        first = np.cumsum(per_key) - per_key
+        key_of_row = np.empty(len(order), np.int64)
+        key_of_row[order] = run
+        pairs = per_key[key_of_row]
+        n_pairs = int(pairs.sum())
+        positions = np.repeat(np.arange(len(order)), pairs)
+        picked = pa.array(np.repeat(first[key_of_row] - (np.cumsum(pairs) - pairs), pairs) + np.arange(n_pairs))
+        theirs = [c.take(picked) for c in columns]
+        return joined_pairs(batch.take(pa.array(positions)), theirs, side, self.keys, self.schema,
+                            self.predicate, compare_keys=False)
+
+    def _sweep(self, now: int) -> None:
+        """Every half (shorter) TTL: drop expired rows, and heads whose sides have no unexpired row
+        (in one go: a head dropped while rows of its key remained would give their seqs again)."""
+        ttls = [t for t in self.ttl_ms if t is not None]
+        if not ttls or now - self.last_sweep < min(ttls) / 2:
+            return
+        self.last_sweep = now
         for s in self.sides:
             if s.ttl_ms is not None:
                 s.sweep(now)
-        other = self.sides[1 - side]
-        out = None
-        if other.num_rows:
-            # this side's key bytes in the other side's key order: the key types are the same
-            found = other.probe(other.encode_keys(batch, hashes, self.keys[side]), now)
-            if found is not None:
-                positions, theirs = found
-                out = joined_pairs(batch.take(pa.array(positions)), theirs.columns, side, self.keys,
-                                   self.schema, self.predicate, compare_keys=False)
-        self.sides[side].append(batch, hashes, now)
-        return out
-
-    def store(self, batch: pa.RecordBatch, side: int) -> None:
-        """Store rows without matching them (state taken over from the per-key form)."""
-        batch, hashes = keyed_rows(batch, self.keys[side])
-        self.sides[side].append(batch, hashes, self.clock.time_ms())
+        dead: list[bytes] = []
+        for keys, values in self.heads.scan(CHUNK):
+            fields = [c.to_numpy() for c in self.head_codec.decode(_binary(values))[1]]
+            empty = np.ones(len(keys), bool)
+            for side, ttl in enumerate(self.ttl_ms):
+                base, nxt, written = fields[3 * side: 3 * side + 3]
+                empty &= (nxt == base) | (written <= now - ttl if ttl is not None else False)
+            dead += [keys[i] for i in np.flatnonzero(empty)]
+        self.backend.write_rows(self.heads.name, [], [], dead, 0)
