@@ -2,45 +2,49 @@
 
 The columnar form (join_columnar.py) keeps both sides' rows as Arrow tables
 in memory; the per-key form on rocksdb takes a Python step per row and key
-(msgpack, a get and a put of the key's whole row list), 20x slower.  Here
+(msgpack, a get and a put of the key's whole row list: benchmarks/README.md
+has the figures).  Here
 each side's rows are RocksDB entries read and written a batch at a time:
 
 - rows: ``(key group, join key, seq) -> row`` in the side's column family,
   the key group and join key encoded column-wise by runtime.state.row_codec
-  (equal keys, equal bytes; the encoding is prefix-free, and the key group
-  leads so each key group is one contiguous range as rescaling expects), the
-  seq an 8-byte big-endian number counting the key's rows; the row is every
-  column of the input (and with a state TTL its write time), encoded the
-  same way;
-- heads: ``(key group, join key) -> (base, next, written)``: the key's live
-  rows are seqs ``base .. next-1`` and the last of them was written at
-  ``written``.  A probe is ONE multi-get of the other side's heads for the
-  batch's distinct keys, then ONE multi-get of the rows they name (their
-  keys built with Arrow, not per row in Python); storing a batch is one
-  multi-get of its own heads and one WriteBatch each for rows and heads.
+  (equal keys, equal bytes; the key group leads, so each key group is one
+  contiguous range as rescaling expects), the
+  seq an 8-byte big-endian number counting the key's rows on that side; the
+  row is every column of the input (and with a state TTL its write time),
+  encoded the same way;
+- heads: ``(key group, join key) -> (base, next, written)`` for each side in
+  one entry: the side's live rows of the key are seqs ``base .. next-1``, the
+  last of them written at ``written``.  A batch reads the heads of its
+  distinct keys with ONE multi-get (in key order: RocksDB is fastest so),
+  which gives both the other side's rows to read (ONE multi-get of exactly
+  those rows, their keys built with Arrow, not per row in Python) and its own
+  next seqs; then one WriteBatch stores its rows, one its keys' heads.
 
 Rows are never rewritten (a key's seqs only grow), so a stored row is
 written once and the entry counts stay exact without reading rows back.
 The pairs, their residual condition and the output columns are the columnar
-form's (join_columnar.joined_pairs).  Output order: each incoming row in its
-order with the stored rows of its key in the order they arrived (Flink's
-order: a record's matches as it is processed); the columnar form orders by
-stored row first, which only reorders rows of one append-only batch.
+form's (join_columnar.joined_pairs, keyed_rows).  Output order: each incoming
+row in its order with the stored rows of its key in the order they were
+stored (Flink's order: a record's matches as it is processed); the columnar
+form orders by stored row first, which only reorders rows of one batch.
 
-State TTL: a row (a head) read after its TTL counts as absent; a key whose
-head expired starts again at ``base = next``; every half TTL one scan of
-each side drops the expired rows and heads (a head outlives none of its
-rows, so both go in the same sweep).  Rows no later row can match because
-of a watermark (horizons) stay until their TTL, as in the per-key form.
+State TTL: a row (a side of a head) read after its TTL counts as absent; a
+side of a key whose rows all expired starts again at ``base = next``; every
+half TTL one scan of each side's rows and of the heads drops the expired
+rows and the heads left without a live row (together: a head dropped while
+rows of its key remained would hand out their seqs again).  Rows no later
+row can match because of a watermark (horizons) stay until their TTL, as in
+the per-key form.
 
-Snapshots: both column families are keyed states of the backend's db, so its
+Snapshots: the column families are keyed states of the backend's db, so its
 incremental checkpoints carry them and a rescaled restore copies the
 key-group ranges it owns.  Savepoints must be readable by every backend: the
 rows are written by a savepoint-only ColumnarState as the table the
 columnar form writes (the input's columns, ``$h``, ``$kg``, ``$t``), which
 the hashmap form loads as it is and this form stores back (each key's rows
-in table order), and the rocksdb backend leaves both column families out of
-its canonical file.
+in table order, rebuilding the heads), and the rocksdb backend leaves the
+column families out of its canonical file.
 """
 
 from __future__ import annotations
