@@ -204,6 +204,26 @@ def test_state_ttl_expires_stored_rows(backend: str, per_key: bool, tmp_path: Pa
     assert op.take() == [joined, joined]
 
 
+@pytest.mark.parametrize("seed", [4, 5])
+def test_rocksdb_rows_expire_as_the_columnar_rows_do(seed: int, tmp_path: Path) -> None:
+    """Under a state TTL, with time moving between batches, both vectorized forms match alike."""
+    config = {"table.exec.state.ttl": "120 ms"}
+    rng = random.Random(seed)
+    inputs = _inputs(seed, 60)
+    steps = [rng.choice([0, 0, 10, 40, 90]) for _ in inputs]
+    got = []
+    for backend in ("hashmap", "rocksdb"):
+        clock = ManualClock()
+        op = _operator(backend, tmp_path, config=config, clock=clock)
+        out: Counter = Counter()
+        for (side, batch), step in zip(inputs, steps, strict=True):
+            clock.advance(step)
+            out += _run(op, [(side, batch)])
+        got.append(out)
+    assert got[0] == got[1]
+    assert 0 < sum(got[0].values()) < sum(_run(_operator("hashmap", tmp_path), inputs).values())  # some expired
+
+
 def test_rocksdb_rows_expire_are_swept_and_their_key_starts_again(tmp_path: Path) -> None:
     clock = ManualClock()
     op = _operator("rocksdb", tmp_path, config={"table.exec.state.ttl": "300 ms"}, clock=clock)
@@ -240,6 +260,18 @@ def test_rocksdb_rows_are_saved_and_restored_a_chunk_at_a_time(second: str, tmp_
     got = _run(old, inputs[:25])
     assert sum(s.num_rows for s in old.operator.columnar.sides) > 3 * 7
     new = OperatorHarness(_join(second), second, tmp=tmp_path, inputs=2, restore=old.snapshot())
+    assert got + _run(new, inputs[25:]) == expected
+
+
+def test_rocksdb_rows_resume_from_an_incremental_checkpoint_on_the_same_key_groups(tmp_path: Path) -> None:
+    """The checkpoint's db becomes the new subtask's as it is (heads and rows, nothing rewritten)."""
+    inputs = _inputs(9, 40)
+    expected = _run(_operator("hashmap", tmp_path), inputs)
+    old = _operator("rocksdb", tmp_path)
+    got = _run(old, inputs[:25])
+    stored = [s.num_rows for s in old.operator.columnar.sides]
+    new = OperatorHarness(_join("rocksdb"), "rocksdb", tmp=tmp_path, inputs=2, restore=old.snapshot(canonical=False))
+    assert [s.num_rows for s in new.operator.columnar.sides] == stored
     assert got + _run(new, inputs[25:]) == expected
 
 
