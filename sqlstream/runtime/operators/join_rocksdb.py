@@ -273,14 +273,60 @@ class RocksDBInnerJoin:
         if batch.num_rows:
             self._add(batch, hashes, side, times, now, match=False)
 
-    def load(self, table: pa.Table, side: int) -> None:
-        """Store the rows of the columnar form's snapshot table (restored, or of this form)."""
+    def restore(self, tables: list[list[pa.Table]]) -> None:
+        """Store the rows of the columnar form's snapshot tables of each side (a savepoint's,
+        restored before the first batch), each key's rows in table order.
+
+        Into empty state (as a restore's is) the seqs and heads follow from the tables alone: each
+        side's rows are sorted by key once and written a chunk at a time, then the heads of both
+        sides at once, with no head read back (a multi-get of every key of the second side, all
+        hits, cost more than the writes)."""
+        # savepoint tables come only with a canonical snapshot, which holds none of these rows
+        assert len(self.heads) == 0 or not any(tables), "snapshot tables restored into non-empty rows"
+        prefixes: list[pa.Array] = []
+        fields: list[list[np.ndarray]] = []
+        for side, side_tables in enumerate(tables):
+            present = [t for t in side_tables if t.num_rows]
+            if present:
+                side_prefixes, side_fields = self._restore_side(pa.concat_tables(present).combine_chunks(), side)
+                prefixes.append(side_prefixes)
+                fields.append(side_fields)
+        if not prefixes:
+            return
+        every = pa.concat_arrays(prefixes)
+        order, starts, _ = _runs(every)
+        # a key has one head per side: summing the fields of equal keys merges the sides
+        merged = [np.add.reduceat(np.concatenate([f[i] for f in fields])[order], starts) for i in range(6)]
+        keys = every.take(pa.array(order[starts]))
+        heads = self.head_codec.encode([pa.array(m) for m in merged])
+        for start in range(0, len(keys), CHUNK):
+            chunk = keys.slice(start, CHUNK)
+            self.backend.write_rows(self.heads.name, chunk.to_pylist(), heads.slice(start, CHUNK).to_pylist(), [],
+                                    len(chunk))
+
+    def _restore_side(self, table: pa.Table, side: int) -> tuple[pa.Array, list[np.ndarray]]:
+        """Write one side's rows (a snapshot table: no NULL keys) into empty state; its keys and
+        their head fields (the other side's zero)."""
         names = self.sides[side].names
-        for start in range(0, table.num_rows, CHUNK):
-            chunk = table.slice(start, CHUNK).combine_chunks()
-            # restored without a TTL (or under none): restored rows count as written now
-            written = chunk.column(TIME).to_numpy() if TIME in chunk.column_names else None
-            self.store(chunk.select(names), side, written)
+        n = table.num_rows
+        # restored under no TTL (or into none): restored rows count as written now
+        written = table.column(TIME).to_numpy() if TIME in table.column_names else \
+            np.full(n, self.clock.time_ms(), np.int64)
+        keys = [table.column(names[k]) for k in self.keys[side]]
+        hashes = hash_columns(keys) if keys else np.zeros(n, np.uint64)
+        encoded = self.key_codec.encode(keys, (hashes % np.uint64(self.max_parallelism)).astype(np.int64))
+        order, starts, run = _runs(encoded)
+        seqs = np.arange(n) - starts[run]
+        times = written[order]
+        rows = table.select(names)
+        for start in range(0, n, CHUNK):  # bounded memory: the Python bytes of a chunk at a time
+            at = pa.array(order[start: start + CHUNK])
+            self.sides[side].write(encoded.take(at), seqs[start: start + CHUNK], rows.take(at),
+                                   times[start: start + CHUNK])
+        fields = [np.zeros(len(starts), np.int64) for _ in range(6)]
+        fields[3 * side + 1] = np.diff(np.append(starts, n))
+        fields[3 * side + 2] = np.maximum.reduceat(times, starts)
+        return encoded.take(pa.array(order[starts])), fields
 
     def _add(self, batch: pa.RecordBatch | pa.Table, hashes: np.ndarray, side: int, times: np.ndarray, now: int,
              match: bool) -> pa.RecordBatch | None:
