@@ -277,49 +277,69 @@ class RocksDBInnerJoin:
         """Store the rows of the columnar form's snapshot tables of each side (a savepoint's,
         restored before the first batch), each key's rows in table order.
 
-        Into empty state (as a restore's is) the seqs and heads follow from the tables alone: each
-        side's rows are sorted by key once and written a chunk at a time, then the heads of both
-        sides at once, with no head read back (a multi-get of every key of the second side, all
-        hits, cost more than the writes)."""
+        Into empty state (as a restore's is) the seqs and heads follow from the tables alone, with
+        no head read back (a multi-get of every key of the second side, all hits, cost more than
+        the writes): the rows go a slice of whole key groups at a time (about CHUNK rows: bounded
+        memory), each side's sorted by key, then the slice's heads of both sides at once."""
         # savepoint tables come only with a canonical snapshot, which holds none of these rows
         assert len(self.heads) == 0 or not any(tables), "snapshot tables restored into non-empty rows"
-        prefixes: list[pa.Array] = []
-        fields: list[list[np.ndarray]] = []
+        sides: list[tuple[int, pa.Table, np.ndarray, np.ndarray, np.ndarray]] = []
+        counts = np.zeros(self.max_parallelism, np.int64)
         for side, side_tables in enumerate(tables):
             present = [t for t in side_tables if t.num_rows]
-            if present:
-                side_prefixes, side_fields = self._restore_side(pa.concat_tables(present).combine_chunks(), side)
-                prefixes.append(side_prefixes)
-                fields.append(side_fields)
-        if not prefixes:
-            return
-        every = pa.concat_arrays(prefixes)
+            if not present:
+                continue
+            table = pa.concat_tables(present)
+            keys = [table.column(self.sides[side].names[k]) for k in self.keys[side]]
+            hashes = hash_columns(keys) if keys else np.zeros(table.num_rows, np.uint64)
+            kgs = (hashes % np.uint64(self.max_parallelism)).astype(np.int64)
+            by_kg = np.argsort(kgs, kind="stable")  # stable: each key's rows stay in table order
+            sides.append((side, table, hashes, kgs[by_kg], by_kg))
+            counts += np.bincount(kgs, minlength=self.max_parallelism)
+        cuts, rows = [0], 0
+        for kg, count in enumerate(counts.tolist()):  # per key group, not per row
+            if rows and rows + count > CHUNK:
+                cuts.append(kg)
+                rows = 0
+            rows += count
+        cuts.append(self.max_parallelism)
+        for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+            prefixes: list[pa.Array] = []
+            fields: list[list[np.ndarray]] = []
+            for side, table, hashes, sorted_kgs, by_kg in sides:
+                first, last = np.searchsorted(sorted_kgs, [lo, hi])
+                if last > first:
+                    at = by_kg[first:last]
+                    side_prefixes, side_fields = self._restore_side(table.take(pa.array(at)), hashes[at], side)
+                    prefixes.append(side_prefixes)
+                    fields.append(side_fields)
+            if prefixes:
+                self._restore_heads(pa.concat_arrays(prefixes), fields)
+
+    def _restore_heads(self, every: pa.Array, fields: list[list[np.ndarray]]) -> None:
+        """Write the heads of restored keys, from each side's keys and head fields."""
         order, starts, _ = _runs(every)
         # a key has one head per side: summing the fields of equal keys merges the sides
         merged = [np.add.reduceat(np.concatenate([f[i] for f in fields])[order], starts) for i in range(6)]
         keys = every.take(pa.array(order[starts]))
         heads = self.head_codec.encode([pa.array(m) for m in merged])
-        for start in range(0, len(keys), CHUNK):
-            chunk = keys.slice(start, CHUNK)
-            self.backend.write_rows(self.heads.name, chunk.to_pylist(), heads.slice(start, CHUNK).to_pylist(), [],
-                                    len(chunk))
+        self.backend.write_rows(self.heads.name, keys.to_pylist(), heads.to_pylist(), [], len(keys))
 
-    def _restore_side(self, table: pa.Table, side: int) -> tuple[pa.Array, list[np.ndarray]]:
-        """Write one side's rows (a snapshot table: no NULL keys) into empty state; its keys and
-        their head fields (the other side's zero)."""
+    def _restore_side(self, table: pa.Table, hashes: np.ndarray, side: int) -> tuple[pa.Array, list[np.ndarray]]:
+        """Write rows of one side (of a snapshot table: no NULL keys) into empty state; their keys
+        and head fields (the other side's zero)."""
         names = self.sides[side].names
         n = table.num_rows
         # restored under no TTL (or into none): restored rows count as written now
         written = table.column(TIME).to_numpy() if TIME in table.column_names else \
             np.full(n, self.clock.time_ms(), np.int64)
         keys = [table.column(names[k]) for k in self.keys[side]]
-        hashes = hash_columns(keys) if keys else np.zeros(n, np.uint64)
         encoded = self.key_codec.encode(keys, (hashes % np.uint64(self.max_parallelism)).astype(np.int64))
         order, starts, run = _runs(encoded)
         seqs = np.arange(n) - starts[run]
         times = written[order]
         rows = table.select(names)
-        for start in range(0, n, CHUNK):  # bounded memory: the Python bytes of a chunk at a time
+        for start in range(0, n, CHUNK):  # a key group may hold more rows than a chunk
             at = pa.array(order[start: start + CHUNK])
             self.sides[side].write(encoded.take(at), seqs[start: start + CHUNK], rows.take(at),
                                    times[start: start + CHUNK])
