@@ -1,4 +1,7 @@
-"""The vectorized form of a regular INNER join of two append-only inputs.
+"""The vectorized form of a regular INNER join of two append-only inputs, in memory (hashmap).
+
+(On rocksdb the same form keeps its rows in RocksDB: join_rocksdb.py, which shares the pairing
+of rows here, keyed_rows and joined_pairs.)
 
 When neither input retracts and the join is INNER, a stored row never
 changes and never leaves (until state TTL expires it), and NULL keys can
