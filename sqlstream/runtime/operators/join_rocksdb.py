@@ -26,8 +26,9 @@ written once and the entry counts stay exact without reading rows back.
 The pairs, their residual condition and the output columns are the columnar
 form's (join_columnar.joined_pairs, keyed_rows).  Output order: each incoming
 row in its order with the stored rows of its key in the order they were
-stored (Flink's order: a record's matches as it is processed); the columnar
-form orders by stored row first, which only reorders rows of one batch.
+stored (Flink too emits a record's matches when it processes the record);
+the columnar form orders by stored row first, which only reorders the rows
+of one batch's output.
 
 State TTL: a row (a side of a head) read after its TTL counts as absent; a
 side of a key whose rows all expired starts again at ``base = next``; every
