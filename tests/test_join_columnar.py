@@ -30,7 +30,9 @@ from sqlstream.runtime.operators.join import RegularJoinOperator
 from sqlstream.runtime.operators.join_columnar import ColumnarInnerJoin, HashIndex
 from sqlstream.runtime.operators.join_rocksdb import RocksDBInnerJoin
 from tests.conftest import duckdb_rows, in_key_groups, rows, run_sql
+from tests.fault_harness import ROWS, committed, job_script
 from tests.harness import OperatorHarness, planned_state, restored_into_halves
+from tests.test_savepoints import _run_until_savepoint
 
 LEFT = pa.schema([("s", pa.string()), ("k", pa.int64()), ("x", pa.int64())])
 RIGHT = pa.schema([("k", pa.int64()), ("s", pa.string()), ("y", pa.int64())])
@@ -294,6 +296,27 @@ def test_rocksdb_plans_the_rows_form_for_simple_types_and_keys_of_one_type(tmp_p
     planned = RegularJoinOperator("INNER", *KEYS, None, LEFT, decimal, out, append_only=True, columnar=True)
     with pytest.raises(JobError, match="rocksdb state backend holds only"):
         OperatorHarness(planned, "rocksdb", tmp=tmp_path, inputs=2)
+
+
+JOB_SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.int64())])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("second", ["rocksdb", "hashmap"])
+def test_a_rocksdb_join_job_stops_with_a_savepoint_and_resumes(second: str, tmp_path: Path) -> None:
+    """The job at parallelism 2 through its checkpoints and a stop-with-savepoint, resumed on either
+    backend: the committed output is every pair exactly once."""
+    out = tmp_path / "out"
+
+    def script(backend: str, chk: Path) -> str:
+        return job_script(chk, f"'connector' = 'filesystem', 'path' = '{out}', 'format' = 'csv'", "a BIGINT, b BIGINT",
+                          "SELECT l.seq, r.seq * 2 FROM gen AS l JOIN gen AS r ON l.seq = r.seq",
+                          backend=backend, parallelism=2, rate=12_000)
+
+    savepoint = _run_until_savepoint(script("rocksdb", tmp_path / "chk"), tmp_path, 1.2, JOB_SCHEMA)
+    assert 0 < committed(out, JOB_SCHEMA).num_rows < ROWS
+    Session(restore_from=str(savepoint)).execute_script(script(second, tmp_path / "chk2"))
+    assert rows(committed(out, JOB_SCHEMA)) == [(i, 2 * i) for i in range(ROWS)]
 
 
 @pytest.fixture(scope="module")
