@@ -23,6 +23,7 @@ from sqlstream.core.errors import JobError
 from sqlstream.core.expressions import Call, ColumnRef
 from sqlstream.frontend.session import Session
 from sqlstream.planner.physical import Lowering
+from sqlstream.runtime.checkpoint.storage import completed_ids
 from sqlstream.runtime.clock import ManualClock
 from sqlstream.runtime.hashing import _GOLDEN, _M1, _M2, hash_columns
 from sqlstream.runtime.operators import join_rocksdb
@@ -30,7 +31,7 @@ from sqlstream.runtime.operators.join import RegularJoinOperator
 from sqlstream.runtime.operators.join_columnar import ColumnarInnerJoin, HashIndex
 from sqlstream.runtime.operators.join_rocksdb import RocksDBInnerJoin
 from tests.conftest import duckdb_rows, in_key_groups, rows, run_sql
-from tests.fault_harness import ROWS, committed, job_script
+from tests.fault_harness import ROWS, Job, committed, job_script, run_with_kills
 from tests.harness import OperatorHarness, planned_state, restored_into_halves
 from tests.test_savepoints import _run_until_savepoint
 
@@ -316,6 +317,20 @@ def test_a_rocksdb_join_job_stops_with_a_savepoint_and_resumes(second: str, tmp_
     savepoint = _run_until_savepoint(script("rocksdb", tmp_path / "chk"), tmp_path, 1.2, JOB_SCHEMA)
     assert 0 < committed(out, JOB_SCHEMA).num_rows < ROWS
     Session(restore_from=str(savepoint)).execute_script(script(second, tmp_path / "chk2"))
+    assert rows(committed(out, JOB_SCHEMA)) == [(i, 2 * i) for i in range(ROWS)]
+
+
+@pytest.mark.slow
+def test_a_rocksdb_join_job_killed_and_restored_from_incremental_checkpoints_commits_each_pair_once(
+        tmp_path: Path) -> None:
+    out, chk = tmp_path / "out", tmp_path / "chk"  # the Job's checkpoint directory: restores read it
+    script = job_script(chk, f"'connector' = 'filesystem', 'path' = '{out}', 'format' = 'csv'",
+                        "a BIGINT, b BIGINT", "SELECT l.seq, r.seq * 2 FROM gen AS l JOIN gen AS r ON l.seq = r.seq",
+                        backend="rocksdb", parallelism=2, rate=12_000)
+    job = Job(tmp_path, script)
+    assert job.chk == chk
+    run = run_with_kills(job, seed=5, kills=2, alive_s=(2.5, 3.5))
+    assert run.kills == 2 and completed_ids(chk)
     assert rows(committed(out, JOB_SCHEMA)) == [(i, 2 * i) for i in range(ROWS)]
 
 
