@@ -105,10 +105,11 @@ class RegularJoinOperator(Operator):
                                "plan the job with the backend it runs on")
             rows = RocksDBInnerJoin(COLUMNAR_STATES, self.keys, self.residual, self.side_schemas, self.schema,
                                     ttl, ctx.max_parallelism, backend, backend.clock)
-            # columnar rows restored from a savepoint (restore_all ran before open)
-            restored = [backend.columnar_states.get(name) for name in COLUMNAR_STATES]
-            rows.restore([[] if st is None else st.tables for st in restored])
             for side, name in enumerate(COLUMNAR_STATES):
+                # columnar rows restored from a savepoint (restore_all ran before open), a batch at a time
+                restored = backend.columnar_states.get(name)
+                if restored is not None:
+                    rows.restore(side, restored.restored_tables())
                 backend.columnar_states[name] = rows.sides[side].state
             self.columnar = rows
         elif columnar_state(ctx, self.columnar_form):

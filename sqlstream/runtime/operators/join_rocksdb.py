@@ -50,7 +50,7 @@ column families out of its canonical file.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -114,10 +114,11 @@ class RowsJoinState(ColumnarState):
         self.store = store
 
     def frozen(self) -> pa.Table | None:
-        return self.store.freeze()()
+        tables = list(self.store.freeze()())
+        return pa.concat_tables(tables) if tables else None
 
-    def freeze(self) -> Callable[[], pa.Table | None]:
-        # read now (RocksDB changes with the next batch); decoded when the savepoint is written
+    def freeze(self) -> Callable[[], Iterator[pa.Table]]:
+        # a view taken now (RocksDB changes with the next batch); read and decoded when the savepoint is written
         return self.store.freeze()
 
 
@@ -182,17 +183,20 @@ class RocksDBJoinSide:
         self.backend.write_rows(self.rows.name, [], [], expired, 0)
 
     # ------------------------------------------------------------ snapshots
-    def freeze(self) -> Callable[[], pa.Table | None]:
-        """The rows read now (as Arrow binary arrays, a chunk at a time), decoded into the columnar
-        form's snapshot table later."""
-        chunks = [_binary(values) for _, values in self.rows.scan(CHUNK)]
+    def freeze(self) -> Callable[[], Iterator[pa.Table]]:
+        """The rows as they are now (a frozen view of RocksDB's files, taken here), decoded into
+        the columnar form's snapshot table a chunk at a time when the savepoint is written: the
+        rows are never whole in memory."""
+        view = self.backend.frozen_view()
         cutoff = None if self.ttl_ms is None else self.clock.time_ms() - self.ttl_ms
 
-        def table() -> pa.Table | None:
-            tables = [t for t in (self._snapshot_table(values, cutoff) for values in chunks) if t is not None]
-            return pa.concat_tables(tables) if tables else None
+        def tables() -> Iterator[pa.Table]:
+            for _, values in self.backend.scan_view(view, self.rows.name, CHUNK):
+                table = self._snapshot_table(_binary(values), cutoff)
+                if table is not None:
+                    yield table
 
-        return table
+        return tables
 
     def _snapshot_table(self, values: pa.Array, cutoff: int | None) -> pa.Table | None:
         _, columns = self.value_codec.decode(values)
@@ -274,80 +278,17 @@ class RocksDBInnerJoin:
         if batch.num_rows:
             self._add(batch, hashes, side, times, now, match=False)
 
-    def restore(self, tables: list[list[pa.Table]]) -> None:
-        """Store the rows of the columnar form's snapshot tables of each side (a savepoint's,
-        restored before the first batch), each key's rows in table order.
-
-        Into empty state (as a restore's is) the seqs and heads follow from the tables alone, with
-        no head read back (a multi-get of every key of the second side, all hits, cost more than
-        the writes): the rows go a slice of whole key groups at a time (about CHUNK rows: bounded
-        memory), each side's sorted by key, then the slice's heads of both sides at once."""
-        # savepoint tables come only with a canonical snapshot, which holds none of these rows
-        assert len(self.heads) == 0 or not any(tables), "snapshot tables restored into non-empty rows"
-        sides: list[tuple[int, pa.Table, np.ndarray, np.ndarray, np.ndarray]] = []
-        counts = np.zeros(self.max_parallelism, np.int64)
-        for side, side_tables in enumerate(tables):
-            present = [t for t in side_tables if t.num_rows]
-            if not present:
-                continue
-            table = pa.concat_tables(present)
-            keys = [table.column(self.sides[side].names[k]) for k in self.keys[side]]
-            hashes = hash_columns(keys) if keys else np.zeros(table.num_rows, np.uint64)
-            kgs = (hashes % np.uint64(self.max_parallelism)).astype(np.int64)
-            by_kg = np.argsort(kgs, kind="stable")  # stable: each key's rows stay in table order
-            sides.append((side, table, hashes, kgs[by_kg], by_kg))
-            counts += np.bincount(kgs, minlength=self.max_parallelism)
-        cuts, rows = [0], 0
-        for kg, count in enumerate(counts.tolist()):  # per key group, not per row
-            if rows and rows + count > CHUNK:
-                cuts.append(kg)
-                rows = 0
-            rows += count
-        cuts.append(self.max_parallelism)
-        for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
-            prefixes: list[pa.Array] = []
-            fields: list[list[np.ndarray]] = []
-            for side, table, hashes, sorted_kgs, by_kg in sides:
-                first, last = np.searchsorted(sorted_kgs, [lo, hi])
-                if last > first:
-                    at = by_kg[first:last]
-                    side_prefixes, side_fields = self._restore_side(table.take(pa.array(at)), hashes[at], side)
-                    prefixes.append(side_prefixes)
-                    fields.append(side_fields)
-            if prefixes:
-                self._restore_heads(pa.concat_arrays(prefixes), fields)
-
-    def _restore_heads(self, every: pa.Array, fields: list[list[np.ndarray]]) -> None:
-        """Write the heads of restored keys, from each side's keys and head fields."""
-        order, starts, _ = _runs(every)
-        # a key has one head per side: summing the fields of equal keys merges the sides
-        merged = [np.add.reduceat(np.concatenate([f[i] for f in fields])[order], starts) for i in range(6)]
-        keys = every.take(pa.array(order[starts]))
-        heads = self.head_codec.encode([pa.array(m) for m in merged])
-        self.backend.write_rows(self.heads.name, keys.to_pylist(), heads.to_pylist(), [], len(keys))
-
-    def _restore_side(self, table: pa.Table, hashes: np.ndarray, side: int) -> tuple[pa.Array, list[np.ndarray]]:
-        """Write rows of one side (of a snapshot table: no NULL keys) into empty state; their keys
-        and head fields (the other side's zero)."""
+    def restore(self, side: int, tables: Iterable[pa.Table]) -> None:
+        """Store the rows of the columnar form's snapshot tables of one side (a savepoint's,
+        restored before the first batch, taken a batch at a time: never whole in memory), each
+        key's rows in table order after those stored before."""
         names = self.sides[side].names
-        n = table.num_rows
-        # restored under no TTL (or into none): restored rows count as written now
-        written = table.column(TIME).to_numpy() if TIME in table.column_names else \
-            np.full(n, self.clock.time_ms(), np.int64)
-        keys = [table.column(names[k]) for k in self.keys[side]]
-        encoded = self.key_codec.encode(keys, (hashes % np.uint64(self.max_parallelism)).astype(np.int64))
-        order, starts, run = _runs(encoded)
-        seqs = np.arange(n) - starts[run]
-        times = written[order]
-        rows = table.select(names)
-        for start in range(0, n, CHUNK):  # a key group may hold more rows than a chunk
-            at = pa.array(order[start: start + CHUNK])
-            self.sides[side].write(encoded.take(at), seqs[start: start + CHUNK], rows.take(at),
-                                   times[start: start + CHUNK])
-        fields = [np.zeros(len(starts), np.int64) for _ in range(6)]
-        fields[3 * side + 1] = np.diff(np.append(starts, n))
-        fields[3 * side + 2] = np.maximum.reduceat(times, starts)
-        return encoded.take(pa.array(order[starts])), fields
+        for table in tables:
+            for start in range(0, table.num_rows, CHUNK):
+                chunk = table.slice(start, CHUNK)
+                # restored under no TTL (or into none): restored rows count as written now
+                written = chunk.column(TIME).to_numpy() if TIME in chunk.column_names else None
+                self.store(chunk.select(names), side, written)
 
     def _add(self, batch: pa.RecordBatch | pa.Table, hashes: np.ndarray, side: int, times: np.ndarray, now: int,
              match: bool) -> pa.RecordBatch | None:
