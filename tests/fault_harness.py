@@ -73,9 +73,13 @@ def file_job_script(out: Path, chk: Path, backend: str, parallelism: int) -> str
                       backend=backend, parallelism=parallelism, rate=12_000)
 
 
-def committed(out: Path) -> pa.Table:
-    """The rows the filesystem sink committed under ``out`` (in-progress files are hidden)."""
-    schema = pa.schema([("window_start", pa.timestamp("ms")), ("k", pa.int64()), ("n", pa.int64()), ("s", pa.int64())])
+WINDOW_SCHEMA = pa.schema([("window_start", pa.timestamp("ms")), ("k", pa.int64()), ("n", pa.int64()),
+                           ("s", pa.int64())])
+
+
+def committed(out: Path, schema: pa.Schema = WINDOW_SCHEMA) -> pa.Table:
+    """The rows (of ``schema``: the windowed job's by default) the filesystem sink committed under
+    ``out`` (in-progress files are hidden)."""
     parts = sorted(p for p in out.iterdir() if not p.name.startswith((".", "_"))) if out.exists() else []
     tables = [
         pacsv.read_csv(p, read_options=pacsv.ReadOptions(column_names=schema.names),

@@ -11,16 +11,20 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from sqlstream.frontend.session import Session
 from sqlstream.runtime.checkpoint.storage import CheckpointError
 from sqlstream.runtime.state import base as state_base
 from tests.conftest import rows
-from tests.fault_harness import committed, expected_rows, file_job_script
+from tests.fault_harness import WINDOW_SCHEMA, committed, expected_rows, file_job_script
 
 
-def _run_until_savepoint(script: str, savepoint_root: Path, after_s: float) -> Path:
+def _run_until_savepoint(script: str, savepoint_root: Path, after_s: float,
+                         schema: pa.Schema = WINDOW_SCHEMA) -> Path:
+    """Run ``script`` until its sink (rows of ``schema``) has committed some output, then stop it
+    with a savepoint under ``savepoint_root``."""
     session = Session()
     done = threading.Event()
     errors: list[BaseException] = []
@@ -38,7 +42,7 @@ def _run_until_savepoint(script: str, savepoint_root: Path, after_s: float) -> P
     time.sleep(after_s)
     out = Path(script.split("'path' = '")[1].split("'")[0])
     deadline = time.monotonic() + 60
-    while committed(out).num_rows == 0 and time.monotonic() < deadline:  # some output committed first
+    while committed(out, schema).num_rows == 0 and time.monotonic() < deadline:  # some output committed first
         time.sleep(0.05)
     executor = session.current_executor
     assert executor is not None, errors

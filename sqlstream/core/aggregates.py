@@ -92,9 +92,10 @@ def retraction_refusal(call: AggCall) -> str | None:
     return None
 
 
-def _minmax_columnar_type(t: pa.DataType) -> bool:
+def row_encodable(t: pa.DataType) -> bool:
     """Types whose MIN/MAX the columnar GROUP BY keeps in numpy columns (fixed-width values and
-    strings/binaries); runtime.operators.group_agg_columnar maps each to its storage."""
+    strings/binaries; runtime.operators.group_agg_columnar maps each to its storage), which are
+    also the types runtime.state.row_codec encodes for rows kept in RocksDB."""
     return (pa.types.is_integer(t) or pa.types.is_boolean(t) or (pa.types.is_floating(t) and t != pa.float16())
             or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_timestamp(t) or pa.types.is_duration(t)
             or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
@@ -112,7 +113,7 @@ def group_agg_columnar(aggs: list[AggCall], retracting: bool) -> bool:
             return False
         if a.function in ("SUM", "AVG") and not (pa.types.is_integer(a.type) or a.type in (pa.float32(), pa.float64())):
             return False
-        if a.function in ("MIN", "MAX") and (retracting or not _minmax_columnar_type(a.type)):
+        if a.function in ("MIN", "MAX") and (retracting or not row_encodable(a.type)):
             return False
     return True
 
@@ -122,7 +123,7 @@ def group_agg_columnar_rows(aggs: list[AggCall], retracting: bool, key_types: li
     (runtime.operators.group_agg_rocksdb): the columnar form without COUNT(DISTINCT) (its values
     stay per key there), keys of the types the row encoding has (those of MIN/MAX)."""
     return (group_agg_columnar(aggs, retracting) and not any(a.distinct for a in aggs)
-            and all(_minmax_columnar_type(t) for t in key_types))
+            and all(row_encodable(t) for t in key_types))
 
 
 def window_agg_columnar(aggs: list[AggCall]) -> bool:

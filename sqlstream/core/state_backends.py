@@ -17,7 +17,8 @@ class BackendCapabilities:
     # keeps Arrow tables in memory beside keyed state: the vectorized operator forms run on it
     columnar: bool
     # keeps a vectorized form's state as encoded rows in the keyed store, read and written a batch
-    # at a time (the non-windowed GROUP BY: core.aggregates.group_agg_columnar_rows)
+    # at a time (the non-windowed GROUP BY: core.aggregates.group_agg_columnar_rows; the INNER join
+    # of append-only inputs: core.joins.join_columnar_rows)
     columnar_rows: bool = False
 
 

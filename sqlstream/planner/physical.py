@@ -23,6 +23,7 @@ from sqlstream.core.config import setting
 from sqlstream.core.connectors import connector_spec
 from sqlstream.core.durations import parse_duration_ms
 from sqlstream.core.errors import PlanError
+from sqlstream.core.joins import join_columnar_rows
 from sqlstream.core.physical import (
     CalcConfig,
     ChangelogNormalizeConfig,
@@ -332,6 +333,15 @@ class Lowering:
                         config=TopNConfig(keys, sort, start, end, output_rank, retracting, node.newer_wins,
                                           self.state_ttl_ms, columnar))
 
+    def join_columnar(self, kind: str, append_only: bool, schemas: tuple[pa.Schema, pa.Schema],
+                      keys: tuple[tuple[int, ...], tuple[int, ...]]) -> bool:
+        """Whether a regular join runs its vectorized form (an INNER join of append-only inputs) on
+        this job's backend: in memory (hashmap), or as rows in RocksDB (columns of the types the
+        row encoding has, join keys of one type on both sides)."""
+        if kind != "INNER" or not append_only:
+            return False
+        return self.columnar_state or (self.columnar_rows and join_columnar_rows(schemas, keys))
+
     def group_agg_columnar(self, aggs: list[AggCall], retracting: bool, key_types: list[pa.DataType]) -> bool:
         """Whether a non-windowed GROUP BY runs its columnar form on this job's backend: in memory
         (hashmap), or as rows in RocksDB (fewer aggregates: no COUNT(DISTINCT))."""
@@ -374,8 +384,7 @@ class Lowering:
         append_only = not (node.left.updating or node.right.updating)
         horizons = join_horizons(node.left, node.right, (lk, rk), residual)
         detail += "".join(f", {h.describe(side)}" for h, side in zip(horizons, ("left", "right"), strict=True) if h)
-        # the vectorized form holds an INNER join of append-only inputs
-        columnar = self.columnar_state and append_only and kind == "INNER"
+        columnar = self.join_columnar(kind, append_only, (ls, rs), (lk, rk))
         return self.add("Join", detail, schema, inputs,
                         config=RegularJoinConfig(kind, lk, rk, residual, ls, rs, append_only, horizons,
                                                  (self._ttl(node.state_ttl_ms[0]), self._ttl(node.state_ttl_ms[1])),

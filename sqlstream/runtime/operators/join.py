@@ -9,10 +9,13 @@ condition is evaluated on all pairs at once with Arrow, then rows are
 applied in order so that retractions and paddings come out right.
 State expires after ``table.exec.state.ttl`` if it is set, or after each side's STATE_TTL hint.
 
-An INNER join of two append-only inputs on the hashmap backend runs in the
-vectorized form of runtime/operators/join_columnar.py instead; the rocksdb
-backend keeps this per-key form, whose state can exceed memory.  Savepoints
-convert between the two in restore_state, so a job can switch backends.
+An INNER join of two append-only inputs runs vectorized instead: on the
+hashmap backend with its rows as Arrow tables in memory
+(runtime/operators/join_columnar.py), on the rocksdb backend with its rows in
+RocksDB, read and written a batch at a time (join_rocksdb.py; columns of the
+types its row encoding has, join keys of one type on both sides).  Savepoints
+hold the columnar table (both vectorized forms) or the per-key entries;
+restore_state converts between them, so a job can switch backends.
 """
 
 from __future__ import annotations
@@ -21,14 +24,17 @@ from typing import Any
 
 import pyarrow as pa
 
+from sqlstream.core.errors import JobError
 from sqlstream.core.evaluator import Predicate
 from sqlstream.core.expressions import Expr
-from sqlstream.core.joins import Horizon
+from sqlstream.core.joins import Horizon, join_columnar_rows
 from sqlstream.runtime.elements import Chunk, RowKind
 from sqlstream.runtime.hashing import key_groups
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.join_columnar import ColumnarInnerJoin
+from sqlstream.runtime.operators.join_rocksdb import RocksDBInnerJoin
 from sqlstream.runtime.operators.keyed import columnar_state
+from sqlstream.runtime.state.rocksdb import RocksDBStateBackend
 
 _INSERTS = (RowKind.INSERT, RowKind.UPDATE_AFTER)
 # the columnar form's state names (keyed state "left"/"right" is the per-key form's)
@@ -90,16 +96,30 @@ class RegularJoinOperator(Operator):
         ttl = self.state_ttl_ms
         # join key -> tuple of (row, associations) entries, per side
         self.sides = (ctx.keyed_state.state("left", ttl[0]), ctx.keyed_state.state("right", ttl[1]))
-        self.columnar: ColumnarInnerJoin | None = None
+        self.columnar: ColumnarInnerJoin | RocksDBInnerJoin | None = None
         backend = ctx.keyed_state
-        if columnar_state(ctx, self.columnar_form):
+        if isinstance(backend, RocksDBStateBackend) and self.columnar_form:
+            if not join_columnar_rows(self.side_schemas, self.keys):
+                raise JobError("the plan keeps this join's rows in columnar form, which the rocksdb state backend "
+                               "holds only for columns of simple types and join keys of one type on both sides; "
+                               "plan the job with the backend it runs on")
+            rows = RocksDBInnerJoin(COLUMNAR_STATES, self.keys, self.residual, self.side_schemas, self.schema,
+                                    ttl, ctx.max_parallelism, backend, backend.clock)
+            for side, name in enumerate(COLUMNAR_STATES):
+                # columnar rows restored from a savepoint (restore_all ran before open), a batch at a time
+                restored = backend.columnar_states.get(name)
+                if restored is not None:
+                    rows.restore(side, restored.restored_tables())
+                backend.columnar_states[name] = rows.sides[side].state
+            self.columnar = rows
+        elif columnar_state(ctx, self.columnar_form):
             states = (backend.columnar(COLUMNAR_STATES[0]), backend.columnar(COLUMNAR_STATES[1]))
             self.columnar = ColumnarInnerJoin(self.keys, self.residual, self.side_schemas, self.schema,
                                               states, ttl, ctx.max_parallelism, self.horizons, backend.clock)
 
     def on_watermark(self, timestamp: int) -> Output:
-        # the per-key form keeps its rows (as Flink does, until state TTL)
-        if self.columnar is not None:
+        # the per-key and RocksDB forms keep their rows (as Flink does, until state TTL)
+        if isinstance(self.columnar, ColumnarInnerJoin):
             self.columnar.drop_behind(timestamp)
         return []
 

@@ -1,4 +1,7 @@
-"""The vectorized form of a regular INNER join of two append-only inputs.
+"""The vectorized form of a regular INNER join of two append-only inputs, in memory (hashmap).
+
+(On rocksdb the same form keeps its rows in RocksDB: join_rocksdb.py, which shares the pairing
+of rows here, keyed_rows and joined_pairs.)
 
 When neither input retracts and the join is INNER, a stored row never
 changes and never leaves (until state TTL expires it), and NULL keys can
@@ -276,7 +279,7 @@ class ColumnarInnerJoin:
 
     def process(self, batch: pa.RecordBatch, side: int) -> pa.RecordBatch | None:
         """The joined rows of ``batch`` (arriving on ``side``) with the other side; then store it."""
-        batch, hashes = self._keyed(batch, side)
+        batch, hashes = keyed_rows(batch, self.keys[side])
         if batch.num_rows == 0:
             return None
         other = self.sides[1 - side]
@@ -293,22 +296,9 @@ class ColumnarInnerJoin:
 
     def store(self, batch: pa.RecordBatch, side: int) -> None:
         """Store rows without matching them (state taken over from the per-key form)."""
-        batch, hashes = self._keyed(batch, side)
+        batch, hashes = keyed_rows(batch, self.keys[side])
         if batch.num_rows:
             self.sides[side].append(batch, hashes, hashes % np.uint64(self.max_parallelism))
-
-    def _keyed(self, batch: pa.RecordBatch, side: int) -> tuple[pa.RecordBatch, np.ndarray]:
-        """The rows whose join key has no NULL (the others can never match), and their key hashes."""
-        key_cols = [batch.column(k) for k in self.keys[side]]
-        if any(c.null_count for c in key_cols):
-            valid = key_cols[0].is_valid()
-            for c in key_cols[1:]:
-                valid = pc.and_(valid, c.is_valid())
-            batch = batch.filter(valid)
-            key_cols = [batch.column(k) for k in self.keys[side]]
-        if not key_cols:  # no equi-key (a cross join with a residual): one bucket
-            return batch, np.zeros(batch.num_rows, np.uint64)
-        return batch, hash_columns(key_cols)
 
     def _match(self, batch: pa.RecordBatch, hashes: np.ndarray, side: int,
                other: JoinSideStore) -> pa.RecordBatch | None:
@@ -321,26 +311,49 @@ class ColumnarInnerJoin:
         positions = positions[live]
         if len(positions) == 0:
             return None
-        incoming = batch.take(pa.array(positions))
-        mine = [incoming.column(i) for i in range(incoming.num_columns)]
         theirs = [stored.column(name).combine_chunks() for name in other.names]
-        if not self.exact:
-            same = None
-            for a, b in zip(self.keys[side], self.keys[1 - side], strict=True):
-                eq = pc.equal(mine[a], theirs[b])
-                same = eq if same is None else pc.and_(same, eq)
-            if same is not None:
-                mine = [pc.filter(c, same) for c in mine]
-                theirs = [pc.filter(c, same) for c in theirs]
-        columns = mine + theirs if side == 0 else theirs + mine
-        out = pa.RecordBatch.from_arrays(columns, schema=self.schema)
-        if self.predicate is not None and out.num_rows:
-            out = out.filter(self.predicate(out).fill_null(False))
-        return out if out.num_rows else None
+        return joined_pairs(batch.take(pa.array(positions)), theirs, side, self.keys, self.schema,
+                            self.predicate, compare_keys=not self.exact)
 
     def reindex(self) -> None:
         for s in self.sides:
             s._reindex()
+
+
+def keyed_rows(batch: pa.RecordBatch, keys: tuple[int, ...]) -> tuple[pa.RecordBatch, np.ndarray]:
+    """The rows whose join key has no NULL (the others can never match), and their key hashes."""
+    key_cols = [batch.column(k) for k in keys]
+    if any(c.null_count for c in key_cols):
+        valid = key_cols[0].is_valid()
+        for c in key_cols[1:]:
+            valid = pc.and_(valid, c.is_valid())
+        batch = batch.filter(valid)
+        key_cols = [batch.column(k) for k in keys]
+    if not key_cols:  # no equi-key (a cross join with a residual): one bucket
+        return batch, np.zeros(batch.num_rows, np.uint64)
+    return batch, hash_columns(key_cols)
+
+
+def joined_pairs(incoming: pa.RecordBatch, theirs: list[pa.Array], side: int,
+                 keys: tuple[tuple[int, ...], tuple[int, ...]], schema: pa.Schema, predicate: Predicate | None,
+                 compare_keys: bool) -> pa.RecordBatch | None:
+    """The output rows of candidate pairs, row i of ``incoming`` (arriving on ``side``) with row i
+    of the other side's columns ``theirs``: pairs whose keys differ (equal hashes only, when
+    ``compare_keys``) or whose residual condition is not TRUE are left out."""
+    mine = [incoming.column(i) for i in range(incoming.num_columns)]
+    if compare_keys:
+        same = None
+        for a, b in zip(keys[side], keys[1 - side], strict=True):
+            eq = pc.equal(mine[a], theirs[b])
+            same = eq if same is None else pc.and_(same, eq)
+        if same is not None:
+            mine = [pc.filter(c, same) for c in mine]
+            theirs = [pc.filter(c, same) for c in theirs]
+    columns = mine + theirs if side == 0 else theirs + mine
+    out = pa.RecordBatch.from_arrays(columns, schema=schema)
+    if predicate is not None and out.num_rows:
+        out = out.filter(predicate(out).fill_null(False))
+    return out if out.num_rows else None
 
 
 def _hash_is_exact(t: pa.DataType) -> bool:
