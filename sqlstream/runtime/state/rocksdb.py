@@ -272,6 +272,22 @@ class RocksDBState(KeyedState):
         if keys:
             yield keys, values
 
+    def scan_range(self, low: bytes, high: bytes, chunk: int = 65536) -> Iterator[tuple[list[bytes], list[bytes]]]:
+        """The (key, value)s with ``low <= key < high`` as ``scan`` gives them (RocksDB stops the
+        iterator at the bound, so nothing past the range is read)."""
+        options = ReadOptions()
+        options.set_iterate_upper_bound(high)
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        for raw_key, raw_value in self.cf.items(from_key=low, read_opt=options):
+            keys.append(raw_key)
+            values.append(raw_value)
+            if len(keys) == chunk:
+                yield keys, values
+                keys, values = [], []
+        if keys:
+            yield keys, values
+
 
 class RocksDBStateBackend(StateBackend):
     name = FORMAT
@@ -318,6 +334,18 @@ class RocksDBStateBackend(StateBackend):
         deque(map(batch.delete, deletes), maxlen=0)
         self._live_db().write(batch, _write_options())
         st.count += added - len(deletes)
+
+    def delete_ranges(self, name: str, ranges: list[tuple[bytes, bytes]], removed: int) -> None:
+        """Delete the entries of a state in key ranges [low, high) with one WriteBatch (a range
+        tombstone each, not a delete per key); ``removed``: how many entries the ranges held."""
+        st = self._states()[name]
+        batch = WriteBatch(raw_mode=True)
+        family = self._live_db().get_column_family_handle(_CF_PREFIX + name)
+        for low, high in ranges:
+            # named: rocksdict's delete_range ignores set_default_column_family (it would hit 'default')
+            batch.delete_range(low, high, family)
+        self._live_db().write(batch, _write_options())
+        st.count -= removed
 
     # ---- snapshots
 
