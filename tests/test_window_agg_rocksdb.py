@@ -58,8 +58,8 @@ def _window_agg(backend: str, spec: str, aggs: list[AggCall] = AGGS, per_key: bo
 
 
 def _operator(backend: str, spec: str, tmp: Path, key_groups: range = range(128), per_key: bool = False,
-              restore: Snapshot | None = None) -> OperatorHarness:
-    h = OperatorHarness(_window_agg(backend, spec, per_key=per_key), backend, tmp=tmp, key_groups=key_groups,
+              restore: Snapshot | None = None, aggs: list[AggCall] = AGGS) -> OperatorHarness:
+    h = OperatorHarness(_window_agg(backend, spec, aggs, per_key), backend, tmp=tmp, key_groups=key_groups,
                         restore=restore)
     form = None if per_key else RocksDBWindowAggregates if backend == "rocksdb" else ColumnarWindowAggregates
     assert type(h.operator.columnar) is form if form else h.operator.columnar is None
@@ -121,6 +121,13 @@ def test_every_form_fires_the_same_windows_with_late_rows_dropped(spec: str, tmp
         if backend == "rocksdb":
             assert list(h.state.states[ROWS_STATE].cf.keys()) == []  # the fired ranges are deleted
         h.close()
+
+
+def test_a_window_aggregation_without_aggregates_keeps_its_keys(tmp_path: Path) -> None:
+    # GROUP BY window_start, window_end, k, g with no aggregate: the entries have empty values
+    want = _fired(_operator("rocksdb", "hop", tmp_path, per_key=True, aggs=[]), ALL)
+    assert sum(len(w) for w in want) > 200
+    assert _fired(_operator("rocksdb", "hop", tmp_path, aggs=[]), ALL) == want
 
 
 @pytest.mark.parametrize("spec", SPECS)

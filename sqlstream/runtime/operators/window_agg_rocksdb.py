@@ -168,11 +168,11 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         found = stored.is_valid()
         new = [table.column(name).cast(t).combine_chunks() for name, t in self.stored]
         existing = m - stored.null_count
-        if existing:
-            _, old = self.value_codec.decode(stored.filter(found))
+        if existing and self.stored:
+            old = self._decode_values(stored.filter(found))
             new = [pc.replace_with_mask(column, found, self._merge(name, before, column.filter(found)))
                    for (name, _), before, column in zip(self.stored, old, new, strict=True)]
-        values = self.value_codec.encode(new).to_pylist()
+        values = self.value_codec.encode(new).to_pylist() if self.stored else [b""] * m
         self.backend.write_rows(ROWS_STATE, raw_keys, values, [], m - existing)
         self.ends.update(np.unique(ends).tolist())
         self.kgs.update(np.unique(kgs).tolist())
@@ -184,6 +184,11 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         if how == "sum":
             return pc.add(old, new)
         return pc.min_element_wise(old, new) if how == "min" else pc.max_element_wise(old, new)
+
+    def _decode_values(self, raw_values: pa.Array) -> list[pa.Array]:
+        """The partial columns of stored values (none: a window aggregation without aggregates
+        stores empty values, its keys are all it keeps)."""
+        return self.value_codec.decode(raw_values)[1] if self.stored else []
 
     def load(self, table: pa.Table) -> None:
         """Merge a restored partials table (possibly several rows per (window, key)), a chunk at a time."""
@@ -232,7 +237,7 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         prefix = data[offsets[:-1, None] + np.arange(_PREFIX.itemsize)].reshape(-1).view(_PREFIX)
         ends = (prefix["end"].astype(np.uint64) ^ _SIGN).view(np.int64)
         _, keys = self.key_codec.decode(pc.binary_slice(raw_keys, _PREFIX.itemsize, 2**31 - 1))
-        _, values = self.value_codec.decode(raw_values)
+        values = self._decode_values(raw_values)
         columns = {"$end": pa.array(ends), "$start": keys[0], "$kg": pa.array(prefix["kg"].astype(np.int64))}
         columns.update({f"k{i}": column for i, column in enumerate(keys[1:])})
         columns.update({name: column for (name, _), column in zip(self.stored, values, strict=True)})
