@@ -152,9 +152,15 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
     # ------------------------------------------------------------ merging
     def _append(self, state: ColumnarState, table: pa.Table) -> None:
         """Merge partials, one row per (window, key), into the stored entries."""
+        self._write(table, None)
+
+    def _write(self, table: pa.Table, above: bytes | None) -> bytes | None:
+        """Merge partials, one row per (window, key), into the stored entries; ``above``: every
+        stored key is at most this one (None: unknown), so keys beyond it need not be looked up.
+        Returns the greatest key written."""
         m = table.num_rows
         if m == 0:
-            return
+            return None
         kgs = table.column("$kg").to_numpy().astype(np.int64)
         ends = table.column("$end").cast(pa.int64()).to_numpy()
         tails = self.key_codec.encode([table.column("$start").cast(pa.int64()),
@@ -164,7 +170,10 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         order = pc.sort_indices(encoded)
         raw_keys = encoded.take(order).to_pylist()
         table = table.take(order)
-        stored = pa.array(self.rows.get_many(raw_keys), pa.binary())
+        if above is not None and raw_keys[0] > above:
+            stored = pa.nulls(m, pa.binary())  # all new: a restore in key order skips the multi-get
+        else:
+            stored = pa.array(self.rows.get_many(raw_keys), pa.binary())
         found = stored.is_valid()
         new = [table.column(name).cast(t).combine_chunks() for name, t in self.stored]
         existing = m - stored.null_count
@@ -176,6 +185,7 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         self.backend.write_rows(ROWS_STATE, raw_keys, values, [], m - existing)
         self.ends.update(np.unique(ends).tolist())
         self.kgs.update(np.unique(kgs).tolist())
+        return raw_keys[-1]
 
     def _merge(self, name: str, old: pa.Array, new: pa.Array) -> pa.Array:
         """Stored and new partials of the same (window, key)s merged as the columnar form's group-by
@@ -191,9 +201,15 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         return self.value_codec.decode(raw_values)[1] if self.stored else []
 
     def load(self, table: pa.Table) -> None:
-        """Merge a restored partials table (possibly several rows per (window, key)), a chunk at a time."""
+        """Merge a restored partials table (possibly several rows per (window, key)), a chunk at a time.
+
+        Into empty state, a chunk whose keys all sort after every key written before holds only
+        new keys: this form's savepoints are in key order, so their restore looks nothing up."""
+        high = b"" if len(self.rows) == 0 else None  # the greatest key stored, when known
         for start in range(0, table.num_rows, CHUNK):
-            self._append(self.partials, self.combine(table.slice(start, CHUNK)))
+            last = self._write(self.combine(table.slice(start, CHUNK)), high)
+            if high is not None and last is not None:
+                high = max(high, last)
 
     def compact(self) -> None:
         """Nothing to compact: every batch is merged into its entries as it comes."""
