@@ -127,8 +127,9 @@ class WindowAggOperator(Operator):
         super().open(ctx)
         # state key: (window end, window start, *group keys) -> accumulators
         self.windows = ctx.keyed_state.state("windows")
-        # in memory (hashmap backend) the partials are Arrow tables merged by group-bys; state that
-        # must be able to exceed memory (rocksdb) keeps one accumulator per window and key
+        # in memory (hashmap backend) the partials are Arrow tables merged by group-bys; on rocksdb
+        # they are RocksDB entries merged a batch at a time (window_agg_rocksdb.py); aggregates
+        # without a columnar form keep one accumulator per window and key (the per-key form)
         self.columnar: ColumnarWindowAggregates | None = None
         self.min_end: int | None = None
         backend = ctx.keyed_state

@@ -7,7 +7,9 @@ ends the due rows are merged once more and turned into result columns.  No
 Python code runs per key: this is the hot path of windowed queries (Nexmark
 q5, q7).  It serves COUNT, COUNT(DISTINCT), SUM, MIN, MAX and AVG over
 integer, floating point, string and temporal values; other aggregates use
-the per-key path in window_agg.py.
+the per-key path in window_agg.py.  On rocksdb the same pre-aggregation,
+merges and results run with the partials as RocksDB entries
+(window_agg_rocksdb.py, a subclass).
 """
 
 from __future__ import annotations
