@@ -31,12 +31,15 @@ from tests.test_filter_and_group_windows import make_events, source_ddl
 
 SECOND = 1000
 INPUT = pa.schema([("ts", pa.timestamp("ms")), ("k", pa.string()), ("g", pa.int32()), ("v", pa.int64()),
-                   ("f", pa.float64()), ("s", pa.string())])
+                   ("f", pa.float64()), ("s", pa.string()), ("b", pa.bool_()), ("z", pa.timestamp("ms", "UTC")),
+                   ("d", pa.date32())])
 KEYS = [1, 2]
 AGGS = [AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("SUM", 3, False, pa.int64(), "sv"),
         AggCall("AVG", 4, False, pa.float64(), "af"), AggCall("MIN", 5, False, pa.string(), "mins"),
         AggCall("MAX", 3, False, pa.int64(), "maxv"), AggCall("COUNT", 4, False, pa.int64(), "nf"),
-        AggCall("SUM", 2, False, pa.int32(), "sg")]
+        AggCall("SUM", 2, False, pa.int32(), "sg"), AggCall("MIN", 6, False, pa.bool_(), "minb"),
+        AggCall("MAX", 6, False, pa.bool_(), "maxb"), AggCall("MIN", 7, False, pa.timestamp("ms", "UTC"), "minz"),
+        AggCall("MAX", 8, False, pa.date32(), "maxd")]
 DISTINCT = [AggCall("COUNT", 3, True, pa.int64(), "dv")]
 SPECS = {"tumble": WindowSpec("TUMBLE", 0, size_ms=10 * SECOND),
          "hop": WindowSpec("HOP", 0, size_ms=30 * SECOND, slide_ms=10 * SECOND),
@@ -84,6 +87,11 @@ def _events(seed: int, batches: int = 24, keys: int = 40) -> list[Event]:
             pa.array(np.where(rng.random(n) < 0.1, None, rng.integers(-2**62, 2**62, n)).tolist(), pa.int64()),
             pa.array(np.where(rng.random(n) < 0.2, None, rng.integers(-40, 40, n) / 2).tolist(), pa.float64()),
             pa.array([None if x < 0.1 else f"s{int(x * 1000)}" for x in rng.random(n)], pa.string()),
+            pa.array([None if x < 0.2 else x < 0.6 for x in rng.random(n)], pa.bool_()),
+            pa.array(np.where(rng.random(n) < 0.1, None, rng.integers(-10**12, 10**12, n)).tolist(), pa.int64())
+            .cast(pa.timestamp("ms", "UTC")),
+            pa.array(np.where(rng.random(n) < 0.1, None, rng.integers(-1000, 20000, n)).tolist(), pa.int32())
+            .cast(pa.date32()),
         ], schema=INPUT)
         out += [("batch", batch), ("watermark", b * 4 * SECOND - 6 * SECOND)]
     return out

@@ -193,7 +193,14 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         how = self.merge_of[name]
         if how == "sum":
             return pc.add(old, new)
-        return pc.min_element_wise(old, new) if how == "min" else pc.max_element_wise(old, new)
+        pick = pc.min_element_wise if how == "min" else pc.max_element_wise
+        t = old.type
+        # Arrow's element-wise min/max have no kernel for booleans and zoned timestamps: compared as
+        # the integers they hold (FALSE < TRUE, instants in order)
+        storage = pa.int8() if pa.types.is_boolean(t) else pa.int64() if pa.types.is_timestamp(t) and t.tz else None
+        if storage is None:
+            return pick(old, new)
+        return pick(old.cast(storage), new.cast(storage)).cast(t)
 
     def _decode_values(self, raw_values: pa.Array) -> list[pa.Array]:
         """The partial columns of stored values (none: a window aggregation without aggregates
