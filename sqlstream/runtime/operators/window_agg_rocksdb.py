@@ -267,11 +267,9 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         return pa.table(columns)
 
     def freeze(self) -> Callable[[], pa.Table | None]:
-        """The entries read now (as Arrow binary arrays, a chunk at a time), decoded when the
-        savepoint is written."""
-        chunks = [(pa.array(k, pa.binary()), pa.array(v, pa.binary())) for k, v in self.rows.scan(CHUNK)]
-
-        def table() -> pa.Table | None:
-            return pa.concat_tables([self._table(k, v) for k, v in chunks]) if chunks else None
-
-        return table
+        """The entries read now and decoded a chunk at a time: the decoded table is all a savepoint
+        holds in memory (keeping the read bytes to decode later, off the processing path, would hold
+        both: 1.8 M entries took 113 MB as bytes and 101 MB decoded; decoding adds an eighth to the read)."""
+        tables = [self._table(pa.array(k, pa.binary()), pa.array(v, pa.binary())) for k, v in self.rows.scan(CHUNK)]
+        table = pa.concat_tables(tables) if tables else None
+        return lambda: table
