@@ -180,7 +180,8 @@ def test_state_moves_through_a_savepoint_to_another_backend_and_two_subtasks(
 @pytest.mark.parametrize("first", ["hashmap", "rocksdb"])
 def test_a_savepoint_is_restored_a_chunk_at_a_time(first: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # hashmap's partials hold a (window, key) once per batch that had it, in no order: chunks merge
-    # into what earlier chunks wrote; the rows form's are in key order, each chunk's keys all new
+    # into what earlier chunks wrote; the rows form's are in key order, each chunk's keys all new,
+    # and are restored a file batch at a time
     monkeypatch.setattr(window_agg_rocksdb, "CHUNK", 50)
     gets = 0
     real_get_many = RocksDBState.get_many
@@ -196,6 +197,13 @@ def test_a_savepoint_is_restored_a_chunk_at_a_time(first: str, tmp_path: Path, m
     if first == "hashmap":
         assert len(old.state.columnar_states["partials"].tables) > 1  # not compacted: keys repeat
     savepoint = old.snapshot()
+    if first == "rocksdb":
+        # written as read from a frozen view: the file holds the chunks as record batches
+        (path,) = savepoint.keyed["columnar"].values()
+        with pa.OSFile(str(path)) as source:
+            reader = pa.ipc.open_file(source)
+            sizes = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
+        assert len(sizes) > 2 and max(sizes) <= 50 and sum(sizes) == len(old.state.states[ROWS_STATE])
     monkeypatch.setattr(RocksDBState, "get_many", counted)
     new = _operator("rocksdb", "hop", tmp_path, restore=savepoint)
     assert len(new.state.states[ROWS_STATE]) > 100

@@ -144,8 +144,7 @@ class WindowAggOperator(Operator):
             # partials restored from a savepoint (restore_all ran before open) join the entries
             restored = backend.columnar_states.get(PARTIALS)
             if restored is not None:
-                for table in restored.tables:
-                    rows.load(table)
+                rows.load(restored.restored_tables())  # a file batch at a time: never whole in memory
             backend.columnar_states[PARTIALS] = rows.partials
             self.columnar = rows
             self.min_end = rows.min_end()

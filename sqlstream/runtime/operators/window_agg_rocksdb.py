@@ -32,7 +32,9 @@ rescaled restore copies the key-group ranges it owns.  Savepoints must be
 readable by every backend: the state's ColumnarState (``partials``,
 ``savepoint_only``) writes the table the columnar form writes ($end, $start,
 $kg, keys, partials), which the hashmap form restores as it is and this form
-merges back into RocksDB.
+merges back into RocksDB.  Both ways go a chunk at a time: the savepoint reads a
+frozen view of RocksDB's files when it is written (in key order, so its restore
+into empty state looks no key up), a restore takes the file a batch at a time.
 
 COUNT(DISTINCT) keeps the per-key form on rocksdb (its values per window and
 key would need an entry per value): core.aggregates.window_agg_columnar_rows.
@@ -41,7 +43,7 @@ SESSION windows keep their own operator.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -97,9 +99,11 @@ class RowsWindowState(ColumnarState):
         self.store = store
 
     def frozen(self) -> pa.Table | None:
-        return self.store.freeze()()
+        tables = list(self.store.freeze()())
+        return pa.concat_tables(tables) if tables else None
 
-    def freeze(self) -> Callable[[], pa.Table | None]:
+    def freeze(self) -> Callable[[], Iterator[pa.Table]]:
+        # a view taken now (RocksDB changes with the next batch); read and decoded when the savepoint is written
         return self.store.freeze()
 
 
@@ -207,16 +211,17 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         stores empty values, its keys are all it keeps)."""
         return self.value_codec.decode(raw_values)[1] if self.stored else []
 
-    def load(self, table: pa.Table) -> None:
-        """Merge a restored partials table (possibly several rows per (window, key)), a chunk at a time.
+    def load(self, tables: Iterable[pa.Table]) -> None:
+        """Merge restored partials tables (possibly several rows per (window, key)), a chunk at a time.
 
         Into empty state, a chunk whose keys all sort after every key written before holds only
         new keys: this form's savepoints are in key order, so their restore looks nothing up."""
         high = b"" if len(self.rows) == 0 else None  # the greatest key stored, when known
-        for start in range(0, table.num_rows, CHUNK):
-            last = self._write(self.combine(table.slice(start, CHUNK)), high)
-            if high is not None and last is not None:
-                high = max(high, last)
+        for table in tables:
+            for start in range(0, table.num_rows, CHUNK):
+                last = self._write(self.combine(table.slice(start, CHUNK)), high)
+                if high is not None and last is not None:
+                    high = max(high, last)
 
     def compact(self) -> None:
         """Nothing to compact: every batch is merged into its entries as it comes."""
@@ -266,10 +271,14 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         columns.update({name: column for (name, _), column in zip(self.stored, values, strict=True)})
         return pa.table(columns)
 
-    def freeze(self) -> Callable[[], pa.Table | None]:
-        """The entries read now and decoded a chunk at a time: the decoded table is all a savepoint
-        holds in memory (keeping the read bytes to decode later, off the processing path, would hold
-        both: 1.8 M entries took 113 MB as bytes and 101 MB decoded; decoding adds an eighth to the read)."""
-        tables = [self._table(pa.array(k, pa.binary()), pa.array(v, pa.binary())) for k, v in self.rows.scan(CHUNK)]
-        table = pa.concat_tables(tables) if tables else None
-        return lambda: table
+    def freeze(self) -> Callable[[], Iterator[pa.Table]]:
+        """The entries as they are now (a frozen view of RocksDB's files, taken here), decoded into
+        the columnar form's table a chunk at a time when the savepoint is written: the state is never
+        whole in memory, so a savepoint of a state larger than memory can be written."""
+        view = self.backend.frozen_view()
+
+        def tables() -> Iterator[pa.Table]:
+            for keys, values in self.backend.scan_view(view, ROWS_STATE, CHUNK):
+                yield self._table(pa.array(keys, pa.binary()), pa.array(values, pa.binary()))
+
+        return tables
