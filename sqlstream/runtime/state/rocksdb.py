@@ -59,6 +59,7 @@ from rocksdict import (
 from sqlstream.core.config import setting
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.state.base import (
+    BATCH_BYTES,
     BATCH_ENTRIES,
     CANONICAL_FILE,
     CanonicalWriter,
@@ -369,7 +370,8 @@ class RocksDBStateBackend(StateBackend):
 
     def scan_view(self, view: Path, name: str, chunk: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
         """Every (key, value) of state ``name`` in a frozen view, in key order, as lists of up to
-        ``chunk``; the view is deleted once scanned."""
+        ``chunk`` entries or BATCH_BYTES (long values: a chunk's bytes stay bounded too); the view
+        is deleted once scanned."""
         db = _open(view, self.memory, read_only=True)
         try:
             cf = db.get_column_family(_CF_PREFIX + name)
@@ -378,12 +380,14 @@ class RocksDBStateBackend(StateBackend):
                 read.fill_cache(False)  # a scan of a snapshot: its blocks would only evict the live state's
                 keys: list[bytes] = []
                 values: list[bytes] = []
+                size = 0
                 for raw_key, raw_value in cf.items(read_opt=read):
                     keys.append(raw_key)
                     values.append(raw_value)
-                    if len(keys) == chunk:
+                    size += len(raw_key) + len(raw_value)
+                    if len(keys) == chunk or size >= BATCH_BYTES:
                         yield keys, values
-                        keys, values = [], []
+                        keys, values, size = [], [], 0
                 if keys:
                     yield keys, values
             finally:
