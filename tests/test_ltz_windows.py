@@ -82,18 +82,19 @@ def fired(out: list) -> list[tuple]:
     return [tuple(r.values()) for e in out if isinstance(e, Chunk) for r in e.batch.to_pylist()]
 
 
-def hour_counts(columnar: bool) -> OperatorHarness:
+def hour_counts(columnar: bool, backend: str) -> OperatorHarness:
     spec = WindowSpec("TUMBLE", 0, size_ms=HOUR, zone=LA)
     schema = pa.schema([pa.field(n, t) for n, t in zip(("ws", "we", "wt"), window_column_types(spec, LTZ), strict=True)]
                        + [pa.field("c", pa.int64())])
     count = AggCall("COUNT", None, False, pa.int64(), "c")
     return OperatorHarness(WindowAggOperator(spec, ["window_start", "window_end", "window_time"], [count], schema,
-                                             columnar=columnar))
+                                             columnar=columnar), backend)
 
 
-@pytest.mark.parametrize("columnar", [False, True], ids=["per-key", "columnar"])
-def test_the_repeated_hour_window_fires_after_its_second_pass(columnar: bool) -> None:
-    op = hour_counts(columnar)
+@pytest.mark.parametrize(("columnar", "backend"), [(False, "hashmap"), (True, "hashmap"), (True, "rocksdb")],
+                         ids=["per-key", "columnar", "rocksdb-rows"])
+def test_the_repeated_hour_window_fires_after_its_second_pass(columnar: bool, backend: str) -> None:
+    op = hour_counts(columnar, backend)
     op.process_batch(rows(la_ms("2026-11-01 00:30"), la_ms("2026-11-01 01:30")))
     assert fired(op.watermark(la_ms("2026-11-01 00:59:59.999"))) == [
         (dt.datetime(2026, 11, 1, 0), dt.datetime(2026, 11, 1, 1), dt.datetime(2026, 11, 1, 7, 59, 59, 999000,

@@ -31,21 +31,21 @@ def tables() -> dict[str, pa.Table]:
     return {kind: pa.Table.from_batches([nexmark.generate(cfg, kind, np.arange(EVENTS))]) for kind in nexmark.KINDS}
 
 
-def engine_rows(query: str) -> list[tuple]:
+def engine_rows(query: str, config: dict[str, str] | None = None) -> list[tuple]:
     """The final rows of the benchmark query's SELECT, run by sqlstream over the nexmark DDL."""
     text = (QUERIES / f"{query}.sql").read_text()
     select = re.split(rf"INSERT INTO nexmark_{query}\s", text, maxsplit=1)[1].strip().rstrip(";")
     # the blackhole sink's DDL is not needed; the query's own CREATE VIEWs are
     views = re.findall(r"CREATE VIEW .*?;", text, flags=re.S)
-    return nexmark_rows("\n".join(views) + "\n" + select)
+    return nexmark_rows("\n".join(views) + "\n" + select, config)
 
 
-def nexmark_rows(statements: str) -> list[tuple]:
+def nexmark_rows(statements: str, config: dict[str, str] | None = None) -> list[tuple]:
     """The final rows of the last of ``statements`` (a SELECT), run over the nexmark DDL."""
     # unthrottled: the rate only spaces the event times
     ddl = substitute((QUERIES / "ddl.sql").read_text(),
                      {"EVENTS_NUM": str(EVENTS), "TPS": str(TPS), "RATE_LIMITED": "false"})
-    return rows(run_sql(ddl + statements + ";"))
+    return rows(run_sql(ddl + statements + ";", config))
 
 
 def test_events_span_several_windows(tables: dict[str, pa.Table]) -> None:
@@ -85,7 +85,9 @@ def test_q4_average_price_for_a_category(tables: dict[str, pa.Table]) -> None:
     assert expected and engine_rows("q4") == expected
 
 
-def test_q5_hot_items(tables: dict[str, pa.Table]) -> None:
+# q5 and q7 run their window aggregations vectorized on both backends (on rocksdb as RocksDB rows)
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_q5_hot_items(tables: dict[str, pa.Table], backend: str) -> None:
     expected = duckdb_rows(
         "WITH w AS ("
         "  SELECT auction, time_bucket(INTERVAL 2 SECOND, \"dateTime\") - k * INTERVAL 2 SECOND AS ws"
@@ -93,16 +95,17 @@ def test_q5_hot_items(tables: dict[str, pa.Table]) -> None:
         " c AS (SELECT auction, ws, COUNT(*) AS num FROM w GROUP BY auction, ws),"
         " m AS (SELECT ws, MAX(num) AS maxn FROM c GROUP BY ws)"
         " SELECT c.auction, c.num FROM c JOIN m ON c.ws = m.ws AND c.num >= m.maxn", **tables)
-    assert expected and engine_rows("q5") == expected
+    assert expected and engine_rows("q5", {"state.backend.type": backend}) == expected
 
 
-def test_q7_highest_bid(tables: dict[str, pa.Table]) -> None:
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_q7_highest_bid(tables: dict[str, pa.Table], backend: str) -> None:
     expected = duckdb_rows(
         'WITH m AS (SELECT MAX(price) AS maxprice, time_bucket(INTERVAL 10 SECOND, "dateTime") '
         "  + INTERVAL 10 SECOND AS t FROM bid GROUP BY 2)"
         ' SELECT B.auction, B.bidder, B.price, B."dateTime", B.extra FROM bid B JOIN m ON B.price = m.maxprice'
         ' WHERE B."dateTime" BETWEEN m.t - INTERVAL 10 SECOND AND m.t', **tables)
-    assert expected and engine_rows("q7") == expected
+    assert expected and engine_rows("q7", {"state.backend.type": backend}) == expected
 
 
 def test_q8_monitor_new_users(tables: dict[str, pa.Table]) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from sqlstream.runtime.state import row_codec
 from sqlstream.runtime.state.row_codec import RowCodec, supported
 
 COLUMNS = [
@@ -78,3 +79,16 @@ def test_types_without_an_encoding_are_refused() -> None:
     assert not supported(pa.decimal128(10, 2)) and not supported(pa.list_(pa.int64()))
     with pytest.raises(TypeError, match="decimal"):
         RowCodec([pa.decimal128(10, 2)])
+
+
+def test_long_strings_are_gathered_a_bounded_step_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the gather index takes 8 bytes per byte moved: strings are moved GATHER_STEP bytes at a time,
+    # rows whole (one longer than a step is a step of its own), and come back exactly
+    monkeypatch.setattr(row_codec, "GATHER_STEP", 7)
+    rng = np.random.default_rng(4)
+    strings = [None if x % 9 == 4 else "".join(chr(97 + c) for c in rng.integers(0, 26, x % 23)) for x in range(300)]
+    blobs = [None if s is None else s.encode() * 2 for s in strings]
+    columns = [pa.array(strings, pa.string()), pa.array(range(300), pa.int64()), pa.array(blobs, pa.binary())]
+    codec = RowCodec([c.type for c in columns])
+    _, back = codec.decode(codec.encode(columns))
+    assert [c.to_pylist() for c in back] == [c.to_pylist() for c in columns]

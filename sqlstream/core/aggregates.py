@@ -136,3 +136,17 @@ def window_agg_columnar(aggs: list[AggCall]) -> bool:
         if a.distinct and a.function != "COUNT":
             return False
     return True
+
+
+def window_agg_columnar_rows(aggs: list[AggCall], key_types: list[pa.DataType]) -> bool:
+    """Whether a window aggregation can keep its columnar partials as encoded rows in RocksDB
+    (runtime.operators.window_agg_rocksdb): the columnar form without COUNT(DISTINCT) (its values
+    stay per key there), SUM/AVG of numbers, MIN/MAX and keys of the types the row encoding has."""
+    if not window_agg_columnar(aggs) or any(a.distinct for a in aggs):
+        return False
+    for a in aggs:
+        if a.function in ("SUM", "AVG") and not (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)):
+            return False
+        if a.function in ("MIN", "MAX") and not row_encodable(a.type):
+            return False
+    return all(row_encodable(t) for t in key_types)

@@ -18,14 +18,16 @@ class BackendCapabilities:
     columnar: bool
     # keeps a vectorized form's state as encoded rows in the keyed store, read and written a batch
     # at a time (the non-windowed GROUP BY: core.aggregates.group_agg_columnar_rows; the INNER join
-    # of append-only inputs: core.joins.join_columnar_rows)
+    # of append-only inputs: core.joins.join_columnar_rows; the window aggregation:
+    # core.aggregates.window_agg_columnar_rows)
     columnar_rows: bool = False
 
 
 STATE_BACKENDS: dict[str, BackendCapabilities] = {
     "hashmap": BackendCapabilities(columnar=True),
-    # state that may exceed memory stays in RocksDB: the GROUP BY as rows written a batch at a time,
-    # the other operators one entry per key (the per-key forms)
+    # state that may exceed memory stays in RocksDB: the GROUP BY, the inner join and the window
+    # aggregation as rows written a batch at a time, the other operators one entry per key (the
+    # per-key forms)
     "rocksdb": BackendCapabilities(columnar=False, columnar_rows=True),
 }
 DEFAULT_STATE_BACKEND = "hashmap"

@@ -18,6 +18,7 @@ from sqlstream.core.aggregates import (
     group_agg_columnar,
     group_agg_columnar_rows,
     window_agg_columnar,
+    window_agg_columnar_rows,
 )
 from sqlstream.core.config import setting
 from sqlstream.core.connectors import connector_spec
@@ -187,7 +188,8 @@ class Lowering:
                                 config=SessionWindowAggConfig(w, node.outputs, node.aggs, node.input.updating))
             keys = partition_columns(node.key_indexes, input_window)
             retracting = node.input.updating
-            columnar = self.columnar_state and window_agg_columnar(node.aggs) and not retracting
+            key_types = [schema.field(i).type for i, o in enumerate(node.outputs) if isinstance(o, int)]
+            columnar = not retracting and self.window_agg_columnar(node.aggs, key_types)
             return self.add("WindowAggregate", detail, schema, [Exchange(up, "hash", keys)],
                             config=WindowAggConfig(w, node.outputs, node.aggs, input_window, columnar, retracting))
         if isinstance(node, ChangelogNormalize):
@@ -348,6 +350,13 @@ class Lowering:
         if self.columnar_state:
             return group_agg_columnar(aggs, retracting)
         return self.columnar_rows and group_agg_columnar_rows(aggs, retracting, key_types)
+
+    def window_agg_columnar(self, aggs: list[AggCall], key_types: list[pa.DataType]) -> bool:
+        """Whether a window aggregation runs its columnar form on this job's backend: partials in
+        memory (hashmap), or as rows in RocksDB (fewer aggregates: no COUNT(DISTINCT))."""
+        if self.columnar_state:
+            return window_agg_columnar(aggs)
+        return self.columnar_rows and window_agg_columnar_rows(aggs, key_types)
 
     def _ttl(self, hinted: int | None) -> int | None:
         """An operator's state TTL: its STATE_TTL hint's (0 keeps state forever), else the session's."""

@@ -25,13 +25,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.aggregates import AggCall
+from sqlstream.core.aggregates import AggCall, window_agg_columnar_rows
+from sqlstream.core.errors import JobError
 from sqlstream.core.windows import WindowSpec, partition_columns
 from sqlstream.runtime import aggregates
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk, RowKind
 from sqlstream.runtime.operators.base import Metrics, Operator, OperatorContext, Output
 from sqlstream.runtime.operators.keyed import columnar_state, fresh_or_copy, key_group_column
 from sqlstream.runtime.operators.window_agg_columnar import ColumnarWindowAggregates
+from sqlstream.runtime.operators.window_agg_rocksdb import PARTIALS, RocksDBWindowAggregates
+from sqlstream.runtime.state.rocksdb import RocksDBStateBackend
 from sqlstream.runtime.windows import WindowClock, assign, first_window_end
 
 SIGN = pa.field("$sign", pa.int64())
@@ -124,14 +127,30 @@ class WindowAggOperator(Operator):
         super().open(ctx)
         # state key: (window end, window start, *group keys) -> accumulators
         self.windows = ctx.keyed_state.state("windows")
-        # in memory (hashmap backend) the partials are Arrow tables merged by group-bys; state that
-        # must be able to exceed memory (rocksdb) keeps one accumulator per window and key
+        # in memory (hashmap backend) the partials are Arrow tables merged by group-bys; on rocksdb
+        # they are RocksDB entries merged a batch at a time (window_agg_rocksdb.py); aggregates
+        # without a columnar form keep one accumulator per window and key (the per-key form)
         self.columnar: ColumnarWindowAggregates | None = None
         self.min_end: int | None = None
-        if columnar_state(ctx, self.columnar_form):
-            backend = ctx.keyed_state
+        backend = ctx.keyed_state
+        if isinstance(backend, RocksDBStateBackend) and self.columnar_form:
+            # on rocksdb the partials are RocksDB entries merged a batch at a time (window_agg_rocksdb)
+            key_types = [self.schema.field(pos).type for pos, o in enumerate(self.outputs) if isinstance(o, int)]
+            if not window_agg_columnar_rows(self.aggs, key_types):
+                raise JobError("the plan keeps this window aggregation's state in columnar form, which the rocksdb "
+                               "state backend holds only without COUNT(DISTINCT) and for keys of simple types; plan "
+                               "the job with the backend it runs on")
+            rows = RocksDBWindowAggregates(self.aggs, key_types, backend)
+            # partials restored from a savepoint (restore_all ran before open) join the entries
+            restored = backend.columnar_states.get(PARTIALS)
+            if restored is not None:
+                rows.load(restored.restored_tables())  # a file batch at a time: never whole in memory
+            backend.columnar_states[PARTIALS] = rows.partials
+            self.columnar = rows
+            self.min_end = rows.min_end()
+        elif columnar_state(ctx, self.columnar_form):
             distincts = [backend.columnar(f"distinct{i}") for i, a in enumerate(self.aggs) if a.distinct]
-            self.columnar = ColumnarWindowAggregates(self.aggs, len(self.key_indexes), backend.columnar("partials"), distincts)
+            self.columnar = ColumnarWindowAggregates(self.aggs, len(self.key_indexes), backend.columnar(PARTIALS), distincts)
 
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
         batch = chunk.batch

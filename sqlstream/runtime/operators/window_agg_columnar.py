@@ -7,7 +7,9 @@ ends the due rows are merged once more and turned into result columns.  No
 Python code runs per key: this is the hot path of windowed queries (Nexmark
 q5, q7).  It serves COUNT, COUNT(DISTINCT), SUM, MIN, MAX and AVG over
 integer, floating point, string and temporal values; other aggregates use
-the per-key path in window_agg.py.
+the per-key path in window_agg.py.  On rocksdb the same pre-aggregation,
+merges and results run with the partials as RocksDB entries
+(window_agg_rocksdb.py, a subclass).
 """
 
 from __future__ import annotations
@@ -95,11 +97,15 @@ class ColumnarWindowAggregates:
         if distinct:
             merged = table.group_by([*self.keys, "v"], use_threads=False).aggregate([])
         else:
-            merged = table.group_by(self.keys, use_threads=False).aggregate(self.merges)
-            named = {f"{c}_{f}": c for c, f in self.merges}
-            merged = pa.table({named.get(n, n): merged.column(n) for n in merged.column_names})
+            merged = self.combine(table)
         state.tables = [merged]
         return merged
+
+    def combine(self, table: pa.Table) -> pa.Table:
+        """Partials merged into one row per (window, key)."""
+        merged = table.group_by(self.keys, use_threads=False).aggregate(self.merges)
+        named = {f"{c}_{f}": c for c, f in self.merges}
+        return pa.table({named.get(n, n): merged.column(n) for n in merged.column_names})
 
     def compact(self) -> None:
         self.state_rows = 0
@@ -190,6 +196,12 @@ class ColumnarWindowAggregates:
             return None
         fired = fired.sort_by([("$end", "ascending"), ("$start", "ascending")])
         self.partials.tables = [merged.filter(pc.invert(due))]
+        results = self.results(fired, watermark, clock)
+        self.state_rows = sum(t.num_rows for t in self.partials.tables)
+        return fired, results
+
+    def results(self, fired: pa.Table, watermark: int, clock: WindowClock) -> list[pa.Array]:
+        """The aggregates' values of fired (merged) partials, in agg order."""
         results: list[pa.Array] = []
         for i, a in enumerate(self.aggs):
             if a.distinct:
@@ -210,8 +222,7 @@ class ColumnarWindowAggregates:
                 results.append(pc.if_else(nonzero, avg, pa.scalar(None, avg.type)).cast(a.type))
             else:
                 results.append(fired.column(f"p{i}").cast(a.type))
-        self.state_rows = sum(t.num_rows for t in self.partials.tables)
-        return fired, [r.combine_chunks() if isinstance(r, pa.ChunkedArray) else r for r in results]
+        return [r.combine_chunks() if isinstance(r, pa.ChunkedArray) else r for r in results]
 
     def _distinct_counts(self, fired: pa.Table, n: int, watermark: int, clock: WindowClock) -> pa.Array:
         merged = self._merged(self.distincts[n], True)

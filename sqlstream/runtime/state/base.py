@@ -262,8 +262,10 @@ class ColumnarState:
 
     Window aggregation keeps its partial aggregates this way so that merging
     and firing are Arrow group-bys, not a Python step per key.  It lives in
-    memory on every backend; snapshots write it as Arrow IPC and a restore
-    keeps the rows of the subtask's key groups.
+    memory, except where an operator keeps the rows in the backend's keyed
+    state (``savepoint_only``: the rocksdb GROUP BY and window aggregation) and
+    this is only their savepoint view; snapshots write it as Arrow IPC and a
+    restore keeps the rows of the subtask's key groups.
     """
 
     # True for a state whose rows the backend's keyed state holds (RocksDB's GROUP BY rows): the

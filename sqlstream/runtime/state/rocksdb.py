@@ -59,6 +59,7 @@ from rocksdict import (
 from sqlstream.core.config import setting
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.state.base import (
+    BATCH_BYTES,
     BATCH_ENTRIES,
     CANONICAL_FILE,
     CanonicalWriter,
@@ -272,6 +273,22 @@ class RocksDBState(KeyedState):
         if keys:
             yield keys, values
 
+    def scan_range(self, low: bytes, high: bytes, chunk: int = 65536) -> Iterator[tuple[list[bytes], list[bytes]]]:
+        """The (key, value)s with ``low <= key < high`` as ``scan`` gives them (RocksDB stops the
+        iterator at the bound, so nothing past the range is read)."""
+        options = ReadOptions()
+        options.set_iterate_upper_bound(high)
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        for raw_key, raw_value in self.cf.items(from_key=low, read_opt=options):
+            keys.append(raw_key)
+            values.append(raw_value)
+            if len(keys) == chunk:
+                yield keys, values
+                keys, values = [], []
+        if keys:
+            yield keys, values
+
 
 class RocksDBStateBackend(StateBackend):
     name = FORMAT
@@ -319,6 +336,18 @@ class RocksDBStateBackend(StateBackend):
         self._live_db().write(batch, _write_options())
         st.count += added - len(deletes)
 
+    def delete_ranges(self, name: str, ranges: list[tuple[bytes, bytes]], removed: int) -> None:
+        """Delete the entries of a state in key ranges [low, high) with one WriteBatch (a range
+        tombstone each, not a delete per key); ``removed``: how many entries the ranges held."""
+        st = self._states()[name]
+        batch = WriteBatch(raw_mode=True)
+        family = self._live_db().get_column_family_handle(_CF_PREFIX + name)
+        for low, high in ranges:
+            # named: rocksdict's delete_range ignores set_default_column_family (it would hit 'default')
+            batch.delete_range(low, high, family)
+        self._live_db().write(batch, _write_options())
+        st.count -= removed
+
     # ---- snapshots
 
     def _freeze_db(self, name: str) -> Path:
@@ -341,7 +370,8 @@ class RocksDBStateBackend(StateBackend):
 
     def scan_view(self, view: Path, name: str, chunk: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
         """Every (key, value) of state ``name`` in a frozen view, in key order, as lists of up to
-        ``chunk``; the view is deleted once scanned."""
+        ``chunk`` entries or BATCH_BYTES (long values: a chunk's bytes stay bounded too); the view
+        is deleted once scanned."""
         db = _open(view, self.memory, read_only=True)
         try:
             cf = db.get_column_family(_CF_PREFIX + name)
@@ -350,12 +380,14 @@ class RocksDBStateBackend(StateBackend):
                 read.fill_cache(False)  # a scan of a snapshot: its blocks would only evict the live state's
                 keys: list[bytes] = []
                 values: list[bytes] = []
+                size = 0
                 for raw_key, raw_value in cf.items(read_opt=read):
                     keys.append(raw_key)
                     values.append(raw_value)
-                    if len(keys) == chunk:
+                    size += len(raw_key) + len(raw_value)
+                    if len(keys) == chunk or size >= BATCH_BYTES:
                         yield keys, values
-                        keys, values = [], []
+                        keys, values, size = [], [], 0
                 if keys:
                     yield keys, values
             finally:

@@ -127,11 +127,10 @@ class RowCodec:
                 lengths = rec[f"l{j}"].astype(np.int64)
                 ends = np.cumsum(lengths)
                 out_offsets = np.concatenate([[0], ends]).astype(np.int32)
-                total = int(ends[-1]) if n else 0
-                gather = np.repeat(position - (ends - lengths), lengths) + np.arange(total)
                 base = pa.string() if pa.types.is_string(t) or pa.types.is_large_string(t) else pa.binary()
                 bitmap = None if mask is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
-                arr = pa.Array.from_buffers(base, n, [bitmap, pa.py_buffer(out_offsets), pa.py_buffer(data[gather])])
+                values = _gather_bytes(data, position, lengths, ends)
+                arr = pa.Array.from_buffers(base, n, [bitmap, pa.py_buffer(out_offsets), pa.py_buffer(values)])
                 columns.append(arr if base == t else arr.cast(t))
                 position = position + lengths
                 continue
@@ -140,3 +139,24 @@ class RowCodec:
             arr = pa.array(values, physical, mask=mask)
             columns.append(arr.view(t) if physical != t else arr)
         return kgs, columns
+
+
+# bytes gathered per step: the gather index takes 8 bytes per byte moved, so long strings are moved in
+# steps of this many bytes (a chunk of 65 k 1 kB strings would otherwise index 530 MB at once)
+GATHER_STEP = 1 << 22
+
+
+def _gather_bytes(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The bytes data[starts[i]: starts[i] + lengths[i]] of every row i, one after the other
+    (``ends``: the cumulative lengths), gathered by fancy indexes a step of rows at a time."""
+    total = int(ends[-1]) if len(ends) else 0
+    out = np.empty(total, np.uint8)
+    out_starts = ends - lengths
+    # the first row of each step: rows are whole in one step, steps of about GATHER_STEP bytes
+    cuts = np.unique(np.searchsorted(ends, np.arange(GATHER_STEP, total, GATHER_STEP), side="right"))
+    for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ends)], strict=True):
+        if a >= b:
+            continue
+        low, high = int(out_starts[a]), int(ends[b - 1])
+        out[low:high] = data[np.repeat(starts[a:b] - out_starts[a:b], lengths[a:b]) + np.arange(low, high)]
+    return out

@@ -1,0 +1,118 @@
+"""A savepoint of a rocksdb window aggregation larger than the memory the process may use.
+
+The window aggregation on rocksdb keeps its partials as RocksDB entries
+(window_agg_rocksdb.py), so its state is bounded by RocksDB, and its
+savepoint (the columnar form's table) is written from a frozen view of
+RocksDB's files and restored a file batch at a time.  A child process fills
+a HOP window aggregation whose keys are 1000-byte strings, caps its data
+segment (``RLIMIT_DATA``) at what it uses then plus a headroom smaller than
+the state, and takes a savepoint and restores it into a new operator; reading
+the savepoint whole does not fit, which the child also checks, so the limit
+binds.  As in test_savepoint_memory_limit.py the child uses the system
+allocator with one malloc arena.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+KEYS = 45_000  # in 6 one-hour HOP windows each: 270 k entries of ~1 kB, a savepoint of ~265 MB
+HEADROOM_MB = 170
+
+CHILD = r"""
+import json, os, resource, sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from sqlstream.core.aggregates import AggCall
+from sqlstream.core.windows import WindowSpec
+from sqlstream.runtime.elements import Chunk
+from sqlstream.runtime.operators.base import Metrics, OperatorContext
+from sqlstream.runtime.operators.window_agg import WindowAggOperator
+from sqlstream.runtime.operators.window_agg_rocksdb import ROWS_STATE, RocksDBWindowAggregates
+from sqlstream.runtime.state import BackendFactory
+from sqlstream.runtime.task import Task
+
+work, keys, headroom = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) << 20
+HOUR = 3_600_000
+
+
+def vm_data() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmData:"):
+            return int(line.split()[1]) << 10
+    raise RuntimeError("no VmData")
+
+
+factory = BackendFactory("rocksdb", {"state.backend.rocksdb.memory.fixed-per-slot": "16 mb",
+                                     "state.backend.rocksdb.writebuffer.size": "4 mb"}, 1)
+schema = pa.schema([("window_start", pa.timestamp("ms")), ("window_end", pa.timestamp("ms")), ("k", pa.string()),
+                    ("n", pa.int64()), ("s", pa.int64())])
+aggs = [AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("SUM", 2, False, pa.int64(), "s")]
+
+
+def operator(restore=None):
+    backend = factory.create(range(128), 0, work)
+    if restore is not None:
+        backend.restore_all([restore])
+    op = WindowAggOperator(WindowSpec("HOP", 0, size_ms=HOUR, slide_ms=HOUR // 6), ["window_start", "window_end", 1],
+                           aggs, schema, columnar=True)
+    Task(op, 1, OperatorContext("w", 0, 1, Metrics(), 128, backend, {}))
+    if restore is not None:
+        op.restore_state(None)
+    assert isinstance(op.columnar, RocksDBWindowAggregates)
+    return op, backend
+
+
+blob = os.urandom(1 << 20)
+op, backend = operator()
+# small batches: the bytes objects a batch frees stay in the heap, counted in VmData, and would
+# widen the headroom
+for start in range(0, keys, 1000):
+    ids = np.arange(start, min(keys, start + 1000))
+    names = [str(i).encode() + blob[i * 7919 % ((1 << 20) - 1000):][:990] for i in ids]
+    op.process_batch(Chunk(pa.record_batch([pa.array(ids * 1000 % (HOUR // 6), pa.int64()).cast(pa.timestamp("ms")),
+                                            pa.array(names, pa.binary()).cast(pa.string(), safe=False),
+                                            pa.array(ids)], names=["ts", "k", "v"])))
+entries = len(backend.states[ROWS_STATE])
+# filled: from here on (savepoint, restore) the process may grow by the headroom only
+limit = vm_data() + headroom
+resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+savepoint = work / "savepoint"
+savepoint.mkdir()
+handle = backend.snapshot_all(1, canonical=True)(savepoint)
+backend.close()
+
+again, restored = operator(handle)
+ok = len(restored.states[ROWS_STATE]) == entries and len(again.columnar.ends) == 6
+(path,) = handle["columnar"].values()
+restored.close()
+try:
+    with pa.OSFile(str(path)) as source:
+        whole = pa.ipc.open_file(source).read_all()
+    control = f"read whole: {whole.nbytes} bytes"
+except MemoryError:
+    control = "MemoryError"
+print(json.dumps({"restored": ok, "entries": entries, "savepoint_bytes": os.path.getsize(path), "control": control}))
+"""
+
+
+@pytest.mark.slow
+def test_a_window_savepoint_larger_than_the_memory_limit_is_written_and_restored(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "1"}
+    done = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path), str(KEYS), str(HEADROOM_MB)],
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["restored"] and result["entries"] == 6 * KEYS
+    assert result["savepoint_bytes"] > HEADROOM_MB << 20  # the state is larger than the headroom
+    assert result["control"] == "MemoryError"  # holding the savepoint whole does not fit under the limit
