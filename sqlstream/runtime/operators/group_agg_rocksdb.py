@@ -66,7 +66,7 @@ from sqlstream.runtime.operators.group_agg_columnar import (
     _plain,
     _values,
 )
-from sqlstream.runtime.state.base import ColumnarState
+from sqlstream.runtime.state.base import RowsSavepointView
 from sqlstream.runtime.state.rocksdb import RocksDBState, RocksDBStateBackend
 from sqlstream.runtime.state.row_codec import RowCodec
 
@@ -75,23 +75,6 @@ ROWS_STATE = "group_rows"
 # rows read from RocksDB (savepoints, TTL sweeps) or restored into it at a time: bounds the Python
 # objects alive at once
 CHUNK = 65536
-
-
-class RowsGroupState(ColumnarState):
-    """The savepoint view of the rows: a table as the columnar form writes it."""
-
-    savepoint_only = True
-
-    def __init__(self, name: str, store: RocksDBGroupAggregates) -> None:
-        super().__init__(name)
-        self.store = store
-
-    def frozen(self) -> pa.Table | None:
-        return self.store.table()
-
-    def freeze(self) -> Callable[[], Iterator[pa.Table]]:
-        # a view taken now (RocksDB changes with the next batch); read and decoded when the savepoint is written
-        return self.store.freeze()
 
 
 class RocksDBGroupAggregates(GroupAccumulators):
@@ -105,7 +88,7 @@ class RocksDBGroupAggregates(GroupAccumulators):
         assert isinstance(rows, RocksDBState)
         rows.canonical = False  # written to savepoints by self.state
         self.rows = rows
-        self.state = RowsGroupState(name, self)
+        self.state = RowsSavepointView(name, self.freeze)
         self.key_codec = RowCodec(key_types, key_group=True, keys=True)
         # the stored columns: a MIN/MAX as one nullable column of its type (m{i} and v{i} in memory)
         self.stored: list[tuple[str, pa.DataType]] = [(COUNT, pa.int64())]

@@ -67,7 +67,7 @@ from sqlstream.runtime.operators.join_columnar import (
     joined_pairs,
     keyed_rows,
 )
-from sqlstream.runtime.state.base import ColumnarState
+from sqlstream.runtime.state.base import RowsSavepointView
 from sqlstream.runtime.state.rocksdb import RocksDBState, RocksDBStateBackend
 from sqlstream.runtime.state.row_codec import RowCodec
 
@@ -104,24 +104,6 @@ def _runs(encoded: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return order, starts, np.cumsum(change) - 1
 
 
-class RowsJoinState(ColumnarState):
-    """The savepoint view of one side's rows: a table as the columnar form writes it."""
-
-    savepoint_only = True
-
-    def __init__(self, name: str, store: RocksDBJoinSide) -> None:
-        super().__init__(name)
-        self.store = store
-
-    def frozen(self) -> pa.Table | None:
-        tables = list(self.store.freeze()())
-        return pa.concat_tables(tables) if tables else None
-
-    def freeze(self) -> Callable[[], Iterator[pa.Table]]:
-        # a view taken now (RocksDB changes with the next batch); read and decoded when the savepoint is written
-        return self.store.freeze()
-
-
 class RocksDBJoinSide:
     """One input's stored rows as RocksDB entries ``(key group, join key, seq) -> row``."""
 
@@ -137,7 +119,7 @@ class RocksDBJoinSide:
         assert isinstance(rows, RocksDBState)
         rows.canonical = False  # written to savepoints by self.state
         self.rows = rows
-        self.state = RowsJoinState(name, self)
+        self.state = RowsSavepointView(name, self.freeze)
         self.value_codec = RowCodec(list(schema.types) + ([pa.int64()] if ttl_ms is not None else []))
 
     @property

@@ -52,7 +52,7 @@ from rocksdict import ReadOptions
 
 from sqlstream.core.aggregates import AggCall
 from sqlstream.runtime.operators.window_agg_columnar import ColumnarWindowAggregates
-from sqlstream.runtime.state.base import ColumnarState
+from sqlstream.runtime.state.base import ColumnarState, RowsSavepointView
 from sqlstream.runtime.state.rocksdb import RocksDBState, RocksDBStateBackend
 from sqlstream.runtime.state.row_codec import RowCodec
 from sqlstream.runtime.windows import WindowClock
@@ -89,30 +89,12 @@ def _end_of(key: bytes) -> int:
     return int(flipped.view(np.int64)[0])
 
 
-class RowsWindowState(ColumnarState):
-    """The savepoint view of the entries: the partials table as the columnar form writes it."""
-
-    savepoint_only = True
-
-    def __init__(self, store: RocksDBWindowAggregates) -> None:
-        super().__init__(PARTIALS)
-        self.store = store
-
-    def frozen(self) -> pa.Table | None:
-        tables = list(self.store.freeze()())
-        return pa.concat_tables(tables) if tables else None
-
-    def freeze(self) -> Callable[[], Iterator[pa.Table]]:
-        # a view taken now (RocksDB changes with the next batch); read and decoded when the savepoint is written
-        return self.store.freeze()
-
-
 class RocksDBWindowAggregates(ColumnarWindowAggregates):
     """The window aggregation state of one subtask as RocksDB entries ((window, key) -> partials)."""
 
     def __init__(self, aggs: list[AggCall], key_types: list[pa.DataType], backend: RocksDBStateBackend) -> None:
         super().__init__(aggs, len(key_types), ColumnarState(PARTIALS), [])
-        self.partials = RowsWindowState(self)
+        self.partials = RowsSavepointView(PARTIALS, self.freeze)
         self.backend = backend
         rows = backend.state(ROWS_STATE)
         assert isinstance(rows, RocksDBState)

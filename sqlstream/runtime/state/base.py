@@ -323,6 +323,26 @@ class ColumnarState:
         return lambda: table
 
 
+class RowsSavepointView(ColumnarState):
+    """The savepoint view of rows an operator keeps in RocksDB (its GROUP BY, join or window rows):
+    written as the table the operator's columnar (hashmap) form writes, so that savepoints move
+    between backends; checkpoints leave it out, the rows' column family is in them."""
+
+    savepoint_only = True
+
+    def __init__(self, name: str, freeze: Callable[[], Callable[[], Iterator[pa.Table]]]) -> None:
+        super().__init__(name)
+        self._freeze = freeze
+
+    def frozen(self) -> pa.Table | None:
+        tables = list(self._freeze()())
+        return pa.concat_tables(tables) if tables else None
+
+    def freeze(self) -> Callable[[], Iterator[pa.Table]]:
+        # a view taken now (RocksDB changes with the next batch); read and decoded when the savepoint is written
+        return self._freeze()
+
+
 class StateBackend(ABC):
     """The keyed state of one operator subtask."""
 
