@@ -262,32 +262,27 @@ class RocksDBState(KeyedState):
     def scan(self, chunk: int = 65536) -> Iterator[tuple[list[bytes], list[bytes]]]:
         """Every (key, value) of the state, in key order, as lists of up to ``chunk`` keys and
         values (one consistent iterator; a caller turns each into Arrow before the next)."""
-        keys: list[bytes] = []
-        values: list[bytes] = []
-        for raw_key, raw_value in self.cf.items():
-            keys.append(raw_key)
-            values.append(raw_value)
-            if len(keys) == chunk:
-                yield keys, values
-                keys, values = [], []
-        if keys:
-            yield keys, values
+        return _chunked(self.cf.items(), chunk)
 
     def scan_range(self, low: bytes, high: bytes, chunk: int = 65536) -> Iterator[tuple[list[bytes], list[bytes]]]:
         """The (key, value)s with ``low <= key < high`` as ``scan`` gives them (RocksDB stops the
         iterator at the bound, so nothing past the range is read)."""
         options = ReadOptions()
         options.set_iterate_upper_bound(high)
-        keys: list[bytes] = []
-        values: list[bytes] = []
-        for raw_key, raw_value in self.cf.items(from_key=low, read_opt=options):
-            keys.append(raw_key)
-            values.append(raw_value)
-            if len(keys) == chunk:
-                yield keys, values
-                keys, values = [], []
-        if keys:
+        return _chunked(self.cf.items(from_key=low, read_opt=options), chunk)
+
+
+def _chunked(items: Iterator[tuple[bytes, bytes]], chunk: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
+    keys: list[bytes] = []
+    values: list[bytes] = []
+    for raw_key, raw_value in items:
+        keys.append(raw_key)
+        values.append(raw_value)
+        if len(keys) == chunk:
             yield keys, values
+            keys, values = [], []
+    if keys:
+        yield keys, values
 
 
 class RocksDBStateBackend(StateBackend):
