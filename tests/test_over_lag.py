@@ -144,3 +144,32 @@ def test_first_and_last_value_skip_nulls_across_firings_and_a_restore() -> None:
     out += _feed(restored, [(0, 7, 4), (0, None, 4)], 4) + _feed(restored, [(0, None, 5)], 5)
     assert out == [(0, None, 1, None, None, None), (0, 5, 2, 5, 5, None), (0, None, 3, 5, 5, 5),
                    (0, 7, 4, 5, 7, 7), (0, None, 4, 5, 7, 7), (0, None, 5, 5, 7, None)]
+
+
+@pytest.mark.parametrize("kind", ["ROWS", "RANGE"])
+def test_unbounded_double_sums_add_each_row_in_turn_per_key_as_flink(kind: str) -> None:
+    # Flink's accumulator adds a key's rows one at a time, so 1e16 + 1 + 1 - 1e16 is 0.0 (each 1 is
+    # lost to rounding); what other keys' rows contribute, or the order of a firing, must not show
+    schema = pa.schema([("k", pa.int32()), ("v", pa.float64()), ("ts", pa.timestamp("ms"))])
+    calls = [AggCall("SUM", 1, False, pa.float64(), "s"), AggCall("AVG", 1, False, pa.float64(), "a")]
+    output = pa.schema(list(schema) + [pa.field(c.name, c.type) for c in calls])
+    harness = OperatorHarness(OverAggOperator([0], 2, kind, None, calls, output))
+    rows = [(1, 0.1, 1), (0, 1e16, 2), (1, 0.2, 3), (0, 1.0, 4), (1, None, 5), (0, 1.0, 6), (1, 0.3, 7),
+            (0, -1e16, 8), (1, 1e20, 9), (0, 0.7, 10), (1, -1e20, 11)]
+    emitted = []
+    for part, watermark in ((rows[:5], 5), (rows[5:], 11)):
+        k, v, t = zip(*part, strict=True)
+        harness.process_batch(pa.record_batch([pa.array(k, pa.int32()), pa.array(v, pa.float64()),
+                                               pa.array(t, pa.timestamp("ms"))], schema=schema))
+        harness.watermark(watermark)
+        emitted += [(k, v, s, a) for _, k, v, _, s, a in harness.take()]
+    expected = []
+    totals: dict[int, tuple[float | None, int]] = {}
+    for k, v, _ in rows:
+        total, count = totals.get(k, (None, 0))
+        if v is not None:
+            total, count = (v if total is None else total + v), count + 1
+        totals[k] = (total, count)
+        expected.append((k, v, total, None if total is None else total / count))
+    assert emitted == expected
+    assert totals[0][0] == 0.7 and totals[1][0] == 0.0  # the order shows: exact sums are 2.7 and 0.6

@@ -32,8 +32,10 @@ due rows.
 When the watermark fires, the waiting rows of all due key groups are split
 into due and later at once, and every key with due rows is evaluated in one
 vectorized pass: contributions sorted by (key, time), frame bounds found by
-binary search, sums and counts taken as differences of prefix sums, and
-MIN/MAX as range queries over a sparse table of dense value ranks.
+binary search, sums and counts taken as differences of prefix sums (a
+floating-point sum of an UNBOUNDED frame is added up row by row in its key, as
+Flink's accumulator does), and MIN/MAX as range queries over a sparse table of
+dense value ranks.
 """
 
 from __future__ import annotations
@@ -69,6 +71,30 @@ def _prefix(values: np.ndarray) -> np.ndarray:
 def _range_sum(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     prefix = _prefix(values)
     return prefix[hi + 1] - prefix[lo]
+
+
+def _running_sum(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """sum(values[lo:hi+1]) added one value at a time from values[lo], for frames that start at their
+    key's first contribution (UNBOUNDED): Flink's accumulator adds each row in turn, and a DOUBLE
+    sum's last bits depend on that order (a difference of prefix sums over all keys of a firing
+    would carry other keys' rounding into them, which a statistic's cancellation magnifies)."""
+    if not len(lo):
+        return np.zeros(0, dtype=values.dtype)
+    starts = np.unique(lo)
+    segment = np.searchsorted(starts, lo)
+    ends = np.zeros(len(starts), dtype=np.int64)
+    np.maximum.at(ends, segment, hi)
+    width = int((ends - starts).max()) + 1
+    if len(starts) * width <= 4 * len(values) + 1024:
+        # one row per key, padded with zeros past its end: a cumsum along a row adds in order
+        index = starts[:, None] + np.arange(width)[None, :]
+        padded = np.where(index <= ends[:, None], values[np.minimum(index, len(values) - 1)], 0)
+        return np.cumsum(padded, axis=1)[segment, hi - lo]
+    # keys of very different sizes: each key's cumsum on its own (the keys are contiguous)
+    running = np.zeros(len(values), dtype=values.dtype)
+    for start, end in zip(starts, ends, strict=True):
+        running[start:end + 1] = np.cumsum(values[start:end + 1])
+    return running[hi]
 
 
 def _range_extreme(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, maximum: bool) -> np.ndarray:
@@ -121,8 +147,10 @@ _VALUE_PICKS = ("MIN", "MAX", "FIRST_VALUE", "LAST_VALUE")  # contributions [val
 class _OverAgg:
     """One aggregate: its contribution columns, and its result over frames of them."""
 
-    def __init__(self, call: AggCall, arg_type: pa.DataType | None, first_column: int) -> None:
+    def __init__(self, call: AggCall, arg_type: pa.DataType | None, first_column: int, running: bool = False) -> None:
         self.call = call
+        # UNBOUNDED frames: a floating-point sum is added up row by row in each key, as Flink does
+        self.running = running
         self.function = call.function
         self.arg_type = arg_type
         self.sum_type: pa.DataType | None = None
@@ -174,6 +202,9 @@ class _OverAgg:
             best = _range_extreme(ranks, lo, hi, maximum)
             found = best != sentinel
             return [distinct[np.clip(best - 1, 0, len(distinct) - 1)], found]
+        if self.running and self.sum_type is not None and pa.types.is_floating(self.sum_type):
+            total, count = self.columns
+            return [_running_sum(cols[total], lo, hi), _range_sum(cols[count], lo, hi)]
         return [_range_sum(cols[c], lo, hi) for c in self.columns]
 
     def result(self, frame: list[np.ndarray], n_frame: np.ndarray) -> pa.Array:
@@ -294,7 +325,7 @@ class OverAggOperator(Operator):
                 self.frame_aggs.append(framed)
                 self.framed.append(framed)
                 continue
-            agg = _OverAgg(a, None if a.arg is None else schema.field(a.arg).type, width)
+            agg = _OverAgg(a, None if a.arg is None else schema.field(a.arg).type, width, running=preceding is None)
             width += len(agg.columns)
             self.aggs.append(agg)
             self.framed.append(agg)
