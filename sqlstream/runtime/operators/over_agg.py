@@ -97,6 +97,49 @@ def _running_sum(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
     return running[hi]
 
 
+def _retracting_sums(ts: np.ndarray, owner: np.ndarray, due: np.ndarray, totals: list[np.ndarray],
+                     seeds: np.ndarray, preceding: int, watermark: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """Floating-point sums of bounded RANGE frames as Flink's RowTimeRangeBoundedPrecedingFunction
+    reaches them: per key one running accumulator (``seeds``: its value before this firing, one
+    column per sum), and at each due timestamp T first every row older than T - preceding is
+    retracted (in time order; Flink walks its map of timestamps, which can order two that expire at
+    once otherwise), then T's rows are added. Rows the watermark puts out of every future frame
+    are retracted at the end (Flink does so at the key's next timestamp, first: the same sequence).
+    ``ts``, ``owner`` (keys 0..n-1) and ``due`` describe the contributions in (key, time, arrival)
+    order. Returns each sum at every due row (in that order) and each key's accumulator after."""
+    keys = len(seeds)
+    times = np.unique(ts)
+    width = len(times) + 1
+    due_rows = np.flatnonzero(due)
+    steps = np.unique(owner[due_rows] * width + np.searchsorted(times, ts[due_rows]))  # (key, due timestamp)
+    add_step = np.searchsorted(steps, owner[due_rows] * width + np.searchsorted(times, ts[due_rows]))
+    # a row leaves at the first due timestamp of its key more than ``preceding`` after it
+    after = np.searchsorted(steps, owner * width + np.searchsorted(times, ts + preceding, side="right"))
+    leaves = after < len(steps)
+    leaves[leaves] = steps[after[leaves]] // width == owner[leaves]
+    retracted = np.flatnonzero(leaves | (ts <= watermark - preceding))
+    end = len(steps)  # after every step: the rows only the watermark retires
+    event_owner = np.concatenate([np.arange(keys), owner[due_rows], owner[retracted]])
+    event_step = np.concatenate([np.full(keys, -1), add_step, np.where(leaves[retracted], after[retracted], end)])
+    event_kind = np.concatenate([np.zeros(keys), np.ones(len(due_rows)), np.zeros(len(retracted))])  # retract first
+    event_row = np.concatenate([np.full(keys, -1), due_rows, retracted])
+    order = np.lexsort((event_row, event_kind, event_step, event_owner))
+    sorted_owner = event_owner[order]
+    group = sorted_owner * (end + 2) + event_step[order] + 1  # (key, step), ascending
+    first = np.searchsorted(sorted_owner, sorted_owner)  # each event's key's first event: its seed
+    add_event = np.argsort(order)[keys:keys + len(due_rows)]  # where each due row's addition went
+    # a due row reads the accumulator after its timestamp's last addition (peers see each other)
+    read_at = np.searchsorted(group, group[add_event], side="right") - 1
+    last_event = np.searchsorted(sorted_owner, np.arange(keys), side="right") - 1
+    values, next_seeds = [], np.empty_like(seeds)
+    for j, total in enumerate(totals):
+        signed = np.concatenate([seeds[:, j], total[due_rows], -total[retracted]])[order]
+        running = _running_sum(signed, first, np.arange(len(order)))
+        values.append(running[read_at])
+        next_seeds[:, j] = running[last_event]
+    return values, next_seeds
+
+
 def _range_extreme(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, maximum: bool) -> np.ndarray:
     """min or max of values[lo:hi+1] for every (lo, hi): a sparse table, one level per power of two."""
     fn = np.maximum if maximum else np.minimum
@@ -330,6 +373,9 @@ class OverAggOperator(Operator):
             self.aggs.append(agg)
             self.framed.append(agg)
         self.lags = [a for a in aggs if a.function == "LAG"]
+        # bounded RANGE frames: floating-point sums run on one accumulator per key, as Flink's
+        self.retracting = [a for a in self.aggs if kind == "RANGE" and preceding is not None
+                           and a.sum_type is not None and pa.types.is_floating(a.sum_type)]
         self.width = width
         # a bounded RANGE frame expires as event time passes; ROWS and UNBOUNDED frames never do
         self.range_ms = preceding if kind == "RANGE" else None
@@ -349,6 +395,9 @@ class OverAggOperator(Operator):
         self.lag_history = ctx.keyed_state.state("lag")
         # (key group, partition key) -> per _FramedAggregate of an UNBOUNDED frame, its accumulator so far
         self.frame_seeds = ctx.keyed_state.state("framed")
+        # (key group, partition key) -> the running accumulators of ``retracting``'s sums (a tuple):
+        # kept once the frame is empty, as Flink keeps its accumulator with the last bits it carries
+        self.running_sums = ctx.keyed_state.state("sums")
 
     # ------------------------------------------------------------ input
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
@@ -372,6 +421,11 @@ class OverAggOperator(Operator):
             expiry = int(frame[0][-1]) + self.range_ms
             if expiry <= timestamp:
                 self.frames.delete(kg, key)
+                if self.retracting:  # the frame's rows leave the accumulators in time order
+                    sums = self.running_sums.get(kg, key) or (0.0,) * len(self.retracting)
+                    self.running_sums.put(kg, key, tuple(
+                        float(np.cumsum(np.concatenate([[seed], -frame[a.columns[0]]]))[-1])
+                        for seed, a in zip(sums, self.retracting, strict=True)))
             else:
                 self.cleanup_timers.register(kg, key, expiry)
         return output
@@ -384,8 +438,15 @@ class OverAggOperator(Operator):
         histories = [self.lag_history.get(kg, key) for kg, key, _ in groups] if self.lags else []
         seeded = bool(self.frame_aggs) and self.preceding is None
         seeds = [self.frame_seeds.get(kg, key) for kg, key, _ in groups] if seeded else None
+        sums = None
+        if self.retracting:
+            zero = (0.0,) * len(self.retracting)
+            sums = np.array([self.running_sums.get(kg, key) or zero for kg, key, _ in groups], dtype=np.float64)
         batch, new_frames, new_histories, new_seeds = self._evaluate(ordered, owner, frames, histories, watermark,
-                                                                     seeds)
+                                                                     seeds, sums)
+        if sums is not None:
+            for (kg, key, _), row in zip(groups, sums, strict=True):
+                self.running_sums.put(kg, key, tuple(float(v) for v in row))
         for (kg, key, _), seed in zip(groups if seeded else [], new_seeds or [], strict=True):
             self.frame_seeds.put(kg, key, seed)
         for (kg, key, _), frame in zip(groups, new_frames, strict=True):
@@ -411,12 +472,13 @@ class OverAggOperator(Operator):
 
     def _evaluate(self, due_rows: pa.RecordBatch, due_owner: np.ndarray, frames: list[Frame | None],
                   histories: list[tuple[pa.RecordBatch, ...] | None], watermark: int,
-                  seeds: list[tuple[Any, ...] | None] | None = None,
+                  seeds: list[tuple[Any, ...] | None] | None = None, sums: np.ndarray | None = None,
                   ) -> tuple[pa.RecordBatch, list[Frame | None], list[tuple[pa.RecordBatch, ...]],
                              list[tuple[Any, ...]] | None]:
         """Output rows for the due rows of ``len(frames)`` keys (owners 0..n-1), each key's next frame,
         its next LAG history and (UNBOUNDED frames with aggregate UDFs: ``seeds`` given) its UDFs'
-        next accumulators."""
+        next accumulators. ``sums`` (keys x ``retracting``), the running accumulators of bounded
+        RANGE frames' floating-point sums, is advanced in place."""
         keys = len(frames)
         present = [f for f in frames if f is not None]
         contributions = self._contributions(due_rows)
@@ -433,6 +495,13 @@ class OverAggOperator(Operator):
 
         n_frame = _range_sum(cols[1], lo, hi)
         per_agg = [a.evaluate(cols, lo, hi) for a in self.aggs]
+        if sums is not None:
+            assert self.range_ms is not None
+            totals, sums[:] = _retracting_sums(cols[0], owner, order >= first_due,
+                                               [cols[a.columns[0]] for a in self.retracting], sums,
+                                               self.range_ms, watermark)
+            for a, total in zip(self.retracting, totals, strict=True):
+                per_agg[self.aggs.index(a)][0] = total
         computed = iter([a.result(f, n_frame) for a, f in zip(self.aggs, per_agg, strict=True)])
         runs = [u.run(cols, lo, hi, owner[positions], None if seeds is None else
                       [None if seed is None else seed[j] for seed in seeds]) for j, u in enumerate(self.frame_aggs)]
