@@ -204,3 +204,32 @@ def test_bounded_range_double_sums_retract_on_one_running_accumulator_per_key() 
     out = feed(restored, [(0, 5.0, 60_000), (1, 1e16, 50_001), (1, 1.0, 50_002), (1, 5.0, 90_000),
                           (1, 0.25, 90_000)], 90_000)
     assert out == [(1, 1e16, 1e16, 1), (1, 1.0, 1e16, 2), (0, 5.0, 4.0, 1), (1, 5.0, 4.25, 2), (1, 0.25, 4.25, 2)]
+
+
+@pytest.mark.parametrize(("preceding", "sums"), [(1, [1e16, 1e16, 1.0, 1.0, 0.5]), (2, [1e16, 1e16, 1e16, 1.0, 0.5])])
+@pytest.mark.parametrize("split", [5, 2, 3])
+def test_bounded_rows_double_sums_retract_then_add_each_row_as_flink(preceding: int, sums: list[float],
+                                                                     split: int) -> None:
+    # Flink 2.3 (probed): each row first retracts the row `preceding` + 1 before it, then adds itself,
+    # on one accumulator: 1e16, 1, 1, 1, 0.5 over ROWS 1 PRECEDING sum to 1e16, 1e16, 1, 1, 0.5;
+    # the same across firings (split: the rows of the first one) and a restore
+    schema = pa.schema([("k", pa.int32()), ("v", pa.float64()), ("ts", pa.timestamp("ms"))])
+    calls = [AggCall("SUM", 1, False, pa.float64(), "s")]
+    output = pa.schema(list(schema) + [pa.field(c.name, c.type) for c in calls])
+
+    def make() -> OverAggOperator:
+        return OverAggOperator([0], 2, "ROWS", preceding, calls, output)
+
+    values = [1e16, 1.0, 1.0, 1.0, 0.5]
+    harness = OperatorHarness(make())
+    emitted = []
+    for part in (range(split), range(split, 5)):
+        if not len(part):
+            continue
+        harness.process_batch(pa.record_batch([pa.array([7] * len(part), pa.int32()),
+                                               pa.array([values[i] for i in part], pa.float64()),
+                                               pa.array([i + 1 for i in part], pa.timestamp("ms"))], schema=schema))
+        harness.watermark(part[-1] + 1)
+        emitted += [s for *_, s in harness.take()]
+        harness = OperatorHarness(make(), restore=harness.snapshot())
+    assert emitted == sums

@@ -33,8 +33,8 @@ When the watermark fires, the waiting rows of all due key groups are split
 into due and later at once, and every key with due rows is evaluated in one
 vectorized pass: contributions sorted by (key, time), frame bounds found by
 binary search, sums and counts taken as differences of prefix sums (a
-floating-point sum of an UNBOUNDED frame is added up row by row in its key, as
-Flink's accumulator does), and MIN/MAX as range queries over a sparse table of
+floating-point sum runs on one accumulator per key, rows added and retracted in
+turn as Flink's does: _retracting_sums), and MIN/MAX as range queries over a sparse table of
 dense value ranks.
 """
 
@@ -98,29 +98,43 @@ def _running_sum(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
 
 
 def _retracting_sums(ts: np.ndarray, owner: np.ndarray, due: np.ndarray, totals: list[np.ndarray],
-                     seeds: np.ndarray, preceding: int, watermark: int) -> tuple[list[np.ndarray], np.ndarray]:
-    """Floating-point sums of bounded RANGE frames as Flink's RowTimeRangeBoundedPrecedingFunction
-    reaches them: per key one running accumulator (``seeds``: its value before this firing, one
-    column per sum), and at each due timestamp T first every row older than T - preceding is
-    retracted (in time order; Flink walks its map of timestamps, which can order two that expire at
-    once otherwise), then T's rows are added. Rows the watermark puts out of every future frame
-    are retracted at the end (Flink does so at the key's next timestamp, first: the same sequence).
-    ``ts``, ``owner`` (keys 0..n-1) and ``due`` describe the contributions in (key, time, arrival)
-    order. Returns each sum at every due row (in that order) and each key's accumulator after."""
+                     seeds: np.ndarray, kind: str, preceding: int, watermark: int,
+                     ) -> tuple[list[np.ndarray], np.ndarray]:
+    """Floating-point sums of bounded frames as Flink's RowTime{Range,Rows}BoundedPrecedingFunction
+    reach them: per key one running accumulator (``seeds``: its value before this firing, one column
+    per sum) that first retracts what left the frame, then adds the new rows, and is kept with the
+    bits rounding left in it. RANGE: at each due timestamp T, every row older than T - preceding
+    leaves (in time order; Flink walks its map of timestamps, which can order two that leave at once
+    otherwise), then T's rows are added; ROWS: each row retracts the row ``preceding`` + 1 before it.
+    Rows this firing drops from the frame state leave at its end, which is where Flink's next step
+    of the key starts: the same sequence. ``ts``, ``owner`` (keys 0..n-1) and ``due`` describe the
+    contributions in (key, time, arrival) order (a key's stored rows, then its due rows). Returns
+    each sum at every due row (in that order) and each key's accumulator after the firing."""
     keys = len(seeds)
-    times = np.unique(ts)
-    width = len(times) + 1
     due_rows = np.flatnonzero(due)
-    steps = np.unique(owner[due_rows] * width + np.searchsorted(times, ts[due_rows]))  # (key, due timestamp)
-    add_step = np.searchsorted(steps, owner[due_rows] * width + np.searchsorted(times, ts[due_rows]))
-    # a row leaves at the first due timestamp of its key more than ``preceding`` after it
-    after = np.searchsorted(steps, owner * width + np.searchsorted(times, ts + preceding, side="right"))
-    leaves = after < len(steps)
-    leaves[leaves] = steps[after[leaves]] // width == owner[leaves]
-    retracted = np.flatnonzero(leaves | (ts <= watermark - preceding))
-    end = len(steps)  # after every step: the rows only the watermark retires
+    rows = np.arange(len(ts))
+    key_end = np.searchsorted(owner, owner, side="right")  # one past each row's key's last row
+    if kind == "ROWS":
+        add_step = due_rows  # a step per row
+        leaver = rows + preceding + 1  # the row whose step retracts this one
+        leaves = leaver < key_end
+        retracted = np.flatnonzero(leaves | (leaver == key_end))
+        end = len(ts)
+        retract_step = np.where(leaves[retracted], leaver[retracted], end)
+    else:
+        times = np.unique(ts)
+        width = len(times) + 1
+        steps = np.unique(owner[due_rows] * width + np.searchsorted(times, ts[due_rows]))  # (key, due time)
+        add_step = np.searchsorted(steps, owner[due_rows] * width + np.searchsorted(times, ts[due_rows]))
+        # a row leaves at the first due timestamp of its key more than ``preceding`` after it
+        after = np.searchsorted(steps, owner * width + np.searchsorted(times, ts + preceding, side="right"))
+        leaves = after < len(steps)
+        leaves[leaves] = steps[after[leaves]] // width == owner[leaves]
+        retracted = np.flatnonzero(leaves | (ts <= watermark - preceding))  # the latter: dropped from state
+        end = len(steps)
+        retract_step = np.where(leaves[retracted], after[retracted], end)
     event_owner = np.concatenate([np.arange(keys), owner[due_rows], owner[retracted]])
-    event_step = np.concatenate([np.full(keys, -1), add_step, np.where(leaves[retracted], after[retracted], end)])
+    event_step = np.concatenate([np.full(keys, -1), add_step, retract_step])
     event_kind = np.concatenate([np.zeros(keys), np.ones(len(due_rows)), np.zeros(len(retracted))])  # retract first
     event_row = np.concatenate([np.full(keys, -1), due_rows, retracted])
     order = np.lexsort((event_row, event_kind, event_step, event_owner))
@@ -128,7 +142,7 @@ def _retracting_sums(ts: np.ndarray, owner: np.ndarray, due: np.ndarray, totals:
     group = sorted_owner * (end + 2) + event_step[order] + 1  # (key, step), ascending
     first = np.searchsorted(sorted_owner, sorted_owner)  # each event's key's first event: its seed
     add_event = np.argsort(order)[keys:keys + len(due_rows)]  # where each due row's addition went
-    # a due row reads the accumulator after its timestamp's last addition (peers see each other)
+    # a due row reads the accumulator after its step's last addition (RANGE peers see each other)
     read_at = np.searchsorted(group, group[add_event], side="right") - 1
     last_event = np.searchsorted(sorted_owner, np.arange(keys), side="right") - 1
     values, next_seeds = [], np.empty_like(seeds)
@@ -373,8 +387,8 @@ class OverAggOperator(Operator):
             self.aggs.append(agg)
             self.framed.append(agg)
         self.lags = [a for a in aggs if a.function == "LAG"]
-        # bounded RANGE frames: floating-point sums run on one accumulator per key, as Flink's
-        self.retracting = [a for a in self.aggs if kind == "RANGE" and preceding is not None
+        # bounded frames: floating-point sums run on one accumulator per key, as Flink's
+        self.retracting = [a for a in self.aggs if preceding is not None
                            and a.sum_type is not None and pa.types.is_floating(a.sum_type)]
         self.width = width
         # a bounded RANGE frame expires as event time passes; ROWS and UNBOUNDED frames never do
@@ -478,7 +492,7 @@ class OverAggOperator(Operator):
         """Output rows for the due rows of ``len(frames)`` keys (owners 0..n-1), each key's next frame,
         its next LAG history and (UNBOUNDED frames with aggregate UDFs: ``seeds`` given) its UDFs'
         next accumulators. ``sums`` (keys x ``retracting``), the running accumulators of bounded
-        RANGE frames' floating-point sums, is advanced in place."""
+        frames' floating-point sums, is advanced in place."""
         keys = len(frames)
         present = [f for f in frames if f is not None]
         contributions = self._contributions(due_rows)
@@ -496,10 +510,10 @@ class OverAggOperator(Operator):
         n_frame = _range_sum(cols[1], lo, hi)
         per_agg = [a.evaluate(cols, lo, hi) for a in self.aggs]
         if sums is not None:
-            assert self.range_ms is not None
+            assert self.preceding is not None
             totals, sums[:] = _retracting_sums(cols[0], owner, order >= first_due,
                                                [cols[a.columns[0]] for a in self.retracting], sums,
-                                               self.range_ms, watermark)
+                                               self.kind, self.preceding, watermark)
             for a, total in zip(self.retracting, totals, strict=True):
                 per_agg[self.aggs.index(a)][0] = total
         computed = iter([a.result(f, n_frame) for a, f in zip(self.aggs, per_agg, strict=True)])
