@@ -175,7 +175,8 @@ def test_unbounded_double_sums_add_each_row_in_turn_per_key_as_flink(kind: str) 
     assert totals[0][0] == 0.7 and totals[1][0] == 0.0  # the order shows: exact sums are 2.7 and 0.6
 
 
-def test_bounded_range_double_sums_retract_on_one_running_accumulator_per_key() -> None:
+@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
+def test_bounded_range_double_sums_retract_on_one_running_accumulator_per_key(backend: str) -> None:
     # Flink's RANGE frame retracts rows from its accumulator as they leave (oldest first) and keeps
     # the accumulator, with the bits rounding left in it, when the frame is empty: 1e16 + 1 is 1e16,
     # retracting 1e16 and 1 leaves -1, so the frame holding only 5.0 sums to 4.0 (probed on Flink 2.3
@@ -194,13 +195,13 @@ def test_bounded_range_double_sums_retract_on_one_running_accumulator_per_key() 
         harness.watermark(watermark)
         return [(k, v, s, c) for _, k, v, _, s, c in harness.take()]
 
-    harness = OperatorHarness(make())
+    harness = OperatorHarness(make(), backend)
     # key 0 fires twice and its frame empties by the watermark in between (across a restore);
     # key 1 gets the same rows later, in one firing
     out = feed(harness, [(0, 1e16, 1), (0, 1.0, 2)], 2)
     assert out == [(0, 1e16, 1e16, 1), (0, 1.0, 1e16, 2)]
     harness.watermark(50_000)
-    restored = OperatorHarness(make(), restore=harness.snapshot())
+    restored = OperatorHarness(make(), backend, restore=harness.snapshot())
     out = feed(restored, [(0, 5.0, 60_000), (1, 1e16, 50_001), (1, 1.0, 50_002), (1, 5.0, 90_000),
                           (1, 0.25, 90_000)], 90_000)
     assert out == [(1, 1e16, 1e16, 1), (1, 1.0, 1e16, 2), (0, 5.0, 4.0, 1), (1, 5.0, 4.25, 2), (1, 0.25, 4.25, 2)]

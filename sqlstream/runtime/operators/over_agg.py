@@ -409,8 +409,9 @@ class OverAggOperator(Operator):
         self.lag_history = ctx.keyed_state.state("lag")
         # (key group, partition key) -> per _FramedAggregate of an UNBOUNDED frame, its accumulator so far
         self.frame_seeds = ctx.keyed_state.state("framed")
-        # (key group, partition key) -> the running accumulators of ``retracting``'s sums (a tuple):
-        # kept once the frame is empty, as Flink keeps its accumulator with the last bits it carries
+        # the running accumulators of ``retracting``'s sums ride along as a last element of the
+        # frame (one numpy array); a key whose frame empties keeps them here, (key group, partition
+        # key) -> that array, as Flink keeps its accumulator with the bits rounding left in it
         self.running_sums = ctx.keyed_state.state("sums")
 
     # ------------------------------------------------------------ input
@@ -426,6 +427,7 @@ class OverAggOperator(Operator):
         due = take_due(self.waiting, self.due_timers, self.time_index, timestamp)
         if due is not None:
             output.append(Chunk(self._fire(due, timestamp)))
+        expired: list[tuple[int, tuple, Frame]] = []
         for kg, key in self.cleanup_timers.pop_due(timestamp):
             frame = self.frames.get(kg, key)
             if frame is None or self.range_ms is None:
@@ -435,14 +437,25 @@ class OverAggOperator(Operator):
             expiry = int(frame[0][-1]) + self.range_ms
             if expiry <= timestamp:
                 self.frames.delete(kg, key)
-                if self.retracting:  # the frame's rows leave the accumulators in time order
-                    sums = self.running_sums.get(kg, key) or (0.0,) * len(self.retracting)
-                    self.running_sums.put(kg, key, tuple(
-                        float(np.cumsum(np.concatenate([[seed], -frame[a.columns[0]]]))[-1])
-                        for seed, a in zip(sums, self.retracting, strict=True)))
+                expired.append((kg, key, frame))
             else:
                 self.cleanup_timers.register(kg, key, expiry)
+        if expired and self.retracting:
+            self._retire(expired)
         return output
+
+    def _retire(self, expired: list[tuple[int, tuple, Frame]]) -> None:
+        """The rows of frames that expired leave their keys' accumulators, in time order; what is
+        left of each (the bits rounding left) is kept for the key's next rows."""
+        lengths = np.array([len(f[0]) + 1 for _, _, f in expired])
+        ends = np.cumsum(lengths) - 1
+        starts = ends - lengths + 1
+        left = np.empty((len(expired), len(self.retracting)))
+        for j, a in enumerate(self.retracting):
+            signed = np.concatenate([np.concatenate([[f[self.width][j]], -f[a.columns[0]]]) for _, _, f in expired])
+            left[:, j] = _running_sum(signed, starts, ends)
+        for (kg, key, _), sums in zip(expired, left, strict=True):
+            self.running_sums.put(kg, key, sums)
 
     def _fire(self, due_rows: pa.RecordBatch, watermark: int) -> pa.RecordBatch:
         groups = group_rows(due_rows, self.keys, self.ctx.max_parallelism)
@@ -454,13 +467,19 @@ class OverAggOperator(Operator):
         seeds = [self.frame_seeds.get(kg, key) for kg, key, _ in groups] if seeded else None
         sums = None
         if self.retracting:
-            zero = (0.0,) * len(self.retracting)
-            sums = np.array([self.running_sums.get(kg, key) or zero for kg, key, _ in groups], dtype=np.float64)
+            sums = np.zeros((len(groups), len(self.retracting)))
+            for k, ((kg, key, _), frame) in enumerate(zip(groups, frames, strict=True)):
+                kept = frame[self.width] if frame is not None else self.running_sums.get(kg, key)
+                if kept is not None:  # (an entry here is stale while the key has a frame)
+                    sums[k] = kept
         batch, new_frames, new_histories, new_seeds = self._evaluate(ordered, owner, frames, histories, watermark,
                                                                      seeds, sums)
         if sums is not None:
-            for (kg, key, _), row in zip(groups, sums, strict=True):
-                self.running_sums.put(kg, key, tuple(float(v) for v in row))
+            for k, ((kg, key, _), frame) in enumerate(zip(groups, new_frames, strict=True)):
+                if frame is None:
+                    self.running_sums.put(kg, key, sums[k].copy())
+                else:
+                    new_frames[k] = (*frame, sums[k].copy())
         for (kg, key, _), seed in zip(groups if seeded else [], new_seeds or [], strict=True):
             self.frame_seeds.put(kg, key, seed)
         for (kg, key, _), frame in zip(groups, new_frames, strict=True):
