@@ -601,13 +601,13 @@ def _not_null_element_default(container: Expr) -> object | None:
     Flink types ARRAY[...] of NOT NULL elements ARRAY<T NOT NULL> (MAP[...] of NOT NULL values
     MAP<K, V NOT NULL>); its generated element access then has no NULL to give for an index past the
     end, a missing key or a NULL index, and gives the primitive default of its code generator instead
-    ('' for strings, -1 for numbers, FALSE). Only a constructor of non-NULL literals is known NOT
-    NULL here (sqlstream's types carry no nullability), and only the types with such a default count:
-    the others (DECIMAL, temporal, nested) have none and stay NULL."""
+    ('' for strings, -1 for numbers, FALSE). Only a constructor of non-NULL literals (or CASTs of
+    them) is known NOT NULL here (sqlstream's types carry no nullability), and only the types with
+    such a default count: the others (DECIMAL, temporal, nested) have none and stay NULL."""
     if not isinstance(container, Call) or container.name not in ("ARRAY", "MAP"):
         return None
     elements = container.args if container.name == "ARRAY" else container.args[1::2]
-    if not all(isinstance(e, Literal) and e.value is not None for e in elements):
+    if not all(_not_null_constant(e) for e in elements):
         return None
     t = container.type.value_type if container.name == "ARRAY" else container.type.item_type
     if is_string(t):
@@ -619,3 +619,11 @@ def _not_null_element_default(container: Expr) -> object | None:
     if pa.types.is_floating(t):
         return -1.0
     return None
+
+
+def _not_null_constant(e: Expr) -> bool:
+    """A non-NULL literal, or a CAST of one (Flink types a CAST NOT NULL when its operand is; not
+    TRY_CAST, which can give NULL)."""
+    while isinstance(e, Cast) and not e.safe:
+        e = e.arg
+    return isinstance(e, Literal) and e.value is not None
