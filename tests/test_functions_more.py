@@ -235,11 +235,3 @@ def test_the_new_aggregates_keep_their_accumulators_in_rocksdb_at_parallelism_2(
     # k = 1, 2, 4 count 2 with maxima 5, 7, 7; k = 3 and 5 count 1 with maxima NULL and 9
     assert heap == [{"c": 1, "p": [9.0, 9.0], "m": [(9, 1)], "d": [None, 9], "k": 1},
                     {"c": 2, "p": [7.0, 7.0], "m": [(5, 1), (7, 2)], "d": [5, 7], "k": 3}]
-
-
-def test_the_statistics_are_refused_in_over() -> None:
-    # Flink computes VAR_POP(qty) OVER through SUM and COUNT in INT, truncating each division
-    # (reference case functions_more.over_var_pop_integer)
-    with pytest.raises(SqlStreamError, match="window function VAR_POP is not supported in OVER"):
-        Session().execute_script("CREATE TABLE e (v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) "
-                                 "WITH ('connector' = 'datagen'); EXPLAIN SELECT VAR_POP(v) OVER (ORDER BY ts) FROM e;")

@@ -135,6 +135,20 @@ def test_element_access_is_one_based_and_null_past_the_end(tmp_path: Path) -> No
                                    (4, "ü", None, None, None, None, "Zoë", "p3")], key=repr)
 
 
+def test_missing_element_of_a_constructor_of_literals_is_flinks_primitive_default(tmp_path: Path) -> None:
+    # Flink types ARRAY[<non-NULL literals>] ARRAY<T NOT NULL> (MAP[...]'s values alike): a missing
+    # element, a missing key or a NULL index gives its code generator's default, not NULL (probed on
+    # Flink 2.3); elements from a nullable column keep NULL
+    table = run_sql(_docs(tmp_path) + "SELECT id, ARRAY['p', 'q'][id] AS s, ARRAY[10, 20][id] AS i, "
+                    "ARRAY[TRUE, FALSE][id] AS b, ARRAY[1.5e0, 2.5e0][id] AS d, MAP['x', 1.5e0][tags[1]] AS m, "
+                    "ARRAY[10, 20][CAST(NULL AS INT)] AS n, ARRAY[id, 2][3] AS c, ARRAY[CAST(1 AS BIGINT), 2][id] AS l, "
+                    "ARRAY[TRY_CAST('x' AS INT)][id] AS t FROM docs;")
+    assert _rows(table) == sorted([(1, "p", 10, True, 1.5, -1.0, -1, None, 1, None),
+                                   (2, "q", 20, False, 2.5, -1.0, -1, None, 2, None),
+                                   (3, "", -1, False, -1.0, -1.0, -1, None, -1, None),
+                                   (4, "", -1, False, -1.0, -1.0, -1, None, -1, None)], key=repr)
+
+
 def test_constant_index_below_one_is_refused_as_flink_does(tmp_path: Path) -> None:
     with pytest.raises(PlanError, match="Array element access needs an index starting at 1 but was 0"):
         run_sql(_docs(tmp_path) + "SELECT tags[0] FROM docs;")

@@ -80,7 +80,23 @@ def test_listagg_takes_a_constant_separator(tmp_path: Path) -> None:
         run_sql(_ddl(tmp_path) + "SELECT LISTAGG(s, s) FROM l;")
 
 
-def test_stddev_over_an_over_window_is_refused(tmp_path: Path) -> None:
-    # OVER runs COUNT/SUM/MIN/MAX/AVG, FIRST_VALUE/LAST_VALUE and LAG; not the statistics yet
-    with pytest.raises(PlanError, match="window function"):
-        run_sql(_ddl(tmp_path) + "SELECT STDDEV_POP(v) OVER (PARTITION BY k ORDER BY v) FROM l;")
+def test_statistics_in_over_truncate_at_each_step_as_flinks_reduction(tmp_path: Path) -> None:
+    # Flink reduces them in OVER to SUM(x*x), SUM(x), COUNT(x) and an expression in x's type: for
+    # 3, 3, 1 VAR_POP is (19 - 49 / 3) / 3 = (19 - 16) / 3 = 1 (GROUP BY's exact variance, 8/9, gives 0),
+    # VAR_SAMP divides by COUNT - 1 (NULL for one row), STDDEV takes POWER(.., 0.5) cast back
+    (tmp_path / "o.csv").write_text("1,3,2024-01-01 00:00:01\n1,3,2024-01-01 00:00:02\n1,1,2024-01-01 00:00:03\n"
+                                    "2,,2024-01-01 00:00:04\n2,5,2024-01-01 00:00:05\n")
+    ddl = (f"CREATE TABLE o (k INT, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH ('connector' = "
+           f"'filesystem', 'path' = '{tmp_path / 'o.csv'}', 'format' = 'csv', 'csv.null-literal' = '');\n")
+    result = run_sql(ddl + "SELECT k, v, VAR_POP(v) OVER w AS vp, VAR_SAMP(v) OVER w AS vs, STDDEV_POP(v) OVER w AS sp, "
+                     "VAR_SAMP(CAST(v AS DOUBLE)) OVER w AS vd, STDDEV_SAMP(CAST(v AS DECIMAL(10, 2))) OVER w AS sd "
+                     "FROM o WINDOW w AS (PARTITION BY k ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);")
+    assert [str(t) for t in result.schema.types][2:] == ["int32", "int32", "int32", "double", "decimal128(38, 6)"]
+    # DECIMAL(38, 6): 49.000000 / 3 = 16.333333, (19 - 16.333333) / 2 = 1.333334 (HALF_UP), its root 1.154701
+    assert rows(result) == rows_of([
+        (1, 3, 0, None, 0, None, None), (1, 3, 0, 0, 0, 0.0, Decimal("0.000000")),
+        (1, 1, 1, 1, 1, 4 / 3, Decimal("1.154701")),
+        (2, None, None, None, None, None, None), (2, 5, 0, None, 0, None, None)])
+    bounded = run_sql(ddl + "SELECT v, VAR_POP(v) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND "
+                      "CURRENT ROW) AS vp FROM o WHERE k = 1;")
+    assert rows(bounded) == rows_of([(3, 0), (3, 0), (1, 1)])  # (9 + 1 - 16 / 2) / 2 = 1

@@ -353,7 +353,11 @@ class ExprBinder:
         if (pa.types.is_map(container.type) and index.type != container.type.key_type
                 and is_string(index.type) == is_string(container.type.key_type)):
             index = coerce(index, container.type.key_type, zone=self.zone)
-        return self._call(ITEM, [container, index], node)
+        item = self._call(ITEM, [container, index], node)
+        default = _not_null_element_default(container)
+        if default is None:
+            return item
+        return Call("COALESCE", (item, Literal(default, item.type)), item.type)
 
     def _between(self, value: Expr, low: Expr, high: Expr, node: exp.Expression) -> Expr:
         return self._call(
@@ -589,3 +593,37 @@ def _char_length(to: exp.DataType) -> tuple[int | None, bool]:
         return int(params[0].name), kinds[to.this]
     except (TypeError, ValueError):
         return None, kinds[to.this]
+
+
+def _not_null_element_default(container: Expr) -> object | None:
+    """What ``container[i]`` gives for a missing element when Flink types the elements NOT NULL, else None.
+
+    Flink types ARRAY[...] of NOT NULL elements ARRAY<T NOT NULL> (MAP[...] of NOT NULL values
+    MAP<K, V NOT NULL>); its generated element access then has no NULL to give for an index past the
+    end, a missing key or a NULL index, and gives the primitive default of its code generator instead
+    ('' for strings, -1 for numbers, FALSE). Only a constructor of non-NULL literals (or CASTs of
+    them) is known NOT NULL here (sqlstream's types carry no nullability), and only the types with
+    such a default count: the others (DECIMAL, temporal, nested) have none and stay NULL."""
+    if not isinstance(container, Call) or container.name not in ("ARRAY", "MAP"):
+        return None
+    elements = container.args if container.name == "ARRAY" else container.args[1::2]
+    if not all(_not_null_constant(e) for e in elements):
+        return None
+    t = container.type.value_type if container.name == "ARRAY" else container.type.item_type
+    if is_string(t):
+        return ""
+    if pa.types.is_boolean(t):
+        return False
+    if pa.types.is_integer(t):
+        return -1
+    if pa.types.is_floating(t):
+        return -1.0
+    return None
+
+
+def _not_null_constant(e: Expr) -> bool:
+    """A non-NULL literal, or a CAST of one (Flink types a CAST NOT NULL when its operand is; not
+    TRY_CAST, which can give NULL)."""
+    while isinstance(e, Cast) and not e.safe:
+        e = e.arg
+    return isinstance(e, Literal) and e.value is not None

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -41,17 +42,26 @@ from sqlstream.core.errors import PlanError
 from sqlstream.core.evaluator import compile_expr
 from sqlstream.core.expressions import (
     Call,
+    Case,
+    Cast,
     ColumnRef,
     Expr,
     Literal,
     referenced_columns,
     substitute,
 )
+from sqlstream.core.functions.arithmetic import avg_type, sum_type
 from sqlstream.core.functions.udfs import USER_AGGREGATES
 from sqlstream.core.sql import dialect
 from sqlstream.core.types import sql_type_name
 from sqlstream.core.windows import WINDOW_COLUMNS
-from sqlstream.planner.expr_binder import AGGREGATES, GROUP_AGGREGATES, ExprBinder, is_aggregate
+from sqlstream.planner.expr_binder import (
+    AGGREGATES,
+    GROUP_AGGREGATES,
+    ExprBinder,
+    coerce,
+    is_aggregate,
+)
 from sqlstream.planner.joins import conjoin, conjuncts
 from sqlstream.planner.logical import (
     TOP_N_HINT,
@@ -116,16 +126,16 @@ def bind_window_items(binder: QueryBinder, rel: Relation, items: list[exp.Expres
         if isinstance(f, exp.Lead):
             raise plan_error("LEAD is not supported on streams (Flink: LEAD Function is not supported in stream "
                              "mode); LAG is", w)
-        # aggregate UDFs and LISTAGG / PERCENTILE / COLLECT (ARRAY_AGG is a typed node); not the
-        # statistics: Flink computes them in OVER through SUM and COUNT in the argument's type, an
-        # integer one truncating each division (VAR_POP of 3, 3, 1 is 1 there, 0 in GROUP BY)
+        # aggregate UDFs and LISTAGG / PERCENTILE / COLLECT (ARRAY_AGG is a typed node); the
+        # statistics are rewritten into SUM and COUNT (_statistics)
         framed = isinstance(f, exp.Anonymous) and f.name.upper() in (*USER_AGGREGATES, "LISTAGG", "PERCENTILE", "COLLECT")
-        if not isinstance(f, (*AGGREGATES, exp.Lag, exp.FirstValue, exp.LastValue, exp.ArrayAgg, *RANKINGS)) \
-                and not framed:
+        if not isinstance(f, (*AGGREGATES, exp.Lag, exp.FirstValue, exp.LastValue, exp.ArrayAgg, *RANKINGS,
+                              *_STATISTICS)) and not framed:
             name = GROUP_AGGREGATES.get(type(f)) or (f.name.upper() if isinstance(f, exp.Anonymous) else
                                                      f.sql_name() if isinstance(f, exp.Func) else f.sql())
             raise plan_error(
                 f"window function {name} is not supported in OVER on streams; OVER takes COUNT, SUM, MIN, MAX, AVG, "
+                "STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP, "
                 "FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG, PERCENTILE, COLLECT, LAG and aggregate "
                 "UDFs, RANK() and DENSE_RANK() in time order, and ROW_NUMBER() (numbering rows in time order, or "
                 "with a condition on it for Top-N and deduplication)",
@@ -290,9 +300,24 @@ def _bind_over_aggregates(binder: QueryBinder, rel: Relation, items: list[exp.Ex
     expr_binder = ExprBinder(pre.scope, zone=binder.zone)
     aggs: list[AggCall] = []
     agg_of: dict[str, int] = {}
+    statistics: dict[str, _Statistic] = {}
+
+    def helper(function: str, arg: Expr | None) -> int:
+        """The index of a hidden SUM / COUNT call of the statistics, shared between them."""
+        key = f"$statistic {function}({arg})"
+        if key not in agg_of:
+            column = pre.column_of(arg)
+            t = pa.int64() if function == "COUNT" else sum_type(arg.type)
+            agg_of[key] = len(aggs)
+            aggs.append(AggCall(function, column, False, t, f"$over{len(aggs)}"))
+        return agg_of[key]
+
     for w in windows:
         key = w.this.sql()
-        if key in agg_of:
+        if key in agg_of or key in statistics:
+            continue
+        if isinstance(w.this, _STATISTICS):
+            statistics[key] = _statistic(w.this, expr_binder, helper)
             continue
         name = f"$over{len(aggs)}"
         if isinstance(w.this, exp.Lag):
@@ -316,14 +341,71 @@ def _bind_over_aggregates(binder: QueryBinder, rel: Relation, items: list[exp.Ex
     width = len(input_node.schema)
     scope = pre.item_scope([(a.name, a.type) for a in aggs])
 
+    def result(j: int) -> ColumnRef:
+        return ColumnRef(width + j, aggs[j].name, aggs[j].type)
+
     def intercept(n: exp.Expression) -> Expr | None:
         if isinstance(n, exp.Window):
-            j = agg_of[n.this.sql()]
-            return ColumnRef(width + j, aggs[j].name, aggs[j].type)
+            key = n.this.sql()
+            if key in statistics:
+                return statistics[key].expression(result, ExprBinder(scope, zone=binder.zone), n)
+            return result(agg_of[key])
         return None
 
     exprs, names = binder._bind_items(items, scope, ExprBinder(scope, intercept, zone=binder.zone))
     return Project(node, exprs, names, _rowtime_through(exprs, node.rowtime))
+
+
+_STATISTICS = (exp.StddevPop, exp.StddevSamp, exp.Stddev, exp.VariancePop, exp.Variance)
+
+
+@dataclass(frozen=True)
+class _Statistic:
+    """STDDEV_POP / STDDEV_SAMP / VAR_POP / VAR_SAMP in OVER, as Flink runs it there.
+
+    Flink's planner (Calcite's AggregateReduceFunctionsRule, reduceStddev) replaces the call by
+    SUM(x * x), SUM(x) and COUNT(x) over the window and an expression in the result's type T (x's
+    for INT, DOUBLE; DECIMAL(38, 6) for a DECIMAL): CAST(POWER((SUM(x*x) - SUM(x) * SUM(x) / COUNT(x))
+    / d, 0.5) AS T), d being COUNT(x) (POP) or CASE WHEN COUNT(x) = 1 THEN NULL ELSE COUNT(x) - 1
+    END (SAMP), without the POWER for a variance. Integer arithmetic truncates at each division, so
+    VAR_POP of 3, 3, 1 is (19 - 49 / 3) / 3 = 1 there where GROUP BY's exact computation gives 0."""
+
+    function: str
+    type: pa.DataType  # T
+    sum_squares: int  # the hidden aggregates' indices
+    total: int
+    count: int
+
+    def expression(self, result: Callable[[int], ColumnRef], b: ExprBinder, node: exp.Expression) -> Expr:
+        total = coerce(result(self.total), self.type, zone=b.zone)
+        count = result(self.count)
+        mean_square = b._call("/", [b._call("*", [total, total], node), count], node)
+        difference = b._call("-", [result(self.sum_squares), mean_square], node)
+        if self.function.endswith("_POP"):
+            divisor: Expr = count
+        else:
+            one = Literal(1, pa.int32())
+            divisor = Case(((b._call("=", [count, one], node), Literal(None, pa.int64())),),
+                           b._call("-", [count, one], node), pa.int64())
+        value = b._call("/", [difference, divisor], node)
+        if self.function.startswith("STDDEV"):
+            value = b._call("POWER", [value, Literal(Decimal("0.5"), pa.decimal128(1, 1))], node)
+        return value if value.type == self.type else Cast(value, self.type)
+
+
+def _statistic(node: exp.Expression, binder: ExprBinder, helper: Callable[[str, Expr | None], int]) -> _Statistic:
+    """The hidden SUM / COUNT calls of a statistic in OVER (see _Statistic), typed as GROUP BY types it."""
+    function = GROUP_AGGREGATES[type(node)]
+    arg = binder.bind(node.this)
+    t = arg.type
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+        raise plan_error(f"{function} needs a numeric argument, got {sql_type_name(t)}", node)
+    # Flink types them as GROUP BY does: integers and floats keep the argument's type, DECIMAL(p, s)
+    # becomes DECIMAL(38, max(6, s)) as AVG does
+    out = avg_type(t) if pa.types.is_decimal(t) else t
+    x = coerce(arg, out, zone=binder.zone)
+    square = binder._call("*", [x, x], node)
+    return _Statistic(function, out, helper("SUM", square), helper("SUM", x), helper("COUNT", x))
 
 
 def _lag_call(node: exp.Lag, binder: ExprBinder, column_of: Callable[[Expr], int], name: str) -> AggCall:

@@ -140,13 +140,16 @@ def _python_decimal(op: str, a: Value, b: Value, target: pa.Decimal128Type) -> V
     return arr if isinstance(a, pa.Array) or isinstance(b, pa.Array) else arr[0]
 
 
-def _zero_divisor(b: Value) -> bool:
+def _zero_divisor(a: Value, b: Value) -> bool:
+    """Whether a row divides a value by zero; NULL / 0 is NULL in Flink (its generated code tests
+    the operands for NULL before it divides), so only a non-NULL dividend counts."""
     zero = pc.equal(b, pa.scalar(0, b.type) if not pa.types.is_decimal(b.type) else pa.scalar(Decimal(0), b.type))
+    zero = pc.and_(zero, pc.is_valid(a))
     return bool(pc.any(zero).as_py()) if isinstance(zero, pa.Array) else bool(zero.as_py())
 
 
 def _decimal_op(op: str, a: Value, b: Value, target: pa.Decimal128Type) -> Value:
-    if op in ("/", "%") and _zero_divisor(b):
+    if op in ("/", "%") and _zero_divisor(a, b):
         raise DataError("Division by zero")
     x, y = _wide(a), _wide(b)
     try:
@@ -185,7 +188,7 @@ def _integer_op(op: str, a: Value, b: Value) -> Value:
         return pc.subtract(a, b)
     if op == "*":
         return pc.multiply(a, b)
-    if _zero_divisor(b):
+    if _zero_divisor(a, b):
         raise DataError("/ by zero")
     # Arrow's divide truncates toward zero, as Java's; MIN_VALUE / -1 is MIN_VALUE in Java (Arrow
     # gives 0), and x / -1 is -x wrapped

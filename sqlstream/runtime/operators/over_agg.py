@@ -32,8 +32,10 @@ due rows.
 When the watermark fires, the waiting rows of all due key groups are split
 into due and later at once, and every key with due rows is evaluated in one
 vectorized pass: contributions sorted by (key, time), frame bounds found by
-binary search, sums and counts taken as differences of prefix sums, and
-MIN/MAX as range queries over a sparse table of dense value ranks.
+binary search, sums and counts taken as differences of prefix sums (a
+floating-point sum runs on one accumulator per key, rows added and retracted in
+turn as Flink's does: _retracting_sums), and MIN/MAX as range queries over a sparse table of
+dense value ranks.
 """
 
 from __future__ import annotations
@@ -69,6 +71,87 @@ def _prefix(values: np.ndarray) -> np.ndarray:
 def _range_sum(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     prefix = _prefix(values)
     return prefix[hi + 1] - prefix[lo]
+
+
+def _running_sum(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """sum(values[lo:hi+1]) added one value at a time from values[lo], for frames that start at their
+    key's first contribution (UNBOUNDED): Flink's accumulator adds each row in turn, and a DOUBLE
+    sum's last bits depend on that order (a difference of prefix sums over all keys of a firing
+    would carry other keys' rounding into them, which a statistic's cancellation magnifies)."""
+    if not len(lo):
+        return np.zeros(0, dtype=values.dtype)
+    starts = np.unique(lo)
+    segment = np.searchsorted(starts, lo)
+    ends = np.zeros(len(starts), dtype=np.int64)
+    np.maximum.at(ends, segment, hi)
+    width = int((ends - starts).max()) + 1
+    if len(starts) * width <= 4 * len(values) + 1024:
+        # one row per key, padded with zeros past its end: a cumsum along a row adds in order
+        index = starts[:, None] + np.arange(width)[None, :]
+        padded = np.where(index <= ends[:, None], values[np.minimum(index, len(values) - 1)], 0)
+        return np.cumsum(padded, axis=1)[segment, hi - lo]
+    # keys of very different sizes: each key's cumsum on its own (the keys are contiguous)
+    running = np.zeros(len(values), dtype=values.dtype)
+    for start, end in zip(starts, ends, strict=True):
+        running[start:end + 1] = np.cumsum(values[start:end + 1])
+    return running[hi]
+
+
+def _retracting_sums(ts: np.ndarray, owner: np.ndarray, due: np.ndarray, totals: list[np.ndarray],
+                     seeds: np.ndarray, kind: str, preceding: int, watermark: int,
+                     ) -> tuple[list[np.ndarray], np.ndarray]:
+    """Floating-point sums of bounded frames as Flink's RowTime{Range,Rows}BoundedPrecedingFunction
+    reach them: per key one running accumulator (``seeds``: its value before this firing, one column
+    per sum) that first retracts what left the frame, then adds the new rows, and is kept with the
+    bits rounding left in it. RANGE: at each due timestamp T, every row older than T - preceding
+    leaves (in time order; Flink walks its map of timestamps, which can order two that leave at once
+    otherwise), then T's rows are added; ROWS: each row retracts the row ``preceding`` + 1 before it.
+    Rows this firing drops from the frame state leave at its end, which is where Flink's next step
+    of the key starts: the same sequence. ``ts``, ``owner`` (keys 0..n-1) and ``due`` describe the
+    contributions in (key, time, arrival) order (a key's stored rows, then its due rows). Returns
+    each sum at every due row (in that order) and each key's accumulator after the firing."""
+    keys = len(seeds)
+    due_rows = np.flatnonzero(due)
+    rows = np.arange(len(ts))
+    key_end = np.searchsorted(owner, owner, side="right")  # one past each row's key's last row
+    if kind == "ROWS":
+        add_step = due_rows  # a step per row
+        leaver = rows + preceding + 1  # the row whose step retracts this one
+        leaves = leaver < key_end
+        retracted = np.flatnonzero(leaves | (leaver == key_end))
+        end = len(ts)
+        retract_step = np.where(leaves[retracted], leaver[retracted], end)
+    else:
+        times = np.unique(ts)
+        width = len(times) + 1
+        steps = np.unique(owner[due_rows] * width + np.searchsorted(times, ts[due_rows]))  # (key, due time)
+        add_step = np.searchsorted(steps, owner[due_rows] * width + np.searchsorted(times, ts[due_rows]))
+        # a row leaves at the first due timestamp of its key more than ``preceding`` after it
+        after = np.searchsorted(steps, owner * width + np.searchsorted(times, ts + preceding, side="right"))
+        leaves = after < len(steps)
+        leaves[leaves] = steps[after[leaves]] // width == owner[leaves]
+        retracted = np.flatnonzero(leaves | (ts <= watermark - preceding))  # the latter: dropped from state
+        end = len(steps)
+        retract_step = np.where(leaves[retracted], after[retracted], end)
+    event_owner = np.concatenate([np.arange(keys), owner[due_rows], owner[retracted]])
+    event_step = np.concatenate([np.full(keys, -1), add_step, retract_step])
+    event_kind = np.concatenate([np.zeros(keys), np.ones(len(due_rows)), np.zeros(len(retracted))])  # retract first
+    event_row = np.concatenate([np.full(keys, -1), due_rows, retracted])
+    order = np.lexsort((event_row, event_kind, event_step, event_owner))
+    sorted_owner = event_owner[order]
+    group = sorted_owner * (end + 2) + event_step[order] + 1  # (key, step), ascending
+    first = np.searchsorted(sorted_owner, sorted_owner)  # each event's key's first event: its seed
+    add_event = np.argsort(order)[keys:keys + len(due_rows)]  # where each due row's addition went
+    # a due row reads the accumulator after its step's last addition (RANGE peers see each other)
+    read_at = np.searchsorted(group, group[add_event], side="right") - 1
+    last_event = np.searchsorted(sorted_owner, np.arange(keys), side="right") - 1
+    values, next_seeds = [], np.empty_like(seeds)
+    for j, total in enumerate(totals):
+        signed = np.concatenate([seeds[:, j], total[due_rows], -total[retracted]])[order]
+        running = _running_sum(signed, first, np.arange(len(order)))
+        values.append(running[read_at])
+        next_seeds[:, j] = running[last_event]
+    return values, next_seeds
 
 
 def _range_extreme(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, maximum: bool) -> np.ndarray:
@@ -121,8 +204,10 @@ _VALUE_PICKS = ("MIN", "MAX", "FIRST_VALUE", "LAST_VALUE")  # contributions [val
 class _OverAgg:
     """One aggregate: its contribution columns, and its result over frames of them."""
 
-    def __init__(self, call: AggCall, arg_type: pa.DataType | None, first_column: int) -> None:
+    def __init__(self, call: AggCall, arg_type: pa.DataType | None, first_column: int, running: bool = False) -> None:
         self.call = call
+        # UNBOUNDED frames: a floating-point sum is added up row by row in each key, as Flink does
+        self.running = running
         self.function = call.function
         self.arg_type = arg_type
         self.sum_type: pa.DataType | None = None
@@ -174,6 +259,9 @@ class _OverAgg:
             best = _range_extreme(ranks, lo, hi, maximum)
             found = best != sentinel
             return [distinct[np.clip(best - 1, 0, len(distinct) - 1)], found]
+        if self.running and self.sum_type is not None and pa.types.is_floating(self.sum_type):
+            total, count = self.columns
+            return [_running_sum(cols[total], lo, hi), _range_sum(cols[count], lo, hi)]
         return [_range_sum(cols[c], lo, hi) for c in self.columns]
 
     def result(self, frame: list[np.ndarray], n_frame: np.ndarray) -> pa.Array:
@@ -294,11 +382,14 @@ class OverAggOperator(Operator):
                 self.frame_aggs.append(framed)
                 self.framed.append(framed)
                 continue
-            agg = _OverAgg(a, None if a.arg is None else schema.field(a.arg).type, width)
+            agg = _OverAgg(a, None if a.arg is None else schema.field(a.arg).type, width, running=preceding is None)
             width += len(agg.columns)
             self.aggs.append(agg)
             self.framed.append(agg)
         self.lags = [a for a in aggs if a.function == "LAG"]
+        # bounded frames: floating-point sums run on one accumulator per key, as Flink's
+        self.retracting = [a for a in self.aggs if preceding is not None
+                           and a.sum_type is not None and pa.types.is_floating(a.sum_type)]
         self.width = width
         # a bounded RANGE frame expires as event time passes; ROWS and UNBOUNDED frames never do
         self.range_ms = preceding if kind == "RANGE" else None
@@ -318,6 +409,10 @@ class OverAggOperator(Operator):
         self.lag_history = ctx.keyed_state.state("lag")
         # (key group, partition key) -> per _FramedAggregate of an UNBOUNDED frame, its accumulator so far
         self.frame_seeds = ctx.keyed_state.state("framed")
+        # the running accumulators of ``retracting``'s sums ride along as a last element of the
+        # frame (one numpy array); a key whose frame empties keeps them here, (key group, partition
+        # key) -> that array, as Flink keeps its accumulator with the bits rounding left in it
+        self.running_sums = ctx.keyed_state.state("sums")
 
     # ------------------------------------------------------------ input
     def process_batch(self, chunk: Chunk, input_index: int = 0) -> Output:
@@ -332,6 +427,7 @@ class OverAggOperator(Operator):
         due = take_due(self.waiting, self.due_timers, self.time_index, timestamp)
         if due is not None:
             output.append(Chunk(self._fire(due, timestamp)))
+        expired: list[tuple[int, tuple, Frame]] = []
         for kg, key in self.cleanup_timers.pop_due(timestamp):
             frame = self.frames.get(kg, key)
             if frame is None or self.range_ms is None:
@@ -341,9 +437,25 @@ class OverAggOperator(Operator):
             expiry = int(frame[0][-1]) + self.range_ms
             if expiry <= timestamp:
                 self.frames.delete(kg, key)
+                expired.append((kg, key, frame))
             else:
                 self.cleanup_timers.register(kg, key, expiry)
+        if expired and self.retracting:
+            self._retire(expired)
         return output
+
+    def _retire(self, expired: list[tuple[int, tuple, Frame]]) -> None:
+        """The rows of frames that expired leave their keys' accumulators, in time order; what is
+        left of each (the bits rounding left) is kept for the key's next rows."""
+        lengths = np.array([len(f[0]) + 1 for _, _, f in expired])
+        ends = np.cumsum(lengths) - 1
+        starts = ends - lengths + 1
+        left = np.empty((len(expired), len(self.retracting)))
+        for j, a in enumerate(self.retracting):
+            signed = np.concatenate([np.concatenate([[f[self.width][j]], -f[a.columns[0]]]) for _, _, f in expired])
+            left[:, j] = _running_sum(signed, starts, ends)
+        for (kg, key, _), sums in zip(expired, left, strict=True):
+            self.running_sums.put(kg, key, sums)
 
     def _fire(self, due_rows: pa.RecordBatch, watermark: int) -> pa.RecordBatch:
         groups = group_rows(due_rows, self.keys, self.ctx.max_parallelism)
@@ -353,8 +465,21 @@ class OverAggOperator(Operator):
         histories = [self.lag_history.get(kg, key) for kg, key, _ in groups] if self.lags else []
         seeded = bool(self.frame_aggs) and self.preceding is None
         seeds = [self.frame_seeds.get(kg, key) for kg, key, _ in groups] if seeded else None
+        sums = None
+        if self.retracting:
+            sums = np.zeros((len(groups), len(self.retracting)))
+            for k, ((kg, key, _), frame) in enumerate(zip(groups, frames, strict=True)):
+                kept = frame[self.width] if frame is not None else self.running_sums.get(kg, key)
+                if kept is not None:  # (an entry here is stale while the key has a frame)
+                    sums[k] = kept
         batch, new_frames, new_histories, new_seeds = self._evaluate(ordered, owner, frames, histories, watermark,
-                                                                     seeds)
+                                                                     seeds, sums)
+        if sums is not None:
+            for k, ((kg, key, _), frame) in enumerate(zip(groups, new_frames, strict=True)):
+                if frame is None:
+                    self.running_sums.put(kg, key, sums[k].copy())
+                else:
+                    new_frames[k] = (*frame, sums[k].copy())
         for (kg, key, _), seed in zip(groups if seeded else [], new_seeds or [], strict=True):
             self.frame_seeds.put(kg, key, seed)
         for (kg, key, _), frame in zip(groups, new_frames, strict=True):
@@ -380,12 +505,13 @@ class OverAggOperator(Operator):
 
     def _evaluate(self, due_rows: pa.RecordBatch, due_owner: np.ndarray, frames: list[Frame | None],
                   histories: list[tuple[pa.RecordBatch, ...] | None], watermark: int,
-                  seeds: list[tuple[Any, ...] | None] | None = None,
+                  seeds: list[tuple[Any, ...] | None] | None = None, sums: np.ndarray | None = None,
                   ) -> tuple[pa.RecordBatch, list[Frame | None], list[tuple[pa.RecordBatch, ...]],
                              list[tuple[Any, ...]] | None]:
         """Output rows for the due rows of ``len(frames)`` keys (owners 0..n-1), each key's next frame,
         its next LAG history and (UNBOUNDED frames with aggregate UDFs: ``seeds`` given) its UDFs'
-        next accumulators."""
+        next accumulators. ``sums`` (keys x ``retracting``), the running accumulators of bounded
+        frames' floating-point sums, is advanced in place."""
         keys = len(frames)
         present = [f for f in frames if f is not None]
         contributions = self._contributions(due_rows)
@@ -402,6 +528,13 @@ class OverAggOperator(Operator):
 
         n_frame = _range_sum(cols[1], lo, hi)
         per_agg = [a.evaluate(cols, lo, hi) for a in self.aggs]
+        if sums is not None:
+            assert self.preceding is not None
+            totals, sums[:] = _retracting_sums(cols[0], owner, order >= first_due,
+                                               [cols[a.columns[0]] for a in self.retracting], sums,
+                                               self.kind, self.preceding, watermark)
+            for a, total in zip(self.retracting, totals, strict=True):
+                per_agg[self.aggs.index(a)][0] = total
         computed = iter([a.result(f, n_frame) for a, f in zip(self.aggs, per_agg, strict=True)])
         runs = [u.run(cols, lo, hi, owner[positions], None if seeds is None else
                       [None if seed is None else seed[j] for seed in seeds]) for j, u in enumerate(self.frame_aggs)]

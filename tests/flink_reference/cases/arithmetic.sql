@@ -48,3 +48,5 @@ SELECT id, m * CAST(1000000000000 AS DECIMAL(13, 0)) AS big FROM nums WHERE id I
 SELECT order_id, amount - 0.005 AS a FROM orders WHERE order_id <= 5;
 -- case: smallint_tinyint_arithmetic
 SELECT id, CAST(i AS SMALLINT) + CAST(1 AS TINYINT) AS s FROM nums WHERE id IN (1, 2, 3, 7);
+-- case: null_divided_by_zero
+SELECT id, NULLIF(i, i) / 0 AS q, NULLIF(m, m) / 0 AS d, NULLIF(b, b) / 0 AS r FROM nums WHERE id < 4;

@@ -83,3 +83,11 @@ SELECT order_id, PERCENTILE(price, 0.5) OVER w AS med, COLLECT(qty) OVER w AS qs
 SELECT order_id, PERCENTILE(qty, ARRAY[0.25, 0.75]) OVER w AS ps, ARRAY_AGG(qty) OVER w AS qs FROM orders WINDOW w AS (PARTITION BY currency ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
 -- case: over_var_pop_integer
 SELECT order_id, VAR_POP(qty) OVER w AS vp FROM orders WINDOW w AS (PARTITION BY currency ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
+-- case: over_statistics_range_exact_types
+SELECT order_id, STDDEV_POP(qty) OVER w AS sp, VAR_SAMP(qty) OVER w AS vs, STDDEV_SAMP(amount) OVER w AS ss, VAR_POP(amount) OVER w AS vp FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN INTERVAL '30' SECOND PRECEDING AND CURRENT ROW);
+-- case: over_statistics_unbounded_double
+SELECT order_id, VAR_SAMP(price) OVER w AS vs, STDDEV_POP(price) OVER w AS sp, STDDEV_SAMP(qty) OVER w AS sq, VAR_POP(CAST(qty AS DOUBLE)) OVER w AS vd FROM orders WINDOW w AS (PARTITION BY currency ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
+-- case: over_statistics_rows_bounded_with_sum
+SELECT order_id, SUM(qty) OVER w AS s, VAR_POP(qty * 2) OVER w AS v, STDDEV_SAMP(CAST(qty AS BIGINT)) OVER w AS sb, VAR_SAMP(CAST(qty AS SMALLINT)) OVER w AS vt FROM orders WINDOW w AS (PARTITION BY product ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW);
+-- case: over_statistics_range_unbounded_nulls
+SELECT order_id, VAR_POP(NULLIF(qty, qty)) OVER w AS vn, STDDEV_SAMP(amount) OVER w AS ss, VAR_POP(price) OVER w AS vp FROM orders WINDOW w AS (PARTITION BY user_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
