@@ -82,6 +82,8 @@ def result_type(op: str, a: pa.DataType, b: pa.DataType) -> pa.DataType:
         return pa.float64()
     if pa.types.is_decimal(a) or pa.types.is_decimal(b):
         return decimal_result(op, as_decimal(a), as_decimal(b))
+    if op == "%":
+        return b  # Calcite's NULLABLE_MOD: the divisor's type (MOD(BIGINT, INT) is an INT; it fits)
     out = common_type(a, b)
     assert out is not None
     return out
@@ -223,5 +225,9 @@ def evaluate(op: str, a: Value, b: Value) -> Value:
         # a DECIMAL operand is read as BigDecimal.doubleValue() does, correctly rounded
         a, b = (pc.cast(pc.cast(v, pa.string()), target) if pa.types.is_decimal(v.type) else pc.cast(v, target, safe=False) for v in (a, b))
         return _float_op(op, a, b)
+    if op == "%":
+        # computed in the wider type, then typed as the divisor: the remainder is smaller than it
+        wide = common_type(a.type, b.type)
+        return pc.cast(_integer_op(op, pc.cast(a, wide), pc.cast(b, wide)), target)
     a, b = pc.cast(a, target), pc.cast(b, target)
     return _integer_op(op, a, b)

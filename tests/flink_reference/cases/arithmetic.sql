@@ -50,3 +50,5 @@ SELECT order_id, amount - 0.005 AS a FROM orders WHERE order_id <= 5;
 SELECT id, CAST(i AS SMALLINT) + CAST(1 AS TINYINT) AS s FROM nums WHERE id IN (1, 2, 3, 7);
 -- case: null_divided_by_zero
 SELECT id, NULLIF(i, i) / 0 AS q, NULLIF(m, m) / 0 AS d, NULLIF(b, b) / 0 AS r FROM nums WHERE id < 4;
+-- case: mod_is_typed_as_the_divisor
+SELECT id, MOD(b, 7) AS bi, MOD(i, CAST(5 AS BIGINT)) AS ib, b % CAST(3 AS TINYINT) AS bt, MOD(b, CAST(NULL AS INT)) AS n FROM nums WHERE id IN (1, 2, 3, 4, 5);
