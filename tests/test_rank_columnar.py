@@ -304,3 +304,19 @@ def test_rocksdb_top_n_entries_whose_rows_expired_are_swept(tmp_path: Path) -> N
     op.process_batch(batch([("a", 3)]))  # "a" starts over: its old rows are gone
     assert op.take()[-1:] == [(RowKind.INSERT, "a", 1, 3, BASE, 1)]
     assert store.partitions == 3
+
+
+@pytest.mark.parametrize("output_rank", [True, False])
+def test_a_top_n_without_partition_keys_ranks_alike_in_memory_and_in_rocksdb(tmp_path: Path,
+                                                                            output_rank: bool) -> None:
+    schema = pa.schema(list(SCHEMA) + ([pa.field("rn", pa.int64())] if output_rank else []))
+
+    def changelog(backend: str) -> list[list[tuple]]:
+        op = TopNOperator([], [(2, True, False)], 1, 3, output_rank, False, False, schema, None, True)
+        h = OperatorHarness(op, backend, tmp=tmp_path)
+        assert type(h.operator.columnar) is FORMS[backend]
+        return _changelog(h, _batches(8))
+
+    in_memory = changelog("hashmap")
+    assert changelog("rocksdb") == in_memory
+    assert sum(len(c) for c in in_memory) > 3

@@ -5,7 +5,10 @@ Arrow: rows are sorted by (key group, partition key, sort keys) and only the
 first N of each partition survive (:func:`group_rows`), since a row that is
 not in the top N of its own batch cannot be in the top N of its partition
 (append-only input).  Only the survivors are merged, per partition and in
-Python, into the ranked rows kept in keyed state.
+Python, into the ranked rows kept in keyed state.  The Top-N of an
+append-only input (and keep-last deduplication) has a vectorized form instead:
+its rows in memory on hashmap (rank_columnar.py), in RocksDB on rocksdb
+(rank_rocksdb.py).
 
 * :class:`TopNOperator`: updating Top-N (Flink's AppendOnlyTopNFunction and,
   over an updating input, RetractableTopNFunction, which keeps every row).  With

@@ -19,10 +19,13 @@ leaving the top are ``-D`` and rows entering it ``+I``.  Rows that stay are
 not rewritten: only rows leaving are marked dead and rows entering appended;
 dead rows are compacted away once they outnumber the live ones.
 
-Only the hashmap backend runs it: its state lives in memory.  Checkpoints see
-a ``ColumnarState`` whose frozen table is a copy of the live rows (later
-batches change the liveness marks in place), with ``$kg`` for rescaling;
-rank.py converts to and from the per-key form on restore.
+The ranking and the changelog (TopNRanking) are shared with the rocksdb
+backend's form (rank_rocksdb.py), which keeps each partition's rows in a
+RocksDB entry instead; ColumnarTopN is the hashmap backend's store, in memory.
+Checkpoints see a ``ColumnarState`` whose frozen table is a copy of the live
+rows (later batches change the liveness marks in place), with ``$kg`` for
+rescaling; the rocksdb form writes savepoints in the same layout, and rank.py
+converts to and from the per-key form on restore.
 """
 
 from __future__ import annotations
