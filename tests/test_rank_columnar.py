@@ -320,3 +320,23 @@ def test_a_top_n_without_partition_keys_ranks_alike_in_memory_and_in_rocksdb(tmp
     in_memory = changelog("hashmap")
     assert changelog("rocksdb") == in_memory
     assert sum(len(c) for c in in_memory) > 3
+
+
+@pytest.mark.parametrize(("second", "canonical"), [("rocksdb", True), ("rocksdb", False), ("hashmap", True)])
+def test_two_rocksdb_top_n_subtasks_restore_into_one(tmp_path: Path, second: str, canonical: bool) -> None:
+    """A rescale 2 -> 1: both subtasks' partitions end up in the one subtask's store."""
+    shape = SHAPES[0]
+    batches = _batches(9)
+    before, after = batches[:20], batches[20:]
+    expected = _materialize(_feed(_operator("hashmap", tmp_path, *shape), batches))
+    changes: list[Counter] = []
+    snapshots = []
+    for groups, half in restored_into_halves(_operator("rocksdb", tmp_path, *shape).snapshot(),
+                                             lambda: _top_n("rocksdb", *shape), "rocksdb", tmp=tmp_path):
+        changes += _feed(half, [b.filter(pa.array(in_key_groups(b, [0, 1], groups))) for b in before])
+        snapshots.append(half.snapshot(canonical=canonical))
+    merged = OperatorHarness(_top_n(second, *shape), second, tmp=tmp_path,
+                             restore=[Snapshot(s.keyed, None) for s in snapshots])
+    assert type(merged.operator.columnar) is FORMS[second]
+    changes += _feed(merged, after)
+    assert _materialize(changes) == expected
