@@ -191,6 +191,17 @@ def test_top_n_matches_duckdb(csv_path: Path, events: pa.Table, cond: str, outer
     _check(csv_path, events, query, parallelism, minimum=3)
 
 
+@pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize(("order", "cond"), [("v DESC NULLS LAST, ts", "rn <= 3"), ("ts DESC", "rn = 1")])
+def test_top_n_and_keep_last_dedup_with_rows_in_rocksdb_match_duckdb(csv_path: Path, events: pa.Table, order: str,
+                                                                     cond: str, parallelism: int) -> None:
+    """On rocksdb the vectorized Top-N keeps its rows in RocksDB (rank_rocksdb.py)."""
+    query = TOP_N.format(outer="*", order=order, cond=cond)
+    got = rows(run_sql("SET 'state.backend.type' = 'rocksdb';" + _ddl(csv_path, parallelism) + query + ";"))
+    expected = duckdb_rows(query, e=events)
+    assert got == expected and len(expected) >= 3
+
+
 @pytest.mark.parametrize("order", ["v NULLS FIRST, ts DESC", "v, ts DESC", "k, v DESC, ts"])
 def test_top_n_orderings(csv_path: Path, events: pa.Table, order: str) -> None:
     query = TOP_N.format(outer="*", order=order, cond="rn <= 4")

@@ -351,6 +351,7 @@ def main() -> int:
     parser.add_argument("--queries", help="comma-separated, e.g. q0,q1,q5 (default: all)")
     parser.add_argument("--parallelism", type=int, default=1, help="parallelism.default on both engines")
     parser.add_argument("--batch-size", type=int, help="table.exec.batch-size (rows per source batch)")
+    parser.add_argument("--state-backend", choices=["hashmap", "rocksdb"], help="state.backend.type (default hashmap)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per query run")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--unthrottled", action="store_true",
@@ -382,6 +383,8 @@ def main() -> int:
     settings = {"parallelism.default": str(args.parallelism)}
     if args.batch_size:
         settings["table.exec.batch-size"] = str(args.batch_size)
+    if args.state_backend:
+        settings["state.backend.type"] = args.state_backend
     ours = SqlstreamSide(workdir, args.tps, settings, rate_limited=not (args.unthrottled or args.memory),
                          from_csv=args.source == "csv")
     if args.memory:

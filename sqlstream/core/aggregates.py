@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -100,6 +101,12 @@ def row_encodable(t: pa.DataType) -> bool:
             or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_timestamp(t) or pa.types.is_duration(t)
             or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
             or pa.types.is_large_binary(t))
+
+
+def rank_columnar_rows(types: Sequence[pa.DataType]) -> bool:
+    """Whether the vectorized Top-N of an append-only input can keep its rows in RocksDB
+    (runtime.operators.rank_rocksdb): every input column of a type the row encoding has."""
+    return all(row_encodable(t) for t in types)
 
 
 def group_agg_columnar(aggs: list[AggCall], retracting: bool) -> bool:

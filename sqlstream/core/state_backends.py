@@ -19,15 +19,16 @@ class BackendCapabilities:
     # keeps a vectorized form's state as encoded rows in the keyed store, read and written a batch
     # at a time (the non-windowed GROUP BY: core.aggregates.group_agg_columnar_rows; the INNER join
     # of append-only inputs: core.joins.join_columnar_rows; the window aggregation:
-    # core.aggregates.window_agg_columnar_rows)
+    # core.aggregates.window_agg_columnar_rows; the Top-N and keep-last deduplication of an
+    # append-only input: core.aggregates.rank_columnar_rows)
     columnar_rows: bool = False
 
 
 STATE_BACKENDS: dict[str, BackendCapabilities] = {
     "hashmap": BackendCapabilities(columnar=True),
-    # state that may exceed memory stays in RocksDB: the GROUP BY, the inner join and the window
-    # aggregation as rows written a batch at a time, the other operators one entry per key (the
-    # per-key forms)
+    # state that may exceed memory stays in RocksDB: the GROUP BY, the inner join, the window
+    # aggregation and the Top-N as rows written a batch at a time, the other operators one entry per
+    # key (the per-key forms)
     "rocksdb": BackendCapabilities(columnar=False, columnar_rows=True),
 }
 DEFAULT_STATE_BACKEND = "hashmap"

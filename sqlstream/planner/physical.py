@@ -17,6 +17,7 @@ from sqlstream.core.aggregates import (
     AggCall,
     group_agg_columnar,
     group_agg_columnar_rows,
+    rank_columnar_rows,
     window_agg_columnar,
     window_agg_columnar_rows,
 )
@@ -329,11 +330,18 @@ class Lowering:
                             config=DeduplicateFirstConfig(keys, order[0].index, output_rank, self.state_ttl_ms))
         retracting = node.input.updating
         assert end is not None  # Rank.with_inputs refused an unbounded ROW_NUMBER
-        # the vectorized form ranks an append-only input
-        columnar = self.columnar_state and not retracting
+        columnar = self.rank_columnar(retracting, node.input.schema)
         return self.add("Rank", node.describe(), schema, inputs,
                         config=TopNConfig(keys, sort, start, end, output_rank, retracting, node.newer_wins,
                                           self.state_ttl_ms, columnar))
+
+    def rank_columnar(self, retracting: bool, input_schema: pa.Schema) -> bool:
+        """Whether a Top-N (or keep-last deduplication) runs its vectorized form on this job's
+        backend: over an append-only input, its rows in memory (hashmap), or as rows in RocksDB
+        (columns of the types the row encoding has)."""
+        if retracting:
+            return False
+        return self.columnar_state or (self.columnar_rows and rank_columnar_rows(input_schema.types))
 
     def join_columnar(self, kind: str, append_only: bool, schemas: tuple[pa.Schema, pa.Schema],
                       keys: tuple[tuple[int, ...], tuple[int, ...]]) -> bool:

@@ -5,7 +5,10 @@ Arrow: rows are sorted by (key group, partition key, sort keys) and only the
 first N of each partition survive (:func:`group_rows`), since a row that is
 not in the top N of its own batch cannot be in the top N of its partition
 (append-only input).  Only the survivors are merged, per partition and in
-Python, into the ranked rows kept in keyed state.
+Python, into the ranked rows kept in keyed state.  The Top-N of an
+append-only input (and keep-last deduplication) has a vectorized form instead:
+its rows in memory on hashmap (rank_columnar.py), in RocksDB on rocksdb
+(rank_rocksdb.py).
 
 * :class:`TopNOperator`: updating Top-N (Flink's AppendOnlyTopNFunction and,
   over an updating input, RetractableTopNFunction, which keeps every row).  With
@@ -36,11 +39,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sqlstream.core.aggregates import rank_columnar_rows
+from sqlstream.core.errors import JobError
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk, RowKind
 from sqlstream.runtime.operators.base import Operator, OperatorContext, Output
 from sqlstream.runtime.operators.keyed import columnar_state, key_group_column
 from sqlstream.runtime.operators.rank_columnar import ColumnarTopN
+from sqlstream.runtime.operators.rank_rocksdb import RocksDBTopN
 from sqlstream.runtime.operators.window_agg import event_times
+from sqlstream.runtime.state.rocksdb import RocksDBStateBackend
 from sqlstream.runtime.windows import WindowClock
 
 # (column index, descending, nulls first)
@@ -305,22 +312,34 @@ class TopNOperator(Operator):
         super().open(ctx)
         # partition key -> its rows in rank order (the top `end` rows; all rows over an updating input)
         self.ranked = ctx.keyed_state.state("ranked", self.state_ttl_ms)
-        # over an append-only input on the hashmap backend: the vectorized form (rank_columnar.py)
-        self.columnar: ColumnarTopN | None = None
+        # over an append-only input: the vectorized form, its rows in memory (rank_columnar.py) or,
+        # on the rocksdb backend, in RocksDB (rank_rocksdb.py)
+        self.columnar: ColumnarTopN | RocksDBTopN | None = None
         backend = ctx.keyed_state
-        if columnar_state(ctx, self.columnar_form):
+        if isinstance(backend, RocksDBStateBackend) and self.columnar_form:
+            if not rank_columnar_rows(self._input_schema().types):
+                raise JobError("the plan keeps this Top-N's rows in columnar form, which the rocksdb state backend "
+                               "holds only for columns of simple types; plan the job with the backend it runs on")
+            r = self.ranking
+            self.columnar = RocksDBTopN(COLUMNAR_STATE, self.keys, self.sort, r.start, self.end, r.output_rank,
+                                        self.newer_wins, self._input_schema(), self.schema, self.state_ttl_ms,
+                                        ctx.max_parallelism, backend, backend.clock)
+        elif columnar_state(ctx, self.columnar_form):
             self.columnar = self._columnar_store()
+        if self.columnar is not None:
             restored = backend.columnar_states.get(COLUMNAR_STATE)  # restore_all ran before open
             if restored is not None:
-                for table in restored.tables:
+                for table in restored.restored_tables():  # a batch at a time: RocksDB takes them so
                     self.columnar.load(table)
             backend.columnar_states[COLUMNAR_STATE] = self.columnar.state
 
+    def _input_schema(self) -> pa.Schema:
+        return pa.schema(list(self.schema)[: len(self.schema) - (1 if self.ranking.output_rank else 0)])
+
     def _columnar_store(self) -> ColumnarTopN:
         r = self.ranking
-        input_schema = pa.schema(list(self.schema)[: len(self.schema) - (1 if r.output_rank else 0)])
         return ColumnarTopN(COLUMNAR_STATE, self.keys, self.sort, r.start, self.end, r.output_rank,
-                            self.newer_wins, input_schema, self.schema, self.state_ttl_ms,
+                            self.newer_wins, self._input_schema(), self.schema, self.state_ttl_ms,
                             self.ctx.max_parallelism, self.ctx.keyed_state.clock)
 
     def restore_state(self, state: Any) -> None:

@@ -19,10 +19,13 @@ leaving the top are ``-D`` and rows entering it ``+I``.  Rows that stay are
 not rewritten: only rows leaving are marked dead and rows entering appended;
 dead rows are compacted away once they outnumber the live ones.
 
-Only the hashmap backend runs it: its state lives in memory.  Checkpoints see
-a ``ColumnarState`` whose frozen table is a copy of the live rows (later
-batches change the liveness marks in place), with ``$kg`` for rescaling;
-rank.py converts to and from the per-key form on restore.
+The ranking and the changelog (TopNRanking) are shared with the rocksdb
+backend's form (rank_rocksdb.py), which keeps each partition's rows in a
+RocksDB entry instead; ColumnarTopN is the hashmap backend's store, in memory.
+Checkpoints see a ``ColumnarState`` whose frozen table is a copy of the live
+rows (later batches change the liveness marks in place), with ``$kg`` for
+rescaling; the rocksdb form writes savepoints in the same layout, and rank.py
+converts to and from the per-key form on restore.
 """
 
 from __future__ import annotations
@@ -60,10 +63,12 @@ class RankState(ColumnarState):
         return self._freeze()
 
 
-class ColumnarTopN:
-    """The kept rows of every partition of one Top-N subtask, and the ranking of a batch."""
+class TopNRanking:
+    """The ranking of a batch together with a partition's kept rows, whatever holds them: both
+    the in-memory store (ColumnarTopN) and the RocksDB one (rank_rocksdb.RocksDBTopN) rank and
+    emit with this code, so both emit the same changelog."""
 
-    def __init__(self, name: str, keys: list[int], sort: SortSpec, start: int, end: int, output_rank: bool,
+    def __init__(self, keys: list[int], sort: SortSpec, start: int, end: int, output_rank: bool,
                  newer_wins: bool, input_schema: pa.Schema, schema: pa.Schema, ttl_ms: int | None,
                  max_parallelism: int, clock: Clock = SYSTEM_CLOCK) -> None:
         self.keys = keys
@@ -78,75 +83,46 @@ class ColumnarTopN:
         self.schema = schema
         self.ttl_ms = ttl_ms
         self.max_parallelism = max_parallelism
-        self.state = RankState(name, self.freeze)
-        self.rows = NumberedRows(pa.schema(
-            [*zip(self.names, input_schema.types, strict=True),
-             (HASH, pa.uint64()), (KEY_GROUP, pa.int16()), (SEQ, pa.int64())]))  # by row id
-        self.live = np.zeros(0, bool)  # per row id
-        # per row id: when its partition was last written; kept under a state TTL only
-        self.written = np.zeros(0, np.int64)
-        self.size = 0
-        self.alive = 0
         self.next_seq = 0
-        self.index = HashIndex()
 
-    # ------------------------------------------------------------ rows
-    def _append(self, table: pa.Table, now: int) -> None:
-        """Store rows (input columns plus $h, $kg, $seq) as live."""
-        n = table.num_rows
-        if n == 0:
+    def load(self, table: pa.Table) -> None:
+        """Take over snapshot rows (the input's columns, ``$h``, ``$kg``, ``$seq``, and ``$t`` under a TTL)."""
+        raise NotImplementedError
+
+    def add_ranked(self, entries: list[tuple[int, tuple, tuple]]) -> None:
+        """Take over per-key entries (key group, partition key, rows in rank order): a savepoint of
+        the per-key form restored here.  Sequence numbers are made to reproduce each order."""
+        rows = [row for _, _, ranked in entries for row in ranked]
+        if not rows:
             return
-        first = self.size
-        if first + n > len(self.live):
-            capacity = max(first + n, 2 * len(self.live), 1024)
-            self.live = np.concatenate([self.live[:first], np.zeros(capacity - first, bool)])
-            if self.ttl_ms is not None:
-                self.written = np.concatenate([self.written[:first], np.zeros(capacity - first, np.int64)])
-        self.live[first:first + n] = True
-        if self.ttl_ms is not None:
-            self.written[first:first + n] = now
-        self.size += n
-        self.alive += n
-        self.rows.append(table)
-        ids = np.arange(first, first + n, dtype=np.int64)
-        self.index.add(table.column(HASH).to_numpy(), ids, self._is_live if self.size > self.alive else None)
+        seqs = []
+        for _, _, ranked in entries:
+            n = len(ranked)
+            steps = range(n - 1, -1, -1) if self.newer_wins else range(n)
+            seqs += [self.next_seq + s for s in steps]
+            self.next_seq += n
+        columns = {n: pa.array([r[i] for r in rows], f.type)
+                   for i, (n, f) in enumerate(zip(self.names, self.input_schema, strict=True))}
+        keys = [columns[self.names[k]] for k in self.keys]
+        hashes = hash_columns(keys) if keys else np.zeros(len(rows), np.uint64)
+        columns[HASH] = pa.array(hashes)
+        columns[KEY_GROUP] = pa.array((hashes % np.uint64(self.max_parallelism)).astype(np.int16))
+        columns[SEQ] = pa.array(seqs, pa.int64())
+        self.load(pa.table(columns))
 
-    def _is_live(self, ids: np.ndarray) -> np.ndarray:
-        return self.live[ids]
+    def ranked(self, table: pa.Table) -> list[tuple[int, tuple, tuple]]:
+        """Snapshot rows as per-key entries (key group, partition key, rows in rank order)."""
+        names = self.names
+        table = table.take(pc.sort_indices(table, sort_keys=self._sort_keys()))
+        group, firsts = self._partitions(table)
+        rows = list(zip(*(table.column(n).to_pylist() for n in names), strict=True))
+        kgs = table.column(KEY_GROUP).to_pylist()
+        bounds = np.r_[firsts, table.num_rows]
+        return [(kgs[lo], tuple(rows[lo][k] for k in self.keys), tuple(rows[lo:hi]))
+                for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
-    def _kill(self, ids: np.ndarray) -> None:
-        ids = ids[self.live[ids]]
-        self.live[ids] = False
-        self.alive -= len(ids)
-
-    def _rows(self, ids: np.ndarray) -> pa.Table:
-        return self.rows.take(ids)
-
-    def _expire(self, now: int) -> None:
-        if self.ttl_ms is not None and self.alive:
-            stale = np.flatnonzero(self.live[: self.size] & (self.written[: self.size] <= now - self.ttl_ms))
-            self._kill(stale)
-
-    def _compact(self) -> None:
-        live = self.live[: self.size]
-        rows = self.rows.filter(live) if self.alive else None
-        written = self.written[: self.size][live] if self.ttl_ms is not None else None
-        self.rows.reset(self.rows.schema.empty_table())
-        self.size, self.alive = 0, 0
-        self.live, self.written = np.zeros(0, bool), np.zeros(0, np.int64)
-        self.index = HashIndex()
-        if rows is not None:
-            self._append(rows, 0)
-            if written is not None:
-                self.written[: len(written)] = written
-
-    # ------------------------------------------------------------ a batch
-    def process(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.Array] | None:
-        """Rank a batch into the kept rows; the changelog (rows, kinds) of the visible ranks."""
-        if batch.num_rows == 0:
-            return None
-        now = self.clock.time_ms()
-        self._expire(now)
+    def _arrived(self, batch: pa.RecordBatch) -> pa.Table:
+        """The batch's rows with ``$h``, ``$kg`` and ``$seq``, cut to the top of each of its partitions."""
         key_cols = [batch.column(k) for k in self.keys]
         hashes = hash_columns(key_cols) if key_cols else np.zeros(batch.num_rows, np.uint64)
         columns = {name: batch.column(i) for i, name in enumerate(self.names)}
@@ -154,27 +130,19 @@ class ColumnarTopN:
         columns[KEY_GROUP] = pa.array((hashes % np.uint64(self.max_parallelism)).astype(np.int16))
         columns[SEQ] = pa.array(np.arange(self.next_seq, self.next_seq + batch.num_rows, dtype=np.int64))
         self.next_seq += batch.num_rows
-        arrived = self._top(pa.table(columns))  # the top of each partition within the batch
-        group, firsts = self._partitions(arrived)
-        old_ids, old_group = self._stored(arrived, firsts)
-        old = self._rows(old_ids) if len(old_ids) else arrived.slice(0, 0)
+        return self._top(pa.table(columns))
+
+    def _rank(self, old: pa.Table, old_group: np.ndarray, arrived: pa.Table,
+              group: np.ndarray) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
+        """(candidates: the stored rows then the arrived ones, their partition numbers, their ranks
+        before and after the batch (-1: not ranked before))."""
         candidates = pa.concat_tables([old, arrived]).combine_chunks()
         cand_group = np.concatenate([old_group, group])
-        cand_id = np.concatenate([old_ids, np.full(arrived.num_rows, -1, np.int64)])
         new_rank = self._ranks(candidates, cand_group)
         old_rank = np.full(candidates.num_rows, -1, np.int64)
-        if len(old_ids):
-            old_rank[: len(old_ids)] = self._ranks(old, old_group)
-        kept = new_rank < self.end
-        # state: rows that fell out of the top die, rows that entered it are stored
-        self._kill(cand_id[: len(old_ids)][~kept[: len(old_ids)]])
-        if self.ttl_ms is not None:
-            staying = cand_id[: len(old_ids)][kept[: len(old_ids)]]
-            self.written[staying] = now
-        self._append(candidates.slice(len(old_ids)).filter(pa.array(kept[len(old_ids):])), now)
-        if self.size - self.alive > max(self.alive, COMPACT_MIN_DEAD):
-            self._compact()
-        return self._changes(candidates, cand_group, old_rank, new_rank)
+        if old.num_rows:
+            old_rank[: old.num_rows] = self._ranks(old, old_group)
+        return candidates, cand_group, old_rank, new_rank
 
     def _top(self, table: pa.Table) -> pa.Table:
         """The first ``end`` rows of each partition of the batch, in partition then rank order."""
@@ -208,27 +176,6 @@ class ColumnarTopN:
                 same = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(a.is_null(), b.is_null()))
                 new[1:] |= ~same.to_numpy(zero_copy_only=False)
         return np.cumsum(new) - 1, np.flatnonzero(new)
-
-    def _stored(self, arrived: pa.Table, firsts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(row id, partition number) of the live stored rows of the batch's partitions."""
-        if self.alive == 0 or len(firsts) == 0:
-            empty = np.zeros(0, np.int64)
-            return empty, empty
-        probe = arrived.take(pa.array(firsts))
-        positions, ids = self.index.probe(probe.column(HASH).to_numpy())
-        ok = self.live[ids]
-        positions, ids = positions[ok], ids[ok]
-        if self.keys and len(ids):
-            stored = self._rows(ids)
-            same = np.ones(len(ids), bool)
-            for k in self.keys:
-                name = self.names[k]
-                mine, theirs = probe.column(name).take(pa.array(positions)), stored.column(name)
-                equal = pc.fill_null(pc.equal(mine, theirs), False)
-                same &= pc.or_(equal, pc.and_(mine.is_null(), theirs.is_null())).to_numpy(zero_copy_only=False)
-            positions, ids = positions[same], ids[same]
-        order = np.argsort(ids, kind="stable")  # gather in storage order
-        return ids[order], positions[order]
 
     def _ranks(self, table: pa.Table, group: np.ndarray) -> np.ndarray:
         """0-based rank of each row within its partition number ``group``."""
@@ -293,6 +240,120 @@ class ColumnarTopN:
             same &= eq.to_numpy(zero_copy_only=False)
         return same
 
+
+class ColumnarTopN(TopNRanking):
+    """The kept rows of every partition of one Top-N subtask, in memory."""
+
+    def __init__(self, name: str, keys: list[int], sort: SortSpec, start: int, end: int, output_rank: bool,
+                 newer_wins: bool, input_schema: pa.Schema, schema: pa.Schema, ttl_ms: int | None,
+                 max_parallelism: int, clock: Clock = SYSTEM_CLOCK) -> None:
+        super().__init__(keys, sort, start, end, output_rank, newer_wins, input_schema, schema, ttl_ms,
+                         max_parallelism, clock)
+        self.state = RankState(name, self.freeze)
+        self.rows = NumberedRows(pa.schema(
+            [*zip(self.names, input_schema.types, strict=True),
+             (HASH, pa.uint64()), (KEY_GROUP, pa.int16()), (SEQ, pa.int64())]))  # by row id
+        self.live = np.zeros(0, bool)  # per row id
+        # per row id: when its partition was last written; kept under a state TTL only
+        self.written = np.zeros(0, np.int64)
+        self.size = 0
+        self.alive = 0
+        self.index = HashIndex()
+
+    # ------------------------------------------------------------ rows
+    def _append(self, table: pa.Table, now: int) -> None:
+        """Store rows (input columns plus $h, $kg, $seq) as live."""
+        n = table.num_rows
+        if n == 0:
+            return
+        first = self.size
+        if first + n > len(self.live):
+            capacity = max(first + n, 2 * len(self.live), 1024)
+            self.live = np.concatenate([self.live[:first], np.zeros(capacity - first, bool)])
+            if self.ttl_ms is not None:
+                self.written = np.concatenate([self.written[:first], np.zeros(capacity - first, np.int64)])
+        self.live[first:first + n] = True
+        if self.ttl_ms is not None:
+            self.written[first:first + n] = now
+        self.size += n
+        self.alive += n
+        self.rows.append(table)
+        ids = np.arange(first, first + n, dtype=np.int64)
+        self.index.add(table.column(HASH).to_numpy(), ids, self._is_live if self.size > self.alive else None)
+
+    def _is_live(self, ids: np.ndarray) -> np.ndarray:
+        return self.live[ids]
+
+    def _kill(self, ids: np.ndarray) -> None:
+        ids = ids[self.live[ids]]
+        self.live[ids] = False
+        self.alive -= len(ids)
+
+    def _rows(self, ids: np.ndarray) -> pa.Table:
+        return self.rows.take(ids)
+
+    def _expire(self, now: int) -> None:
+        if self.ttl_ms is not None and self.alive:
+            stale = np.flatnonzero(self.live[: self.size] & (self.written[: self.size] <= now - self.ttl_ms))
+            self._kill(stale)
+
+    def _compact(self) -> None:
+        live = self.live[: self.size]
+        rows = self.rows.filter(live) if self.alive else None
+        written = self.written[: self.size][live] if self.ttl_ms is not None else None
+        self.rows.reset(self.rows.schema.empty_table())
+        self.size, self.alive = 0, 0
+        self.live, self.written = np.zeros(0, bool), np.zeros(0, np.int64)
+        self.index = HashIndex()
+        if rows is not None:
+            self._append(rows, 0)
+            if written is not None:
+                self.written[: len(written)] = written
+
+    # ------------------------------------------------------------ a batch
+    def process(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, pa.Array] | None:
+        """Rank a batch into the kept rows; the changelog (rows, kinds) of the visible ranks."""
+        if batch.num_rows == 0:
+            return None
+        now = self.clock.time_ms()
+        self._expire(now)
+        arrived = self._arrived(batch)
+        group, firsts = self._partitions(arrived)
+        old_ids, old_group = self._stored(arrived, firsts)
+        old = self._rows(old_ids) if len(old_ids) else arrived.slice(0, 0)
+        candidates, cand_group, old_rank, new_rank = self._rank(old, old_group, arrived, group)
+        kept = new_rank < self.end
+        # state: rows that fell out of the top die, rows that entered it are stored
+        self._kill(old_ids[~kept[: len(old_ids)]])
+        if self.ttl_ms is not None:
+            staying = old_ids[kept[: len(old_ids)]]
+            self.written[staying] = now
+        self._append(candidates.slice(len(old_ids)).filter(pa.array(kept[len(old_ids):])), now)
+        if self.size - self.alive > max(self.alive, COMPACT_MIN_DEAD):
+            self._compact()
+        return self._changes(candidates, cand_group, old_rank, new_rank)
+
+    def _stored(self, arrived: pa.Table, firsts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(row id, partition number) of the live stored rows of the batch's partitions."""
+        if self.alive == 0 or len(firsts) == 0:
+            empty = np.zeros(0, np.int64)
+            return empty, empty
+        probe = arrived.take(pa.array(firsts))
+        positions, ids = self.index.probe(probe.column(HASH).to_numpy())
+        ok = self.live[ids]
+        positions, ids = positions[ok], ids[ok]
+        if self.keys and len(ids):
+            stored = self._rows(ids)
+            same = np.ones(len(ids), bool)
+            for k in self.keys:
+                name = self.names[k]
+                mine, theirs = probe.column(name).take(pa.array(positions)), stored.column(name)
+                equal = pc.fill_null(pc.equal(mine, theirs), False)
+                same &= pc.or_(equal, pc.and_(mine.is_null(), theirs.is_null())).to_numpy(zero_copy_only=False)
+            positions, ids = positions[same], ids[same]
+        order = np.argsort(ids, kind="stable")  # gather in storage order
+        return ids[order], positions[order]
+
     # ------------------------------------------------------------ snapshots and the per-key form
     def table(self) -> pa.Table | None:
         """A copy of the live rows (the snapshot), with ``$t`` under a state TTL."""
@@ -324,35 +385,3 @@ class ColumnarTopN:
         if written is not None and self.ttl_ms is not None:
             self.written[first:first + rows.num_rows] = written
         self.next_seq = max(self.next_seq, int(pc.max(rows.column(SEQ)).as_py()) + 1)
-
-    def add_ranked(self, entries: list[tuple[int, tuple, tuple]]) -> None:
-        """Take over per-key entries (key group, partition key, rows in rank order): a savepoint of
-        the per-key form restored here.  Sequence numbers are made to reproduce each order."""
-        rows = [row for _, _, ranked in entries for row in ranked]
-        if not rows:
-            return
-        seqs = []
-        for _, _, ranked in entries:
-            n = len(ranked)
-            steps = range(n - 1, -1, -1) if self.newer_wins else range(n)
-            seqs += [self.next_seq + s for s in steps]
-            self.next_seq += n
-        columns = {n: pa.array([r[i] for r in rows], f.type)
-                   for i, (n, f) in enumerate(zip(self.names, self.input_schema, strict=True))}
-        keys = [columns[self.names[k]] for k in self.keys]
-        hashes = hash_columns(keys) if keys else np.zeros(len(rows), np.uint64)
-        columns[HASH] = pa.array(hashes)
-        columns[KEY_GROUP] = pa.array((hashes % np.uint64(self.max_parallelism)).astype(np.int16))
-        columns[SEQ] = pa.array(seqs, pa.int64())
-        self.load(pa.table(columns))
-
-    def ranked(self, table: pa.Table) -> list[tuple[int, tuple, tuple]]:
-        """Snapshot rows as per-key entries (key group, partition key, rows in rank order)."""
-        names = self.names
-        table = table.take(pc.sort_indices(table, sort_keys=self._sort_keys()))
-        group, firsts = self._partitions(table)
-        rows = list(zip(*(table.column(n).to_pylist() for n in names), strict=True))
-        kgs = table.column(KEY_GROUP).to_pylist()
-        bounds = np.r_[firsts, table.num_rows]
-        return [(kgs[lo], tuple(rows[lo][k] for k in self.keys), tuple(rows[lo:hi]))
-                for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
