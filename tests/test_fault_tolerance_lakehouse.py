@@ -73,7 +73,10 @@ def commits(kind: str, tmp: Path) -> list[tuple[str, str]]:
 
 def job(kind: str, mode: str, tmp: Path) -> Job:
     columns, query, _ = JOBS[mode]
-    return Job(tmp, job_script(tmp / "chk", sink_options(kind, tmp), columns, query, parallelism=2, retained=2))
+    # 10 s of input: on a quiet machine a restored run at the default 20 k rows/s (3 s of input)
+    # could finish before the harness had killed it twice
+    return Job(tmp, job_script(tmp / "chk", sink_options(kind, tmp), columns, query, parallelism=2, retained=2,
+                               rate=6_000))
 
 
 @pytest.mark.parametrize(("kind", "mode", "seed"), [("delta", "append", 1), ("delta", "upsert", 2),

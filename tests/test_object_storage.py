@@ -455,3 +455,37 @@ def test_metadata_columns_of_an_object(s3_server: S3Server, bucket: str) -> None
         SELECT id, p, n, s FROM t;
     """)
     assert got.to_pylist() == [{"id": i, "p": f"s3://{bucket}/meta/a.csv", "n": "a.csv", "s": 8} for i in (1, 2)]
+
+
+def test_a_commit_journal_the_store_refuses_once_fails_the_attempt_over_and_the_restart_commits_exactly_once(
+        s3_server: S3Server, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqlstream.runtime.fs import Location
+
+    upload = Location.upload
+    refused: list[str] = []
+
+    def flaky_upload(self: Location, local: str | os.PathLike[str]) -> None:
+        # the store fails the first commit-journal write, as an unreachable S3 or a lost node's disk does
+        if "/commits/" in self.path and not refused:
+            refused.append(self.path)
+            raise self.error("write", OSError("connection reset"))
+        upload(self, local)
+
+    monkeypatch.setattr(Location, "upload", flaky_upload)
+    out = tmp_path / "out"
+    result = Session().execute_script(s3_server.set_statements() + f"""
+        SET 'execution.checkpointing.interval' = '100 ms';
+        SET 'execution.checkpointing.dir' = 's3://{bucket}/flaky';
+        SET 'restart-strategy.type' = 'fixed-delay';
+        SET 'restart-strategy.fixed-delay.attempts' = '2';
+        SET 'restart-strategy.fixed-delay.delay' = '0 s';
+        CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '600',
+            'rows-per-second' = '2000', 'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '600');
+        CREATE TABLE out (id BIGINT) WITH ('connector' = 'filesystem', 'path' = '{out}', 'format' = 'csv');
+        INSERT INTO out SELECT id FROM gen;
+    """)[-1]
+    assert refused, "the journal was never written to the store"
+    assert result.job is not None and result.job.restarts == 1
+    written = sorted(int(line) for f in out.rglob("*") if f.is_file() and not f.name.startswith(".")
+                     for line in f.read_text().split())
+    assert written == list(range(1, 601))

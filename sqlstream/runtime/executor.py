@@ -52,6 +52,7 @@ from sqlstream.runtime.checkpoint.coordinator import (
 from sqlstream.runtime.checkpoint.storage import (
     CheckpointError,
     CheckpointStorage,
+    CheckpointWriteError,
     CommitJournal,
     RestorePoint,
 )
@@ -365,7 +366,9 @@ class JobExecutor:
                 self.checkpoint_history.end_in_progress(FAILED, f"the job failed: {cause}")
                 if self.coordinator is not None:
                     checkpoints += self.coordinator.completed
-                if self.restarts >= self.config.restart_attempts or isinstance(cause, SqlStreamError) and not isinstance(cause, JobError):
+                # a SqlStreamError other than these is a fault of the job itself: restarting repeats it
+                restartable = not isinstance(cause, SqlStreamError) or isinstance(cause, JobError | CheckpointWriteError)
+                if self.restarts >= self.config.restart_attempts or not restartable:
                     if isinstance(cause, SqlStreamError):
                         raise cause from None
                     raise JobError(f"job failed: {type(cause).__name__}: {cause}") from cause

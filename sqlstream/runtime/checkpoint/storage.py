@@ -75,6 +75,12 @@ class CorruptCheckpointError(CheckpointError):
     """A checkpoint's metadata or one of its files is unreadable, truncated or changed."""
 
 
+class CheckpointWriteError(CheckpointError):
+    """A running job could not put a checkpoint's files or its commit journal on the store: a
+    failure of the job the restart strategy handles (a restore from the last completed
+    checkpoint), as Flink fails over when a checkpoint cannot be written, not a fault in the job."""
+
+
 # ------------------------------------------------------------------ file digests
 
 _digests: OrderedDict[tuple[str, int, int, int], str] = OrderedDict()
@@ -526,7 +532,7 @@ class CheckpointStorage:
             try:
                 self._upload(directory, written or {})
             except StorageError as e:
-                raise CheckpointError(f"checkpoint {checkpoint_id} cannot be written to the store: {e}") from None
+                raise CheckpointWriteError(f"checkpoint {checkpoint_id} cannot be written to the store: {e}") from None
         self._prune()
         return directory
 
@@ -636,7 +642,7 @@ class CommitJournal:
             try:
                 self.remote.child(path.name).upload(path)
             except StorageError as e:
-                raise CheckpointError(f"the commit journal cannot be written to the store: {e}") from None
+                raise CheckpointWriteError(f"the commit journal cannot be written to the store: {e}") from None
 
     @staticmethod
     def forget(root: Path, entries: list[Path], remote: Location | None = None) -> None:
