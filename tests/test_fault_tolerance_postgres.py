@@ -67,7 +67,10 @@ def prepare_job(url: str, tmp: Path, mode: str, parallelism: int) -> tuple[Job, 
     execute(url, f"CREATE TABLE {name} ({pg_columns})")
     sink = (f"'connector' = 'postgres', 'url' = '{url}', 'table-name' = '{name}', "
             f"'sink.delivery-guarantee' = 'exactly-once', 'sink.transaction-id-prefix' = '{prefix}'")
-    return Job(tmp, job_script(tmp / "chk", sink, columns, query, parallelism=parallelism, retained=2)), name, prefix
+    # 10 s of input: on a quiet machine a restored run at the default 20 k rows/s (3 s of input)
+    # could finish before the harness had killed it twice
+    job = Job(tmp, job_script(tmp / "chk", sink, columns, query, parallelism=parallelism, retained=2, rate=6_000))
+    return job, name, prefix
 
 
 def table_rows(url: str, name: str) -> list[tuple]:
