@@ -2,31 +2,26 @@
 
 The work runs in a child process that fills a RocksDB state, then caps
 its data segment with ``RLIMIT_DATA`` at what it uses then plus a headroom
-smaller than the state, and takes a savepoint and restores it.  Both the savepoint and its restore stream the state batch by
-batch, so they fit; reading the savepoint whole does not, which the child
-also checks, so the limit is shown to bind.  The child uses the system
-allocator with one malloc arena (``ARROW_DEFAULT_MEMORY_POOL=system``,
-``MALLOC_ARENA_MAX=1``): jemalloc and per-thread arenas reserve address
-space up front, which the limit would count although nothing uses it.
+smaller than the state, and takes a savepoint and restores it.  Both the
+savepoint and its restore stream the state batch by batch, so they fit;
+reading the savepoint whole does not, which the child also checks, so the
+limit is shown to bind (tests/memory_limit.py: how the cap is kept
+deterministic).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.memory_limit import run_capped
+
 ENTRIES = 260_000  # of 1000 incompressible bytes each: a savepoint of ~254 MB (the old whole-in-memory path failed at 150)
 HEADROOM_MB = 170  # the savepoint and the restore take ~35 and ~70 MB above the filled state (measured)
 
 CHILD = r"""
-import json, os, resource, sys
-from pathlib import Path
+import json, os, sys
 
 import pyarrow as pa
 
@@ -36,12 +31,6 @@ from sqlstream.runtime.state.rocksdb import encode_key
 
 work, entries, headroom = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) << 20
 
-
-def vm_data() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmData:"):
-            return int(line.split()[1]) << 10
-    raise RuntimeError("no VmData")
 
 
 # RocksDB's own memory bounded too, by the options a user would set
@@ -60,10 +49,8 @@ def value(i: int) -> bytes:
 for start in range(0, entries, 10_000):
     ids = range(start, min(entries, start + 10_000))
     st.put_new_raw([encode_key(i % 128, (i,)) for i in ids], [encode(value(i)) for i in ids])
-# filled: from here on (savepoint, restore) the process may grow by the headroom only; it
-# counts what the fill left, RocksDB's threads and caches among it
-limit = vm_data() + headroom
-resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+# filled: from here on (savepoint, restore) the process may grow by the headroom only
+cap(headroom)
 savepoint = work / "savepoint"
 savepoint.mkdir()
 handle = backend.snapshot(1, canonical=True)(savepoint)
@@ -86,11 +73,7 @@ print(json.dumps({"restored": restored, "savepoint_bytes": os.path.getsize(handl
 
 @pytest.mark.slow
 def test_a_savepoint_of_state_larger_than_the_memory_limit_is_written_and_restored(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "1"}
-    done = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path), str(ENTRIES), str(HEADROOM_MB)],
-                          env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = run_capped(CHILD, tmp_path, ENTRIES, HEADROOM_MB)
     assert result["restored"]
     assert result["savepoint_bytes"] > HEADROOM_MB << 20  # the state is larger than the headroom
     assert result["control"] == "MemoryError"  # holding the savepoint whole does not fit under the limit

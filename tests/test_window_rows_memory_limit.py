@@ -8,27 +8,22 @@ a HOP window aggregation whose keys are 1000-byte strings, caps its data
 segment (``RLIMIT_DATA``) at what it uses then plus a headroom smaller than
 the state, and takes a savepoint and restores it into a new operator; reading
 the savepoint whole does not fit, which the child also checks, so the limit
-binds.  As in test_savepoint_memory_limit.py the child uses the system
-allocator with one malloc arena.
+binds (tests/memory_limit.py: how the cap is kept deterministic).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.memory_limit import run_capped
+
 KEYS = 45_000  # in 6 one-hour HOP windows each: 270 k entries of ~1 kB, a savepoint of ~265 MB
 HEADROOM_MB = 170
 
 CHILD = r"""
-import json, os, resource, sys
-from pathlib import Path
+import json, os, sys
 
 import numpy as np
 import pyarrow as pa
@@ -45,12 +40,6 @@ from sqlstream.runtime.task import Task
 work, keys, headroom = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) << 20
 HOUR = 3_600_000
 
-
-def vm_data() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmData:"):
-            return int(line.split()[1]) << 10
-    raise RuntimeError("no VmData")
 
 
 factory = BackendFactory("rocksdb", {"state.backend.rocksdb.memory.fixed-per-slot": "16 mb",
@@ -85,8 +74,7 @@ for start in range(0, keys, 1000):
                                             pa.array(ids)], names=["ts", "k", "v"])))
 entries = len(backend.states[ROWS_STATE])
 # filled: from here on (savepoint, restore) the process may grow by the headroom only
-limit = vm_data() + headroom
-resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+cap(headroom)
 savepoint = work / "savepoint"
 savepoint.mkdir()
 handle = backend.snapshot_all(1, canonical=True)(savepoint)
@@ -108,11 +96,7 @@ print(json.dumps({"restored": ok, "entries": entries, "savepoint_bytes": os.path
 
 @pytest.mark.slow
 def test_a_window_savepoint_larger_than_the_memory_limit_is_written_and_restored(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "1"}
-    done = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path), str(KEYS), str(HEADROOM_MB)],
-                          env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = run_capped(CHILD, tmp_path, KEYS, HEADROOM_MB)
     assert result["restored"] and result["entries"] == 6 * KEYS
     assert result["savepoint_bytes"] > HEADROOM_MB << 20  # the state is larger than the headroom
     assert result["control"] == "MemoryError"  # holding the savepoint whole does not fit under the limit

@@ -141,9 +141,10 @@ class RowCodec:
         return kgs, columns
 
 
-# bytes gathered per step: the gather index takes 8 bytes per byte moved, so long strings are moved in
-# steps of this many bytes (a chunk of 65 k 1 kB strings would otherwise index 530 MB at once)
-GATHER_STEP = 1 << 22
+# bytes gathered per step: the gather index takes 4 or 8 bytes per byte moved, so long strings are
+# moved in steps of this many bytes (a chunk of 65 k 1 kB strings would otherwise index 530 MB at
+# once; at 4 MB steps a savepoint's 8 MB chunks still took ~100 MB of transient indexes)
+GATHER_STEP = 1 << 20
 
 
 def _gather_bytes(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -154,9 +155,12 @@ def _gather_bytes(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, end
     out_starts = ends - lengths
     # the first row of each step: rows are whole in one step, steps of about GATHER_STEP bytes
     cuts = np.unique(np.searchsorted(ends, np.arange(GATHER_STEP, total, GATHER_STEP), side="right"))
+    index_type = np.int32 if len(data) < 2**31 else np.int64
     for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ends)], strict=True):
         if a >= b:
             continue
         low, high = int(out_starts[a]), int(ends[b - 1])
-        out[low:high] = data[np.repeat(starts[a:b] - out_starts[a:b], lengths[a:b]) + np.arange(low, high)]
+        index = np.repeat((starts[a:b] - out_starts[a:b]).astype(index_type), lengths[a:b])
+        index += np.arange(low, high, dtype=index_type)
+        out[low:high] = data[index]
     return out
