@@ -530,3 +530,38 @@ def value_text(arr: pa.Array, iso_timestamps: bool = False) -> pa.Array:
     if pa.types.is_timestamp(t):
         return timestamp_text(arr, iso_timestamps)
     return pc.cast(arr, pa.string())
+
+
+def line_blocks(path: str, block_size: int) -> Iterator[tuple[int, bytes]]:
+    """(number of its first line, block) for the blocks of whole lines of a file, about
+    ``block_size`` bytes each; the last block holds what follows the last newline."""
+    with open(path, "rb") as f:
+        line = 1
+        rest = b""
+        while True:
+            chunk = f.read(block_size)
+            data = rest + chunk
+            if chunk:
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    rest = data
+                    continue
+                block, rest = data[:cut], data[cut:]
+            else:
+                block, rest = data, b""
+            yield line, block
+            if not chunk:
+                return
+            line += block.count(b"\n")
+
+
+def message_lines(messages: Sequence[bytes]) -> tuple[bytes, np.ndarray] | None:
+    """The messages that are not blank as one block of lines, with each line's message index
+    (None: all blank).  A JSON document's raw line breaks can only be whitespace between tokens,
+    so they become spaces."""
+    flat = pc.replace_substring_regex(pa.array(messages, pa.binary()), r"[\r\n]", " ")
+    blank = pc.match_substring_regex(flat, r"^\s*$").to_numpy(zero_copy_only=False).astype(bool)
+    keep = np.flatnonzero(~blank)
+    if len(keep) == 0:
+        return None
+    return concat_values(pc.binary_join_element_wise(flat.take(pa.array(keep)), pa.scalar(b""), b"\n")), keep

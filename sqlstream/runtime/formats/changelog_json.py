@@ -54,6 +54,8 @@ from sqlstream.runtime.formats import (
     concat_values,
     convert_columns,
     ignore_parse_errors,
+    line_blocks,
+    message_lines,
     split_row_kinds,
 )
 from sqlstream.runtime.formats.json import JsonFormat, _reader_type, _scalar_text
@@ -135,37 +137,17 @@ class _ChangelogJsonFormat(TextFormat):
         return self.skip_rows(self._read_blocks(path), skip_rows)
 
     def _read_blocks(self, path: str) -> Iterator[pa.RecordBatch]:
-        with open(path, "rb") as f:
-            line = 1
-            rest = b""
-            while True:
-                chunk = f.read(_BLOCK_SIZE)
-                data = rest + chunk
-                if chunk:
-                    cut = data.rfind(b"\n") + 1
-                    if cut == 0:
-                        rest = data
-                        continue
-                    block, rest = data[:cut], data[cut:]
-                else:
-                    block, rest = data, b""
-                first = line
-                batch = self._decode_block(block, lambda k, first=first: f"{path} line {first + k}")
-                if batch.num_rows:
-                    yield batch
-                if not chunk:
-                    return
-                line += block.count(b"\n")
+        for first, block in line_blocks(path, _BLOCK_SIZE):
+            batch = self._decode_block(block, lambda k, first=first: f"{path} line {first + k}")
+            if batch.num_rows:
+                yield batch
 
     def decode_messages(self, messages: Sequence[bytes], where: Locate) -> pa.RecordBatch:
-        raw = pa.array(messages, pa.binary())
-        flat = pc.replace_substring_regex(raw, r"[\r\n]", " ")
-        blank = pc.match_substring_regex(flat, r"^\s*$").to_numpy(zero_copy_only=False).astype(bool)
-        keep = np.flatnonzero(~blank)
-        if len(keep) == 0:
+        lines = message_lines(messages)
+        if lines is None:
             return _empty(self.output_schema)
-        joined = pc.binary_join_element_wise(flat.take(pa.array(keep)), pa.scalar(b""), b"\n")
-        return self._decode_block(concat_values(joined), lambda k: where(int(keep[k])))
+        data, keep = lines
+        return self._decode_block(data, lambda k: where(int(keep[k])))
 
     def _decode_block(self, block: bytes, locate: Locate) -> pa.RecordBatch:
         """The rows of a block of whole lines; ``locate(k)`` names its k-th line (0-based)."""

@@ -33,12 +33,13 @@ from sqlstream.runtime.formats import (
     TextFormat,
     cannot_parse,
     check_text_type,
-    concat_values,
     convert_columns,
     convert_text,
     drop_rows,
     ignore_parse_errors,
+    line_blocks,
     make_batch,
+    message_lines,
     value_text,
 )
 
@@ -137,36 +138,14 @@ class JsonFormat(TextFormat):
 
     def _read_blocks(self, path: str) -> Iterator[pa.RecordBatch]:
         """Batches of the file, decoded in blocks of whole lines."""
-        with open(path, "rb") as f:
-            line = 1
-            rest = b""
-            while True:
-                chunk = f.read(_BLOCK_SIZE)
-                data = rest + chunk
-                if not chunk:
-                    block, rest = data, b""
-                else:
-                    cut = data.rfind(b"\n") + 1
-                    if cut == 0:
-                        rest = data
-                        continue
-                    block, rest = data[:cut], data[cut:]
-                first = line
-                yield from self._decode_block(block, lambda k, first=first: f"{path} line {first + k}")
-                if not chunk:
-                    return
-                line += block.count(b"\n")
+        for first, block in line_blocks(path, _BLOCK_SIZE):
+            yield from self._decode_block(block, lambda k, first=first: f"{path} line {first + k}")
 
     def decode_messages(self, messages: Sequence[bytes], where: Locate) -> pa.RecordBatch:
-        raw = pa.array(messages, pa.binary())
-        # Raw line breaks inside a JSON document can only be whitespace between tokens.
-        flat = pc.replace_substring_regex(raw, r"[\r\n]", " ")
-        blank = pc.match_substring_regex(flat, r"^\s*$").to_numpy(zero_copy_only=False)
-        keep = np.flatnonzero(~blank.astype(bool))
-        if len(keep) == 0:
+        lines = message_lines(messages)
+        if lines is None:
             return pa.RecordBatch.from_pylist([], schema=self.output_schema)
-        joined = pc.binary_join_element_wise(flat.take(pa.array(keep)), pa.scalar(b""), b"\n")
-        data = concat_values(joined)
+        data, keep = lines
         batches = list(self._decode_block(data, lambda k: where(int(keep[k]))))
         if not batches:
             return pa.RecordBatch.from_pylist([], schema=self.output_schema)

@@ -35,6 +35,7 @@ from sqlstream.runtime.formats import (
     Locate,
     MessageFormat,
     concat_values,
+    line_blocks,
     make_batch,
 )
 
@@ -47,6 +48,9 @@ OPTIONS: tuple[Option, ...] = (
         description="byte order of numeric values",
     ),
 )
+
+# bytes of whole lines read from a file at a time
+_BLOCK_SIZE = 4 << 20
 
 # Fixed-width types: numpy dtype character and size in bytes.
 _FIXED: dict[pa.DataType, tuple[str, int]] = {
@@ -153,16 +157,16 @@ class RawFormat(FileFormat, MessageFormat):
     # -- files -------------------------------------------------------------
 
     def read_file(self, path: str, skip_rows: int = 0) -> Iterator[pa.RecordBatch]:
-        with open(path, "rb") as f:
-            data = f.read()
-        if not data:
-            return
-        if data.endswith(b"\n"):
-            data = data[:-1]
-        lines = pc.split_pattern(pa.array([data], pa.binary()), b"\n").values
-        lines = lines.slice(skip_rows)
-        if len(lines):
-            yield self._batch(lines, lambda i: f"file {path} line {skip_rows + i + 1}")
+        # one value per line, read in blocks of whole lines (a large file is never whole in memory)
+        for first, block in line_blocks(path, _BLOCK_SIZE):
+            if block.endswith(b"\n"):
+                block = block[:-1]
+            elif not block:
+                continue
+            drop = max(0, skip_rows - (first - 1))
+            lines = pc.split_pattern(pa.array([block], pa.binary()), b"\n").values.slice(drop)
+            if len(lines):
+                yield self._batch(lines, lambda i, base=first + drop: f"file {path} line {base + i}")
 
     def open_writer(self, path: str, schema: pa.Schema) -> FileWriter:
         return RawFileWriter(path, self)
