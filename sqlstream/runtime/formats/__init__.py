@@ -188,6 +188,14 @@ class FileFormat(ABC):
     def open_writer(self, path: str, schema: pa.Schema) -> FileWriter:
         """A writer creating ``path`` for batches of ``schema``."""
 
+    def file_columns(self, file_schema: pa.Schema, what: str) -> list[str]:
+        """The columns to read from a columnar file (parquet, ORC) named ``what`` in errors: the
+        projected ones, each of which it must have (none projected: its first, for the row count)."""
+        for name in self.columns:
+            if file_schema.get_field_index(name) < 0:
+                raise DataError(f"{what} has no column '{name}'")
+        return self.columns or file_schema.names[:1]
+
     def skip_rows(self, batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
         """``batches`` without their first ``rows`` rows, for resuming inside a file.
 

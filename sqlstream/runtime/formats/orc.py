@@ -62,19 +62,9 @@ class OrcFormat(FileFormat):
             reader = orc.ORCFile(path)
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"cannot read ORC file {path}: {e}") from None
-        file_schema = reader.schema
-        for name in self.columns:
-            if file_schema.get_field_index(name) < 0:
-                raise DataError(f"ORC file {path} has no column '{name}'")
-        columns = self.columns or file_schema.names[:1]
-        for stripe in range(reader.nstripes):
-            batch = reader.read_stripe(stripe, columns=columns)
-            if skip_rows >= batch.num_rows:
-                skip_rows -= batch.num_rows
-                continue
-            if skip_rows:
-                batch = batch.slice(skip_rows)
-                skip_rows = 0
+        columns = self.file_columns(reader.schema, f"ORC file {path}")
+        stripes = (reader.read_stripe(stripe, columns=columns) for stripe in range(reader.nstripes))
+        for batch in self.skip_rows(stripes, skip_rows):
             yield conform_columns(batch, self.output_schema, f"ORC file {path}")
 
     def open_writer(self, path: str, schema: pa.Schema) -> FileWriter:

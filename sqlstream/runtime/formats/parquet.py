@@ -32,10 +32,7 @@ class ParquetFormat(FileFormat):
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"cannot read parquet file {path}: {e}") from None
         with pf:
-            file_schema = pf.schema_arrow
-            for name in self.columns:
-                if file_schema.get_field_index(name) < 0:
-                    raise DataError(f"parquet file {path} has no column '{name}'")
+            columns = self.file_columns(pf.schema_arrow, f"parquet file {path}")
             # Whole row groups before the restore point are skipped unread.
             groups = []
             for g in range(pf.metadata.num_row_groups):
@@ -46,14 +43,8 @@ class ParquetFormat(FileFormat):
                     groups.append(g)
             if not groups:
                 return
-            columns = self.columns or file_schema.names[:1]
-            for batch in pf.iter_batches(batch_size=_READ_BATCH, row_groups=groups, columns=columns):
-                if skip_rows >= batch.num_rows:
-                    skip_rows -= batch.num_rows
-                    continue
-                if skip_rows:
-                    batch = batch.slice(skip_rows)
-                    skip_rows = 0
+            batches = pf.iter_batches(batch_size=_READ_BATCH, row_groups=groups, columns=columns)
+            for batch in self.skip_rows(batches, skip_rows):
                 yield conform_columns(batch, self.output_schema, f"parquet file {path}")
 
     def open_writer(self, path: str, schema: pa.Schema) -> FileWriter:
