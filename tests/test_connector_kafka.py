@@ -27,6 +27,7 @@ from sqlstream.core.errors import ConnectorError, DataError
 from sqlstream.core.tables import ColumnDef, TableDef
 from sqlstream.core.types import parse_type
 from sqlstream.runtime.connectors.base import SinkContext, SinkWriter, SourceContext, SourceReader
+from sqlstream.runtime.connectors.kafka import source as kafka_source
 from sqlstream.runtime.connectors.registry import get_connector
 from sqlstream.runtime.operators.sink import FINAL_CHECKPOINT
 from sqlstream.runtime.state.codec import decode, encode
@@ -444,6 +445,25 @@ def test_latest_offset_startup_reads_only_new_messages(kafka_broker: str) -> Non
             ids.extend(batch.column("id").to_pylist())
     assert sorted(ids) == [7, 8]
     assert not reader.finished
+    reader.close()
+
+
+def test_a_poll_holding_only_the_end_of_partition_polls_on_for_the_next_record(
+    kafka_broker: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """librdkafka reports a partition's end after a fetch's records; a read that takes only that
+    event goes on polling within its budget rather than returning nothing (after which the
+    subtask would sleep while the next record is on its way)."""
+    monkeypatch.setattr(kafka_source, "POLL_TIMEOUT_S", 10.0)  # a budget no loaded machine exhausts
+    topic = new_topic(kafka_broker, 1)
+    reader = source(table(kafka_broker, topic, {"scan.startup.mode": "earliest-offset"}))
+    consumer = reader._consumer  # the test waits for its first fetch: it answers the empty partition's end
+    deadline = time.monotonic() + 10
+    while consumer.get_watermark_offsets(TopicPartition(topic, 0), cached=True)[1] < 0:
+        assert time.monotonic() < deadline, "no fetch response"
+    produce_raw(kafka_broker, topic, [(0, b'{"id": 7}')])
+    batch = reader.read_batch()
+    assert batch is not None and batch.column("id").to_pylist() == [7]
     reader.close()
 
 

@@ -197,29 +197,35 @@ class KafkaSource(SourceReader):
             raise ConnectorError(
                 f"table '{self._table}': Kafka consumer of topic '{self._topic}' failed: {self._errors.fatal.str()}"
             )
-        if not self._pending:
-            self._fill()
-        while self._pending:
-            partition = next(iter(self._pending))
-            messages, eof = self._pending.pop(partition)
-            batch = self._take(partition, messages, eof)
-            if batch is not None:
-                return batch
-        return None
+        # What the consumer hands over may hold no row (an end-of-partition event, a record
+        # filtered out): poll again within the budget rather than return None, for which the
+        # subtask would sleep before the next call while a record may be arriving.
+        deadline = time.monotonic() + POLL_TIMEOUT_S
+        while True:
+            if not self._pending:
+                self._fill(deadline - time.monotonic())
+            while self._pending:
+                partition = next(iter(self._pending))
+                messages, eof = self._pending.pop(partition)
+                batch = self._take(partition, messages, eof)
+                if batch is not None:
+                    return batch
+            if self.finished or time.monotonic() >= deadline:
+                return None
 
-    def _fill(self) -> None:
+    def _fill(self, timeout_s: float) -> None:
         """What the consumer holds now (up to a batch), grouped by partition in arrival order.
 
         consume() with a timeout waits for a whole batch or the timeout, so a record arriving
-        at a low rate would wait POLL_TIMEOUT_S: take what is there without waiting, and when
-        there is nothing, wait for the first message only (poll returns as it arrives).
+        at a low rate would wait that long: take what is there without waiting, and when there
+        is nothing, wait up to ``timeout_s`` for the first message only (poll returns as it arrives).
         """
         consumer = self._consumer
         assert consumer is not None, "open() first"
         batch = self._ctx.batch_size
         messages = consumer.consume(num_messages=batch, timeout=0)
         if not messages:
-            first = consumer.poll(POLL_TIMEOUT_S)
+            first = consumer.poll(max(timeout_s, 0.0))
             if first is None:
                 return
             messages = [first, *consumer.consume(num_messages=batch - 1, timeout=0)] if batch > 1 else [first]
