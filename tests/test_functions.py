@@ -693,6 +693,22 @@ def test_date_format() -> None:
         one(f"DATE_FORMAT({ts}, 'Q')")
 
 
+@pytest.mark.parametrize(
+    ("pattern", "strftime"),
+    [("yyyy-MM-dd", "%Y-%m-%d"), ("HH:mm", "%H:%M"), ("yyyy-MM-dd HH:mm:ss", "%Y-%m-%d %H:%M:%S"),
+     ("EEE d MMM yy h a", "%a %-d %b %y %-I %p"), ("DDD", "%j"), ("HH:mm:ss.SSS", "%H:%M:%S.%f")],
+)
+def test_date_format_of_a_column_formats_each_row_as_python_does(pattern: str, strftime: str) -> None:
+    # columns of many rows over few days/minutes take the format-each-distinct-span path;
+    # rows around midnight, before 1970 and NULLs pin its truncation to the wall clock
+    base = [dt.datetime(2024, 2, 28, 23, 59, 59, 999000), dt.datetime(2024, 2, 29, 0, 0),
+            dt.datetime(1969, 12, 31, 23, 59, 30, 500000), dt.datetime(1969, 12, 31, 11, 0, 1)]
+    values = [base[i % 4] + dt.timedelta(seconds=(i // 4) % 3) if i % 7 else None for i in range(200)]
+    got = run(f"DATE_FORMAT(ts, '{pattern}')", ts=pa.array(values, pa.timestamp("ms")))
+    cut = 3 if strftime.endswith("%f") else 0  # %f has microseconds, SSS milliseconds
+    assert got == [None if v is None else v.strftime(strftime)[: len(v.strftime(strftime)) - cut] for v in values]
+
+
 def test_to_timestamp() -> None:
     assert one("TO_TIMESTAMP('2024-05-07 08:04:05')") == dt.datetime(2024, 5, 7, 8, 4, 5)
     assert one("TO_TIMESTAMP('2024-05-07 08:04:05.123456')") == dt.datetime(
