@@ -270,6 +270,32 @@ def test_split_index() -> None:
     assert run("SPLIT_INDEX(s, '.', 2)", s=strings("1.2.3", "1.2", None)) == ["3", None, None]
 
 
+@pytest.mark.parametrize("index", [0, 1, 2, 5])
+@pytest.mark.parametrize("sliced", [False, True])
+def test_split_index_of_a_column_by_one_character_matches_java_split(index: int, sliced: bool) -> None:
+    # commons-lang splitByWholeSeparatorPreserveAllTokens: every field, empty ones too; no fields
+    # for ''; NULL past the last field.  Multi-byte characters around the separator pin the byte scan.
+    rng = random.Random(7 + index)
+    values = ["".join(rng.choice(["/", "a", "é", "日", "", "//"]) for _ in range(rng.randrange(6))) for _ in range(300)]
+    values += [None, "", "/", "é/日/", "no separator"]
+    column = pa.array(["x/y/z", *values, "a/b"], pa.string())
+    if sliced:
+        column = column.slice(1, len(values))
+    else:
+        column = pa.array(values, pa.string())
+
+    def java(v: str | None) -> str | None:
+        if not v:
+            return None
+        fields = v.split("/")
+        return fields[index] if index < len(fields) else None
+
+    assert run(f"SPLIT_INDEX(s, '/', {index})", s=column) == [java(v) for v in values]
+    assert run(f"SPLIT_INDEX(s, '日', {index})", s=column) == [
+        None if not v else (v.split("日")[index] if index < len(v.split("日")) else None) for v in values
+    ]
+
+
 def test_regexp() -> None:
     assert one("REGEXP('abc', 'b.')") is True
     assert one("REGEXP('abc', '^b')") is False
