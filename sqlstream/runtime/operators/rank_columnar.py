@@ -339,7 +339,7 @@ class ColumnarTopN(TopNRanking):
         if self.alive == 0 or len(firsts) == 0:
             empty = np.zeros(0, np.int64)
             return empty, empty
-        probe = arrived.take(pa.array(firsts))
+        probe = arrived.select([HASH, *(self.names[k] for k in self.keys)]).take(pa.array(firsts))
         positions, ids = self.index.probe(probe.column(HASH).to_numpy())
         ok = self.live[ids]
         positions, ids = positions[ok], ids[ok]
