@@ -735,6 +735,13 @@ def test_date_format_of_a_column_formats_each_row_as_python_does(pattern: str, s
     assert got == [None if v is None else v.strftime(strftime)[: len(v.strftime(strftime)) - cut] for v in values]
 
 
+def test_date_format_of_nanosecond_timestamps_at_the_int64_minimum() -> None:
+    # TIMESTAMP(9) starts at 1677-09-21 00:12:43.145224192; its day starts before that (no int64)
+    low = -(2**63)
+    values = pa.array([low, low + 1, low + 86_400 * 10**9, None] * 20, pa.int64()).cast(pa.timestamp("ns"))
+    assert run("DATE_FORMAT(ts, 'yyyy-MM-dd HH')", ts=values)[:4] == ["1677-09-21 00", "1677-09-21 00", "1677-09-22 00", None]
+
+
 def test_to_timestamp() -> None:
     assert one("TO_TIMESTAMP('2024-05-07 08:04:05')") == dt.datetime(2024, 5, 7, 8, 4, 5)
     assert one("TO_TIMESTAMP('2024-05-07 08:04:05.123456')") == dt.datetime(

@@ -444,8 +444,11 @@ def _format(ts: Value, pattern: str) -> Value:
             and letters and all(letter in _LETTER_SPAN_S for letter in letters):
         span = min(_LETTER_SPAN_S[letter] for letter in letters) * _UNITS_PER_S[ts.type.unit]
         raw = ts.cast(pa.int64())
-        encoded = pc.dictionary_encode(pc.multiply(_floor_div(raw, span), span))
-        if len(encoded.dictionary) * 8 <= len(ts):
+        lowest = pc.min(raw).as_py()
+        # the spans' starts must be int64s too (TIMESTAMP(9) reaches down to 1677-09-21)
+        safe = lowest is not None and lowest >= -(2**63) + span
+        encoded = pc.dictionary_encode(pc.multiply(_floor_div(raw, span), span)) if safe else None
+        if encoded is not None and len(encoded.dictionary) * 8 <= len(ts):
             return _format_tokens(encoded.dictionary.cast(ts.type), tokens).take(encoded.indices)
     return _format_tokens(ts, tokens)
 
