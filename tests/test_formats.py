@@ -107,6 +107,30 @@ def test_csv_text_layout(tmp_path: Path) -> None:
     assert lines[2].startswith("3,,")  # an empty string is an empty field too, as Flink writes it
 
 
+@pytest.mark.parametrize(
+    ("values", "options", "expected"),
+    [
+        (["a", "b"], {}, ["a", "b"]),  # nothing to quote: the byte scan skips the per-row quoting
+        (["a", "b,c"], {}, ["a", '"b,c"']),
+        (["x", 'say "hi"'], {}, ["x", '"say ""hi"""']),
+        (["x", "two\nlines", "cr\r"], {}, ["x", '"two\nlines"', '"cr\r"']),
+        ([" lead", "trail\t", "in side", "\fform"], {}, ['" lead"', '"trail\t"', "in side", '"\fform"']),
+        (["a\u00a0", "\u00a0b"], {}, ["a\u00a0", "\u00a0b"]),  # no-break space is not RE2's \\s
+        (["x", "a§b", "a;b"], {"csv.field-delimiter": "§"}, ["x", '"a§b"', "a;b"]),
+        (["x", "it's"], {"csv.quote-character": "'"}, ["x", "'it''s'"]),
+        ([None, "a,b", None], {"csv.null-literal": "N"}, ["N", '"a,b"', "N"]),
+    ],
+)
+def test_csv_quotes_exactly_the_values_that_need_it(values: list, options: dict, expected: list) -> None:
+    schema = pa.schema([("s", pa.string())])
+    f = create_format("csv", schema, options, None, "t")
+    batch = pa.RecordBatch.from_pylist([{"s": v} for v in values], schema=schema)
+    assert f.encode_lines(batch).to_pylist() == expected
+    # a slice whose neighbours (outside it) hold a delimiter still quotes nothing inside
+    padded = pa.RecordBatch.from_pylist([{"s": "p,q"}, {"s": "plain"}, {"s": "r,s"}], schema=schema)
+    assert f.encode_lines(padded.slice(1, 1)).to_pylist() == ["plain"]
+
+
 def test_json_text_layout() -> None:
     f = create_format("json", SCHEMA, {}, ["id", "name", "ts"], "t")
     batch = sample_batch().select(["id", "name", "ts"])

@@ -270,6 +270,32 @@ def test_split_index() -> None:
     assert run("SPLIT_INDEX(s, '.', 2)", s=strings("1.2.3", "1.2", None)) == ["3", None, None]
 
 
+@pytest.mark.parametrize("index", [0, 1, 2, 5])
+@pytest.mark.parametrize("sliced", [False, True])
+def test_split_index_of_a_column_by_one_character_matches_java_split(index: int, sliced: bool) -> None:
+    # commons-lang splitByWholeSeparatorPreserveAllTokens: every field, empty ones too; no fields
+    # for ''; NULL past the last field.  Multi-byte characters around the separator pin the byte scan.
+    rng = random.Random(7 + index)
+    values = ["".join(rng.choice(["/", "a", "é", "日", "", "//"]) for _ in range(rng.randrange(6))) for _ in range(300)]
+    values += [None, "", "/", "é/日/", "no separator"]
+    column = pa.array(["x/y/z", *values, "a/b"], pa.string())
+    if sliced:
+        column = column.slice(1, len(values))
+    else:
+        column = pa.array(values, pa.string())
+
+    def java(v: str | None) -> str | None:
+        if not v:
+            return None
+        fields = v.split("/")
+        return fields[index] if index < len(fields) else None
+
+    assert run(f"SPLIT_INDEX(s, '/', {index})", s=column) == [java(v) for v in values]
+    assert run(f"SPLIT_INDEX(s, '日', {index})", s=column) == [
+        None if not v else (v.split("日")[index] if index < len(v.split("日")) else None) for v in values
+    ]
+
+
 def test_regexp() -> None:
     assert one("REGEXP('abc', 'b.')") is True
     assert one("REGEXP('abc', '^b')") is False
@@ -691,6 +717,29 @@ def test_date_format() -> None:
     assert run("DATE_FORMAT(ts, 'hh a')", ts=hours) == ["12 AM", "12 PM", "01 PM", None]
     with pytest.raises(ArgumentTypeError, match="letter 'Q'"):
         one(f"DATE_FORMAT({ts}, 'Q')")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "strftime"),
+    [("yyyy-MM-dd", "%Y-%m-%d"), ("HH:mm", "%H:%M"), ("yyyy-MM-dd HH:mm:ss", "%Y-%m-%d %H:%M:%S"),
+     ("EEE d MMM yy h a", "%a %-d %b %y %-I %p"), ("DDD", "%j"), ("HH:mm:ss.SSS", "%H:%M:%S.%f")],
+)
+def test_date_format_of_a_column_formats_each_row_as_python_does(pattern: str, strftime: str) -> None:
+    # columns of many rows over few days/minutes take the format-each-distinct-span path;
+    # rows around midnight, before 1970 and NULLs pin its truncation to the wall clock
+    base = [dt.datetime(2024, 2, 28, 23, 59, 59, 999000), dt.datetime(2024, 2, 29, 0, 0),
+            dt.datetime(1969, 12, 31, 23, 59, 30, 500000), dt.datetime(1969, 12, 31, 11, 0, 1)]
+    values = [base[i % 4] + dt.timedelta(seconds=(i // 4) % 3) if i % 7 else None for i in range(200)]
+    got = run(f"DATE_FORMAT(ts, '{pattern}')", ts=pa.array(values, pa.timestamp("ms")))
+    cut = 3 if strftime.endswith("%f") else 0  # %f has microseconds, SSS milliseconds
+    assert got == [None if v is None else v.strftime(strftime)[: len(v.strftime(strftime)) - cut] for v in values]
+
+
+def test_date_format_of_nanosecond_timestamps_at_the_int64_minimum() -> None:
+    # TIMESTAMP(9) starts at 1677-09-21 00:12:43.145224192; its day starts before that (no int64)
+    low = -(2**63)
+    values = pa.array([low, low + 1, low + 86_400 * 10**9, None] * 20, pa.int64()).cast(pa.timestamp("ns"))
+    assert run("DATE_FORMAT(ts, 'yyyy-MM-dd HH')", ts=values)[:4] == ["1677-09-21 00", "1677-09-21 00", "1677-09-22 00", None]
 
 
 def test_to_timestamp() -> None:

@@ -22,9 +22,11 @@ from sqlstream.core.expressions import (
     ColumnRef,
     Expr,
     Literal,
+    children,
     referenced_columns,
 )
 from sqlstream.core.functions import ArgumentTypeError, lookup
+from sqlstream.core.functions.udfs import USER_SCALARS, table_function_call
 from sqlstream.core.types import instant, is_ltz, is_numeric, is_string, sql_type_name, wall_clock
 
 Value = pa.Array | pa.Scalar
@@ -252,7 +254,95 @@ def _shown(value: object) -> str:
     return repr(value) if isinstance(value, str) else "NULL" if value is None else str(value)
 
 
-def compile_expr(expr: Expr) -> Compiled:
+class _Memo:
+    """A compiled subexpression that keeps its last batch's value: its repeats in the same
+    expressions, evaluated on the same batch, take the value instead of running the kernels again.
+    A value carried over to a filtered batch (SharedSubexpressions.carry) is filtered when asked."""
+
+    __slots__ = ("run", "batch", "value", "mask")
+
+    def __init__(self, run: Compiled) -> None:
+        self.run = run
+        self.batch: pa.RecordBatch | None = None  # held, so its identity is not reused
+        self.value: Value | None = None
+        self.mask: pa.Array | None = None
+
+    def __call__(self, batch: pa.RecordBatch) -> Value:
+        if batch is self.batch:
+            if self.mask is not None:
+                if isinstance(self.value, pa.Array | pa.ChunkedArray):
+                    self.value = self.value.filter(self.mask)
+                self.mask = None
+            return self.value
+        value = self.run(batch)
+        self.batch, self.value, self.mask = batch, value, None
+        return value
+
+
+class SharedSubexpressions:
+    """The subexpressions that occur more than once among a Calc's predicate and projection,
+    each evaluated once per batch (as Flink's generated code reuses a common expression's
+    result): q21's ``lower(channel)`` in five places and its REGEXP_EXTRACT in the filter
+    and again in the projection.
+
+    Shared are calls and casts of built-in row-wise functions: not those that keep per-site
+    state (RAND, UUID), nor Python UDFs.  A value is computed only where the expression is
+    evaluated anyway; one computed on a whole batch serves the rows the predicate keeps, filtered
+    (``carry``), since a row-wise function's value on a row does not depend on the other rows.
+    """
+
+    def __init__(self, exprs: list[Expr]) -> None:
+        seen: set[Expr] = set()
+        self.repeated: set[Expr] = set()
+        stack = list(exprs)
+        while stack:
+            e = stack.pop()
+            stack.extend(children(e))
+            if not isinstance(e, Call | Cast) or (isinstance(e, Call) and _has_site(e)):
+                continue
+            try:
+                if e in seen:
+                    self.repeated.add(e)
+                else:
+                    seen.add(e)
+            except TypeError:  # an unhashable literal (an ARRAY constant) inside: not shared
+                continue
+        self.memos: dict[Expr, _Memo] = {}
+
+    def memo(self, expr: Expr, compile_: Callable[[], Compiled]) -> Compiled:
+        """The compiled ``expr``, the same memo for every occurrence of a repeated one."""
+        try:
+            if expr not in self.repeated:
+                return compile_()
+        except TypeError:
+            return compile_()
+        if expr not in self.memos:
+            self.memos[expr] = _Memo(compile_())
+        return self.memos[expr]
+
+    def carry(self, batch: pa.RecordBatch, mask: pa.Array, filtered: pa.RecordBatch) -> None:
+        """Values computed on ``batch`` serve ``filtered`` (= ``batch.filter(mask)``), filtered on use."""
+        for m in self.memos.values():
+            if m.batch is batch and m.mask is None:
+                m.batch, m.mask = filtered, mask
+
+
+def _has_site(call: Call) -> bool:
+    """Whether a call must run at each of its places: a per-site kernel (RAND, UUID) or user code
+    (a Python UDF or table function may count its calls or have other side effects)."""
+    fn = lookup(call.name)
+    name = call.name.upper()
+    return fn is None or fn.per_site or name in USER_SCALARS or name == table_function_call(name[: -len(" (TABLE FUNCTION)")])
+
+
+def compile_expr(expr: Expr, shared: SharedSubexpressions | None = None) -> Compiled:
+    """``expr`` as a function of a batch; with ``shared``, repeated subexpressions run once a batch."""
+    if shared is not None and isinstance(expr, Call | Cast):
+        return shared.memo(expr, lambda: _compile(expr, shared))
+    return _compile(expr, shared)
+
+
+def _compile(expr: Expr, shared: SharedSubexpressions | None) -> Compiled:
     if isinstance(expr, ColumnRef):
         index = expr.index
         return lambda batch: batch.column(index)
@@ -260,7 +350,7 @@ def compile_expr(expr: Expr) -> Compiled:
         scalar = pa.scalar(expr.value, expr.type)
         return lambda batch: scalar
     if isinstance(expr, Cast):
-        inner = compile_expr(expr.arg)
+        inner = compile_expr(expr.arg, shared)
         target, safe, zone = expr.type, expr.safe, expr.zone or "UTC"
         if expr.length is not None:
             length, fixed = expr.length, expr.fixed
@@ -269,11 +359,12 @@ def compile_expr(expr: Expr) -> Compiled:
     if isinstance(expr, Call) and expr.name == "IF":
         # IF(c, a, b) evaluates only the branch each row takes, as CASE WHEN c THEN a ELSE b END
         cond, yes, no = expr.args
-        return compile_expr(Case(((_typed(cond, pa.bool_()), _typed(yes, expr.type)),), _typed(no, expr.type), expr.type))
+        return compile_expr(Case(((_typed(cond, pa.bool_()), _typed(yes, expr.type)),), _typed(no, expr.type), expr.type),
+                            shared)
     if isinstance(expr, Call):
         fn = lookup(expr.name)
         assert fn is not None, expr.name
-        args = [compile_expr(a) for a in expr.args]
+        args = [compile_expr(a, shared) for a in expr.args]
         kernel = fn.kernel
         if fn.per_site:
             site = kernel()
@@ -283,8 +374,8 @@ def compile_expr(expr: Expr) -> Compiled:
             return _guarded(expr, lambda batch: kernel(*[a(batch) for a in args], zone=zone))
         return _guarded(expr, lambda batch: kernel(*[a(batch) for a in args]))
     if isinstance(expr, Case):
-        whens = [(compile_expr(c), compile_expr(v)) for c, v in expr.whens]
-        default = compile_expr(expr.default) if expr.default is not None else None
+        whens = [(compile_expr(c, shared), compile_expr(v, shared)) for c, v in expr.whens]
+        default = compile_expr(expr.default, shared) if expr.default is not None else None
         out_type = expr.type
 
         def eager(batch: pa.RecordBatch) -> Value:
@@ -345,9 +436,10 @@ def as_array(value: Value, length: int, type_: pa.DataType) -> pa.Array:
 class Projector:
     """Evaluates a list of named expressions into a new record batch."""
 
-    def __init__(self, exprs: list[Expr], names: list[str]) -> None:
+    def __init__(self, exprs: list[Expr], names: list[str], shared: SharedSubexpressions | None = None) -> None:
         self.exprs = exprs
-        self.compiled = [compile_expr(e) for e in exprs]
+        shared = shared if shared is not None else SharedSubexpressions(exprs)
+        self.compiled = [compile_expr(e, shared) for e in exprs]
         self.schema = pa.schema([pa.field(n, e.type) for n, e in zip(names, exprs, strict=True)])
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -362,8 +454,8 @@ class Projector:
 class Predicate:
     """Evaluates a boolean expression into a filter mask (NULL counts as false)."""
 
-    def __init__(self, expr: Expr) -> None:
-        self.compiled = compile_expr(expr)
+    def __init__(self, expr: Expr, shared: SharedSubexpressions | None = None) -> None:
+        self.compiled = compile_expr(expr, shared if shared is not None else SharedSubexpressions([expr]))
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Array:
         return as_array(self.compiled(batch), batch.num_rows, pa.bool_())

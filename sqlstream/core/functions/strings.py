@@ -183,6 +183,8 @@ def _split_index(s: Value, separator: Value, index: Value) -> Value:
     i = constant(index, "SPLIT_INDEX", "the index")
     if i < 0:
         return _null_string()
+    if len(sep) == 1 and sep.isascii() and isinstance(s, pa.Array) and is_string(s.type):
+        return _split_field_ascii(s, ord(sep), i)
     if len(sep) == 1:
         # one pass of RE2: i fields and their separators, then the wanted field (no match: fewer
         # fields), about 6x faster than splitting every string into a list
@@ -200,6 +202,38 @@ def _split_index(s: Value, separator: Value, index: Value) -> Value:
     field = pc.list_flatten(pc.list_slice(parts, i, i + 1, return_fixed_size_list=True))
     # an empty string has no fields at all in Flink; NULL stays NULL
     return pc.if_else(pc.greater(pc.utf8_length(s), 0), field, _null_string())
+
+
+def _split_field_ascii(s: pa.Array, sep: int, i: int) -> pa.Array:
+    """SPLIT_INDEX by a one-byte (ASCII) separator with numpy, about 3x faster than a regex pass:
+    the separators' byte positions, each row's first one by a binary search of the row
+    boundaries, then one gather of the wanted fields' bytes.  An ASCII byte never occurs inside
+    a multi-byte UTF-8 character, so byte positions split as characters do."""
+    rows = len(s)
+    wide = pa.types.is_large_string(s.type)
+    offsets = np.frombuffer(s.buffers()[1], np.int64 if wide else np.int32)[s.offset : s.offset + rows + 1]
+    offsets = offsets.astype(np.int64)
+    data_buf = s.buffers()[2]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    hits = np.flatnonzero(data[lo:hi] == sep) + lo
+    bounds = np.searchsorted(hits, offsets)  # per row boundary: the separators before it
+    first, count = bounds[:-1], bounds[1:] - bounds[:-1]
+    last = max(len(hits) - 1, 0)
+    padded = np.append(hits, 0)  # index ``last`` exists even without separators; masked below
+    begin = offsets[:-1] if i == 0 else padded[np.minimum(first + i - 1, last)] + 1
+    end = np.where(count > i, padded[np.minimum(first + i, last)], offsets[1:])
+    # the field exists (i separators before it); an empty string has no fields at all in Flink
+    valid = (count >= i) & (offsets[1:] > offsets[:-1])
+    if s.null_count:
+        valid &= s.is_valid().to_numpy(zero_copy_only=False)
+    sizes = np.where(valid, end - begin, 0)
+    new_offsets = np.zeros(rows + 1, np.int64)
+    np.cumsum(sizes, out=new_offsets[1:])
+    gather = np.repeat(begin - new_offsets[:-1], sizes) + np.arange(new_offsets[-1])
+    mask = pa.array(valid).buffers()[1]
+    out = pa.Array.from_buffers(pa.large_string(), rows, [mask, pa.py_buffer(new_offsets), pa.py_buffer(data[gather])])
+    return out.cast(s.type)
 
 
 # ---------------------------------------------------------------- regular expressions

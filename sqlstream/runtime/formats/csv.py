@@ -343,16 +343,42 @@ class CsvFormat(TextFormat):
         cells = []
         for arr in batch.columns:
             text = self._nested_text(arr, null_text) if _is_nested(arr.type) else value_text(arr)
-            quote = pc.match_substring_regex(text, self._needs_quote)
-            doubled = pc.replace_substring(text, self.quote, self.quote * 2)
-            quoted = pc.binary_join_element_wise(self.quote, doubled, self.quote, "")
-            cell = pc.if_else(pc.fill_null(quote, False), quoted, text)
-            cells.append(pc.fill_null(cell, null_text))
+            if self._may_need_quotes(text):
+                quote = pc.match_substring_regex(text, self._needs_quote)
+                doubled = pc.replace_substring(text, self.quote, self.quote * 2)
+                quoted = pc.binary_join_element_wise(self.quote, doubled, self.quote, "")
+                text = pc.if_else(pc.fill_null(quote, False), quoted, text)
+            cells.append(pc.fill_null(text, null_text) if text.null_count else text)
         if not cells:
             return pa.array([""] * batch.num_rows, pa.string())
         if len(cells) == 1:
             return cells[0]
         return pc.binary_join_element_wise(*cells, self.delimiter)
+
+    def _may_need_quotes(self, text: pa.Array) -> bool:
+        """Whether some value may need quoting (holds the delimiter, the quote or a line break, or
+        starts or ends with whitespace), from a byte scan of the column's values: most columns
+        (numbers, times, plain text) need none, and the scan costs a fraction of the per-row regex.
+        False only when no value can match ``_needs_quote``; a NULL's bytes count too."""
+        if len(text) == 0:
+            return False
+        text = text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
+        wide = pa.types.is_large_string(text.type) or pa.types.is_large_binary(text.type)
+        offsets = np.frombuffer(text.buffers()[1], np.int64 if wide else np.int32)
+        offsets = offsets[text.offset : text.offset + len(text) + 1]
+        data_buf = text.buffers()[2]
+        if data_buf is None or offsets[-1] == offsets[0]:
+            return False
+        data = np.frombuffer(data_buf, np.uint8)
+        values = data[offsets[0] : offsets[-1]]
+        for special in (self.delimiter, self.quote, "\r", "\n"):
+            encoded = special.encode()
+            found = (values == encoded[0]).any() if len(encoded) == 1 else values.tobytes().find(encoded) >= 0
+            if found:
+                return True
+        nonempty = offsets[1:] > offsets[:-1]
+        edges = np.concatenate([data[offsets[:-1][nonempty]], data[offsets[1:][nonempty] - 1]])
+        return bool(np.isin(edges, _RE2_SPACE).any())
 
     def _nested_text(self, arr: pa.Array, null_text: str) -> pa.Array:
         """An ARRAY's elements or a ROW's fields joined by the element delimiter, a NULL one as the
@@ -365,6 +391,10 @@ class CsvFormat(TextFormat):
         offsets = pa.array(arr.offsets.to_numpy())  # fresh: Arrow takes no mask with sliced offsets
         lists = pa.ListArray.from_arrays(offsets, items, mask=arr.is_null() if arr.null_count else None)
         return pc.binary_join(lists, self.element_delimiter)
+
+
+# the bytes of RE2's ``\s`` (ASCII whitespace: tab, newline, form feed, carriage return, space)
+_RE2_SPACE = np.array([9, 10, 12, 13, 32], np.uint8)
 
 
 def _element_values(texts: pa.Array, t: pa.DataType) -> pa.Array:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlstream.core.evaluator import Predicate, Projector
+from sqlstream.core.evaluator import Predicate, Projector, SharedSubexpressions
 from sqlstream.core.expressions import Expr
 from sqlstream.core.functions.temporal import OPERATOR_WATERMARK
 from sqlstream.runtime.elements import MIN_WATERMARK, Chunk
@@ -13,8 +13,10 @@ class CalcOperator(Operator):
     name = "Calc"
 
     def __init__(self, predicate: Expr | None, exprs: list[Expr] | None, names: list[str] | None) -> None:
-        self.predicate = Predicate(predicate) if predicate is not None else None
-        self.projector = Projector(exprs, names) if exprs is not None else None
+        # repeated subexpressions, also between the filter and the projection, run once a batch
+        self.shared = SharedSubexpressions([e for e in (predicate, *(exprs or [])) if e is not None])
+        self.predicate = Predicate(predicate, self.shared) if predicate is not None else None
+        self.projector = Projector(exprs, names, self.shared) if exprs is not None else None
         self.watermark: int | None = None  # for CURRENT_WATERMARK(...)
 
     def on_watermark(self, timestamp: int) -> Output:
@@ -30,9 +32,11 @@ class CalcOperator(Operator):
 
     def _process(self, chunk: Chunk) -> Output:
         if self.predicate is not None:
-            chunk = chunk.filter(self.predicate(chunk.batch))
+            batch, mask = chunk.batch, self.predicate(chunk.batch)
+            chunk = chunk.filter(mask)
             if chunk.num_rows == 0:
                 return []
+            self.shared.carry(batch, mask, chunk.batch)
         if self.projector is not None:
             chunk = Chunk(self.projector(chunk.batch), chunk.kinds, chunk.split)
         return [chunk]

@@ -57,7 +57,8 @@ def split_by_partition(batch: pa.RecordBatch, keys: Sequence[str], default_name:
             f"{escape(k)}={default_name if vals[g] is None else escape(vals[g])}"
             for k, vals in zip(keys, key_values, strict=True)
         )
-        out.append((path, data.take(rows[g].values)))
+        # one partition (a batch within one time bucket, the common case) takes no gather
+        out.append((path, data if groups.num_rows == 1 else data.take(rows[g].values)))
     return out
 
 
