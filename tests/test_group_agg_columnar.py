@@ -36,6 +36,7 @@ from sqlstream.runtime.operators.group_agg_columnar import (
     _stable_order,
 )
 from sqlstream.runtime.operators.group_agg_rocksdb import RocksDBGroupAggregates
+from sqlstream.runtime.state.rocksdb import RocksDBState
 from tests.conftest import apply_changelog, duckdb_rows, in_key_groups, rows, run_sql
 from tests.harness import OperatorHarness, Snapshot, planned_state, restored_into_halves
 from tests.test_join_columnar import _inverse_mix
@@ -370,6 +371,65 @@ def test_rocksdb_rows_are_saved_and_restored_a_chunk_at_a_time(second: str, tmp_
     assert restored.operator.columnar is not None and restored.operator.columnar.live == len(reference.operator.groups)
     want = _changes(reference, inputs[20:])
     assert len(want) > 20 and _changes(restored, inputs[20:]) == want
+
+
+def _asked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Records how many keys each multi-get of the rows form asks RocksDB for."""
+    asked: list[int] = []
+    get_many = RocksDBState.get_many
+
+    def recording(self: RocksDBState, raw_keys: list[bytes]) -> list[bytes | None]:
+        asked.append(len(raw_keys))
+        return get_many(self, raw_keys)
+
+    monkeypatch.setattr(RocksDBState, "get_many", recording)
+    return asked
+
+
+def test_rocksdb_rows_look_up_only_keys_the_filter_may_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # keys never stored skip their RocksDB lookup (a Bloom filter over the key hashes); stored
+    # keys, and keys deleted since (a Bloom filter cannot forget them), are looked up
+    asked = _asked(monkeypatch)
+    aggs = RETRACT_AGGS
+    op = _operator("rocksdb", tmp_path, aggs, True)
+    reference = _operator("rocksdb", tmp_path, aggs, True, per_key=True)
+    fresh = [(_batch([(k, "a", None, k) for k in range(i, i + 500)]), None) for i in range(0, 5000, 500)]
+    want = _changes(reference, fresh)
+    assert _changes(op, fresh) == want and len(want) == 5000
+    assert sum(asked) < 0.05 * 5000
+    asked.clear()
+    again = [(_batch([(k, "a", None, k) for k in range(0, 5000, 2)]), [DELETE] * 2500)]
+    again.append((_batch([(k, "a", None, 1) for k in range(0, 5000)]), None))
+    want = _changes(reference, again)
+    assert _changes(op, again) == want
+    assert asked == [2500, 5000]
+
+
+def test_rocksdb_rows_restored_whole_rebuild_their_filter_over_several_batches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # RocksDB's files restored as they are (same key groups, a checkpoint): the filter knows none of
+    # their keys, so every key is looked up until a scan of the stored keys, CHUNK keys per batch,
+    # has put them in it; then only keys the filter may hold are
+    monkeypatch.setattr(group_agg_rocksdb, "CHUNK", 16)
+    asked = _asked(monkeypatch)
+    aggs, retracting = CASES["append"]
+    inputs = _case_input("append")
+    old = _operator("rocksdb", tmp_path, aggs, retracting)
+    reference = _operator("rocksdb", tmp_path, aggs, retracting, per_key=True)
+    _changes(old, inputs[:20])
+    _changes(reference, inputs[:20])
+    checkpoint = old.snapshot(canonical=False)
+    restored = OperatorHarness(_group_agg("rocksdb", aggs, retracting), "rocksdb", tmp=tmp_path, restore=checkpoint)
+    store = restored.operator.columnar
+    assert isinstance(store, RocksDBGroupAggregates) and store.live > 16 * 3
+    want = _changes(reference, inputs[20:])
+    asked.clear()
+    assert len(want) > 20 and _changes(restored, inputs[20:]) == want
+    assert store.rebuild_from is None  # scanned through
+    new_keys = [(_batch([(10_000 + k, "n", None, k) for k in range(300)]), None)]
+    asked.clear()
+    assert _changes(restored, new_keys) == _changes(reference, new_keys)
+    assert sum(asked) < 30
 
 
 def test_rocksdb_rows_with_ttl_move_through_a_savepoint_to_two_subtasks(tmp_path: Path) -> None:

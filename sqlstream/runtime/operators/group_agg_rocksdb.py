@@ -13,7 +13,10 @@ form's, is read and written with a handful of calls over all its keys:
   strings length-prefixed, a validity byte per column);
 - they are sorted (one Arrow sort: RocksDB is 2-4x faster read and written in
   key order, neighbouring keys sharing skip-list nodes and SST blocks) and
-  looked up with ONE multi-get; the values found become one Arrow
+  looked up with ONE multi-get, but for the keys a Bloom filter over the key
+  hashes (state.key_filter.HashFilter, in numpy) says were never stored: a
+  lookup of an absent key costs RocksDB 1.5-2 us (its memtables' and every L0
+  file's filter probed), half a new key's cost; the values found become one Arrow
   binary array whose buffer the row codec decodes into accumulator columns
   (the accumulators, a nullable column per MIN/MAX, and with a state TTL the
   time of the last write);
@@ -21,6 +24,13 @@ form's, is read and written with a handful of calls over all its keys:
   columnar form's own code (GroupAccumulators), so both emit the same rows;
 - the new accumulators are encoded the same way and written with one
   WriteBatch, emptied keys deleted in it.
+
+The filter is not in snapshots: the keys this object writes go into it,
+and when entries arrive around it (a restore of RocksDB's files, a rescaling
+copy: another column family, or an entry count it did not leave) it is rebuilt
+from a scan of the stored keys, a chunk per batch, every key being looked up
+until the scan is through.  Its memory is capped by the slot's RocksDB memory
+options (RocksDBMemory.filter_bytes); past the cap it answers "maybe" more often.
 
 Python still touches each key twice (the list of key bytes handed to the
 multi-get, and a put into the WriteBatch): rocksdict takes Python lists, not
@@ -67,6 +77,7 @@ from sqlstream.runtime.operators.group_agg_columnar import (
     _values,
 )
 from sqlstream.runtime.state.base import RowsSavepointView
+from sqlstream.runtime.state.key_filter import HashFilter
 from sqlstream.runtime.state.rocksdb import RocksDBState, RocksDBStateBackend
 from sqlstream.runtime.state.row_codec import RowCodec
 
@@ -104,6 +115,12 @@ class RocksDBGroupAggregates(GroupAccumulators):
             self.stored.append((TIME, pa.int64()))
         self.value_codec = RowCodec([t for _, t in self.stored])
         self.last_sweep = clock.time_ms()
+        # the keys written, by hash: new keys skip their RocksDB lookup (see _may_exist); it knows the
+        # entries while the column family is the one and the entry count the one it last saw
+        self.filter = HashFilter(backend.memory.filter_bytes)
+        self.filtered_cf = rows.cf
+        self.filtered_count = 0
+        self.rebuild_from: bytes | None = None  # the next key to scan while the filter is rebuilt
 
     @property
     def live(self) -> int:
@@ -154,9 +171,7 @@ class RocksDBGroupAggregates(GroupAccumulators):
         # list nodes and SST blocks (2-4x faster than the batch's hash order)
         order = pc.sort_indices(encoded).to_numpy()
         raw_keys = encoded.take(order).to_pylist()
-        back = np.empty(m, np.int64)
-        back[order] = np.arange(m)
-        stored = pa.array(self.rows.get_many(raw_keys), pa.binary()).take(pa.array(back))
+        stored = self._lookup(raw_keys, order, self._may_exist(hashes)[order])
         existed = stored.is_valid().to_numpy(zero_copy_only=False)
         old = {name: (np.full(m, None, object) if np.dtype(dtype).kind == "O" else np.zeros(m, dtype))
                for name, dtype in self.dtypes.items() if name in self.acc_names}
@@ -180,9 +195,48 @@ class RocksDBGroupAggregates(GroupAccumulators):
         rows = order[put]
         values = self._encode_values({n: v[rows] for n, v in new.items()}, now).to_pylist()
         put_keys = raw_keys if len(put) == m else [raw_keys[i] for i in put]  # mostly every key lives on
-        self.backend.write_rows(ROWS_STATE, put_keys, values, [raw_keys[i] for i in gone],
-                                int((alive & ~existed).sum()))
+        added = alive & ~existed
+        self.backend.write_rows(ROWS_STATE, put_keys, values, [raw_keys[i] for i in gone], int(added.sum()))
+        self.filter.add(hashes[added])
+        self.filtered_count = len(self.rows)
         return self._changelog(code, keys, old_results, new_results)
+
+    def _lookup(self, raw_keys: list[bytes], order: np.ndarray, maybe: np.ndarray) -> pa.BinaryArray:
+        """The stored values of the batch's keys (``raw_keys``: in key order, ``order`` their batch
+        positions) in batch order, NULL if absent; only the ``maybe`` ones (in key order) are
+        looked up in RocksDB, the others are surely absent."""
+        m = len(raw_keys)
+        if maybe.all():
+            got = pa.array(self.rows.get_many(raw_keys), pa.binary())
+            back = np.empty(m, np.int64)
+            back[order] = np.arange(m)
+            return got.take(pa.array(back))
+        ask = np.flatnonzero(maybe)
+        got = pa.array(self.rows.get_many([raw_keys[i] for i in ask]) if len(ask) else [], pa.binary())
+        back = np.full(m, -1, np.int64)
+        back[order[ask]] = np.arange(len(ask))
+        return got.take(pa.array(back, mask=back < 0))  # a NULL index gives NULL: not stored
+
+    # ------------------------------------------------------------ the key filter
+    def _may_exist(self, hashes: np.ndarray) -> np.ndarray:
+        """Per key hash: False if the key is surely not stored (then it is not looked up).
+
+        The filter knows the keys this object wrote.  Entries written around it (a restore of
+        RocksDB's files, a rescaling copy, or anything else: seen as another column family or an
+        entry count it did not leave) make it rebuild from a scan of the stored keys, a chunk
+        per batch; until the scan is through every key is looked up."""
+        if self.rows.cf is not self.filtered_cf or len(self.rows) != self.filtered_count:
+            self.filter = HashFilter(self.backend.memory.filter_bytes)
+            self.filtered_cf, self.filtered_count = self.rows.cf, len(self.rows)
+            self.rebuild_from = b"" if len(self.rows) else None
+        if self.rebuild_from is None:
+            return self.filter.may_contain(hashes)
+        raw = self.rows.keys_from(self.rebuild_from, CHUNK)
+        if raw:
+            _, columns = self.key_codec.decode(pa.array(raw, pa.binary()))
+            self.filter.add(hash_columns(columns) if columns else np.zeros(len(raw), np.uint64))
+        self.rebuild_from = raw[-1] + b"\0" if len(raw) == CHUNK else None  # the next key after the last
+        return np.ones(len(hashes), bool)
 
     def _sweep(self, now: int) -> None:
         """Delete entries not written for longer than the TTL (at most every half TTL: one scan)."""
@@ -195,6 +249,8 @@ class RocksDBGroupAggregates(GroupAccumulators):
             times = self._decode_values(pa.array(values, pa.binary()))[TIME]
             expired += [keys[i] for i in np.flatnonzero(times <= now - self.ttl_ms)]
         self.backend.write_rows(ROWS_STATE, [], [], expired, 0)
+        if self.filtered_count == len(self.rows) + len(expired):
+            self.filtered_count = len(self.rows)  # deleted keys stay in the filter: looked up, found absent
 
     # ------------------------------------------------------------ snapshots and restores
     def table(self) -> pa.Table | None:
@@ -254,4 +310,8 @@ class RocksDBGroupAggregates(GroupAccumulators):
         # otherwise some may be stored already: the entry count must stay exact
         absent = len(raw_keys) if fresh else pa.array(self.rows.get_many(raw_keys), pa.binary()).null_count
         raw_values = self._encode_values(values, written).take(order).to_pylist()
+        known = len(self.rows) == self.filtered_count and self.rows.cf is self.filtered_cf
         self.backend.write_rows(ROWS_STATE, raw_keys, raw_values, [], absent)
+        self.filter.add(_plain(table.column(HASH)).to_numpy())
+        if known:
+            self.filtered_count = len(self.rows)

@@ -37,6 +37,7 @@ import tempfile
 import uuid
 from collections import deque
 from collections.abc import Iterator, Mapping
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,11 @@ class RocksDBMemory:
     column family has a block cache of ``block.cache-size`` of its own.
     Either way a column family keeps up to ``writebuffer.count`` memtables of
     ``writebuffer.size``.
+
+    An operator that keeps a key filter in Python next to its RocksDB rows
+    (state.key_filter.HashFilter) caps it at ``filter_bytes``, a quarter of the
+    slot's budget (unbounded: of one column family's cache and memtables), so
+    that memory too follows these options.
     """
 
     def __init__(self, budget: int | None = None, write_buffer_ratio: float = 0.5,
@@ -110,6 +116,7 @@ class RocksDBMemory:
         self.block_cache_size = block_cache_size
         self.write_buffer_size = write_buffer_size
         self.write_buffer_count = write_buffer_count
+        self.filter_bytes = (budget if budget is not None else block_cache_size + write_buffer_size * write_buffer_count) // 4
         self.cache: Cache | None = None
         self.write_buffers: WriteBufferManager | None = None
         if budget is not None:
@@ -263,6 +270,10 @@ class RocksDBState(KeyedState):
         """Every (key, value) of the state, in key order, as lists of up to ``chunk`` keys and
         values (one consistent iterator; a caller turns each into Arrow before the next)."""
         return _chunked(self.cf.items(), chunk)
+
+    def keys_from(self, low: bytes, limit: int) -> list[bytes]:
+        """Up to ``limit`` keys ``>= low``, in key order (keys only: the values are not copied)."""
+        return list(islice(self.cf.keys(from_key=low), limit))
 
     def scan_range(self, low: bytes, high: bytes, chunk: int = 65536) -> Iterator[tuple[list[bytes], list[bytes]]]:
         """The (key, value)s with ``low <= key < high`` as ``scan`` gives them (RocksDB stops the
