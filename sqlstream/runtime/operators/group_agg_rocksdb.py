@@ -98,6 +98,7 @@ class RocksDBGroupAggregates(GroupAccumulators):
         rows = backend.state(ROWS_STATE)
         assert isinstance(rows, RocksDBState)
         rows.canonical = False  # written to savepoints by self.state
+        rows.keep_own_filter()  # self.filter
         self.rows = rows
         self.state = RowsSavepointView(name, self.freeze)
         self.key_codec = RowCodec(key_types, key_group=True, keys=True)
