@@ -50,8 +50,20 @@ State TTL: an entry read after its TTL counts as absent (and is overwritten or
 deleted by the batch); every half TTL one scan drops the expired entries (the
 hashmap form sweeps as often), and savepoints leave them out.
 
-COUNT(DISTINCT) keeps the per-key form on rocksdb (its values per key would
-need a RocksDB entry per (key, value) pair; core.aggregates.group_agg_columnar_rows).
+COUNT(DISTINCT x) (an append-only input, as in the columnar form) keeps its
+count in the key's entry and each counted value as an entry of its own, in a
+second column family (``group_distinct``): the key's bytes, the aggregate's
+index, the value row-encoded, so a key's values are one contiguous range
+right after the key.  A batch's distinct values per group come with its
+pre-aggregation; only those of stored keys are looked up (one multi-get),
+a new key's being all new; the new ones are counted and written in one
+WriteBatch.  A key found expired has its values deleted with a range
+tombstone before the batch's are written (so are those of the keys a sweep
+drops).  A savepoint chunk's values are the range from its first key to past
+its last, split back into key and value and gathered into the table's d{i}
+lists (row_codec.split_at); a restore writes them back from the lists.
+Values of types the row encoding lacks (decimals) keep the per-key form
+(core.aggregates.group_agg_columnar_rows).
 """
 
 from __future__ import annotations
@@ -62,7 +74,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.aggregates import AggCall
+from sqlstream.core.aggregates import AggCall, row_encodable
+from sqlstream.core.errors import JobError
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.hashing import hash_columns
 from sqlstream.runtime.operators.group_agg_columnar import (
@@ -79,10 +92,15 @@ from sqlstream.runtime.operators.group_agg_columnar import (
 from sqlstream.runtime.state.base import RowsSavepointView
 from sqlstream.runtime.state.key_filter import HashFilter
 from sqlstream.runtime.state.rocksdb import RocksDBState, RocksDBStateBackend
-from sqlstream.runtime.state.row_codec import RowCodec
+from sqlstream.runtime.state.row_codec import RowCodec, split_at
 
 # the keyed state (column family) holding the rows
 ROWS_STATE = "group_rows"
+# the keyed state holding each COUNT(DISTINCT)'s (key, value) pairs: the key's row key, the aggregate's
+# index (a byte), the value row-encoded; an empty value (the count is in the key's row)
+PAIRS_STATE = "group_distinct"
+# above every aggregate index: a key's pairs are the range [row key, row key + PAIRS_END)
+PAIRS_END = b"\xff"
 # rows read from RocksDB (savepoints, TTL sweeps) or restored into it at a time: bounds the Python
 # objects alive at once
 CHUNK = 65536
@@ -122,6 +140,15 @@ class RocksDBGroupAggregates(GroupAccumulators):
         self.filtered_cf = rows.cf
         self.filtered_count = 0
         self.rebuild_from: bytes | None = None  # the next key to scan while the filter is rebuilt
+        self.distinct = [i for i, a in enumerate(aggs) if a.distinct]
+        self.pairs: RocksDBState | None = None
+        if self.distinct:
+            pairs = backend.state(PAIRS_STATE)
+            assert isinstance(pairs, RocksDBState)
+            pairs.canonical = False  # in savepoints as the table's d{i} lists
+            self.pairs = pairs
+        # per COUNT(DISTINCT) the encoding of its values, made when their type is first seen
+        self.value_codecs: dict[int, RowCodec] = {}
 
     @property
     def live(self) -> int:
@@ -177,16 +204,24 @@ class RocksDBGroupAggregates(GroupAccumulators):
         old = {name: (np.full(m, None, object) if np.dtype(dtype).kind == "O" else np.zeros(m, dtype))
                for name, dtype in self.dtypes.items() if name in self.acc_names}
         found = existed.copy()
+        stale_pairs = 0
         if existed.any():
             at = np.flatnonzero(existed)
             values = self._decode_values(stored.filter(pa.array(existed)))
             if self.ttl_ms is not None:
                 fresh = values[TIME] > now - self.ttl_ms  # expired entries count as absent
                 found[at[~fresh]] = False
+                stale_pairs = sum(int(values[f"c{i}"][~fresh].sum()) for i in self.distinct)
                 at, values = at[fresh], {name: v[fresh] for name, v in values.items()}
             for name in self.acc_names:
                 old[name][at] = values[name]
-        new = self._merge(old, grouped, layout, {})
+        added: dict[int, np.ndarray] = {}
+        if self.distinct:
+            # an expired key's pairs go (its returning values are new), before the batch's are written
+            stale = np.flatnonzero(existed & ~found)
+            self._drop_pairs([encoded[int(j)].as_py() for j in stale], stale_pairs)
+            added = self._count_distinct(grouped, layout, encoded, found)
+        new = self._merge(old, grouped, layout, added)
         old_results, new_results = self._results(old), self._results(new)
         alive = new[COUNT] > 0
         code = self._codes(found, alive, old_results, new_results)
@@ -201,6 +236,78 @@ class RocksDBGroupAggregates(GroupAccumulators):
         self.filter.add(hashes[added])
         self.filtered_count = len(self.rows)
         return self._changelog(code, keys, old_results, new_results)
+
+    # ------------------------------------------------------------ COUNT(DISTINCT)
+    def _value_codec(self, i: int, t: pa.DataType) -> RowCodec:
+        codec = self.value_codecs.get(i)
+        if codec is None:
+            if not row_encodable(t):
+                raise JobError(f"COUNT(DISTINCT) of {t} values has no row encoding for the rocksdb state backend; "
+                               "run the job on the hashmap state backend")
+            codec = self.value_codecs[i] = RowCodec([t], keys=True)  # -0.0 is the value 0.0
+        return codec
+
+    def _pair_keys(self, i: int, row_keys: pa.Array, values: pa.Array) -> pa.BinaryArray:
+        """The pair entries' keys of aggregate ``i``: each value's key row, the index, the value."""
+        encoded = self._value_codec(i, values.type).encode([values])
+        return pc.binary_join_element_wise(row_keys, pa.scalar(bytes([i]), pa.binary()), encoded, b"")
+
+    def _count_distinct(self, grouped: pa.Table, layout: list[list[str]], row_keys: pa.Array,
+                        found: np.ndarray) -> dict[int, np.ndarray]:
+        """Per COUNT(DISTINCT): how many values each group adds to its count (its new pairs, which
+        are stored).  Only the pairs of stored keys are looked up: a new key's are all new.  The
+        input is append-only (group_agg_columnar), so every group lives on after the batch."""
+        assert self.pairs is not None
+        added: dict[int, np.ndarray] = {}
+        puts: list[pa.Array] = []
+        m = len(found)
+        for i in self.distinct:
+            lists = _plain(grouped.column(layout[i + 1][0]))  # per group its distinct non-NULL values
+            lengths = _numbers(pc.list_value_length(lists), np.int64)
+            group = np.repeat(np.arange(m), lengths)
+            if len(group) == 0:
+                added[i] = np.zeros(m, np.int64)
+                continue
+            keys = self._pair_keys(i, row_keys.take(pa.array(group)), _plain(lists.flatten()))
+            new = np.ones(len(group), bool)
+            ask = np.flatnonzero(found[group])
+            if len(ask):
+                got = pa.array(self.pairs.get_many(keys.take(pa.array(ask)).to_pylist()), pa.binary())
+                new[ask] = got.is_null().to_numpy(zero_copy_only=False)
+            added[i] = np.bincount(group[new], minlength=m)
+            puts.append(keys.filter(pa.array(new)))
+        if puts:
+            keys = pa.concat_arrays(puts)
+            keys = keys.take(pc.sort_indices(keys)).to_pylist()  # in key order, as the rows
+            self.backend.write_rows(PAIRS_STATE, keys, [b""] * len(keys), [], len(keys))
+        return added
+
+    def _drop_pairs(self, row_keys: list[bytes], count: int) -> None:
+        """Delete the pairs of keys (``count``: how many they are, their COUNT(DISTINCT)s' sum)."""
+        if row_keys:
+            self.backend.delete_ranges(PAIRS_STATE, [(k, k + PAIRS_END) for k in row_keys], count)
+
+    def _lists(self, raw_keys: pa.Array, pair_keys: list[bytes]) -> dict[str, pa.Array]:
+        """The d{i} list columns of rows (``raw_keys``, in key order) from their pairs' keys."""
+        n = len(raw_keys)
+        pairs = pa.array(pair_keys, pa.binary())
+        heads, rests = split_at(pairs, self.key_codec.leading_lengths(pairs))
+        row = _numbers(pc.index_in(heads, value_set=raw_keys), np.int64)
+        index, values = split_at(rests, np.ones(len(rests), np.int64))
+        which = np.frombuffer(index.buffers()[2], np.uint8, len(index)) if len(index) else np.zeros(0, np.uint8)
+        out: dict[str, pa.Array] = {}
+        for i in self.distinct:
+            mine = np.flatnonzero(which == i)
+            codec = self.value_codecs.get(i)
+            if codec is None:  # no value seen yet (nor restored): there are none
+                assert len(mine) == 0
+                out[f"d{i}"] = pa.array([[]] * n, pa.list_(pa.null()))
+                continue
+            (column,) = codec.decode(values.take(pa.array(mine)))[1]
+            # pairs come in key order, so the rows' values are consecutive, in row order
+            offsets = np.concatenate([[0], np.cumsum(np.bincount(row[mine], minlength=n))]).astype(np.int32)
+            out[f"d{i}"] = pa.ListArray.from_arrays(pa.array(offsets), column)
+        return out
 
     def _lookup(self, raw_keys: list[bytes], order: np.ndarray, maybe: np.ndarray) -> pa.BinaryArray:
         """The stored values of the batch's keys (``raw_keys``: in key order, ``order`` their batch
@@ -246,10 +353,15 @@ class RocksDBGroupAggregates(GroupAccumulators):
             return
         self.last_sweep = now
         expired: list[bytes] = []
+        pairs = 0
         for keys, values in self.rows.scan(CHUNK):
-            times = self._decode_values(pa.array(values, pa.binary()))[TIME]
-            expired += [keys[i] for i in np.flatnonzero(times <= now - self.ttl_ms)]
+            accs = self._decode_values(pa.array(values, pa.binary()))
+            gone = np.flatnonzero(accs[TIME] <= now - self.ttl_ms)
+            expired += [keys[i] for i in gone]
+            pairs += sum(int(accs[f"c{i}"][gone].sum()) for i in self.distinct)
         self.backend.write_rows(ROWS_STATE, [], [], expired, 0)
+        if self.distinct:
+            self._drop_pairs(expired, pairs)
         if self.filtered_count == len(self.rows) + len(expired):
             self.filtered_count = len(self.rows)  # deleted keys stay in the filter: looked up, found absent
 
@@ -268,14 +380,20 @@ class RocksDBGroupAggregates(GroupAccumulators):
 
         def tables() -> Iterator[pa.Table]:
             for keys, values in self.backend.scan_view(view, ROWS_STATE, CHUNK):
-                table = self._snapshot_table(pa.array(keys, pa.binary()), pa.array(values, pa.binary()), cutoff)
+                # a chunk's pairs: from its first key to past its last key's (pair keys extend row keys)
+                pairs = (self.backend.scan_view_range(view, PAIRS_STATE, keys[0], keys[-1] + PAIRS_END)
+                         if self.distinct else [])
+                table = self._snapshot_table(pa.array(keys, pa.binary()), pa.array(values, pa.binary()), cutoff,
+                                             pairs)
                 if table is not None:
                     yield table
 
         return tables
 
-    def _snapshot_table(self, raw_keys: pa.Array, raw_values: pa.Array, cutoff: int | None) -> pa.Table | None:
+    def _snapshot_table(self, raw_keys: pa.Array, raw_values: pa.Array, cutoff: int | None,
+                        pair_keys: list[bytes]) -> pa.Table | None:
         kgs, key_columns = self.key_codec.decode(raw_keys)
+        lists = self._lists(raw_keys, pair_keys) if self.distinct else {}
         assert kgs is not None
         accs = self._decode_values(raw_values)
         keep = np.ones(len(raw_keys), bool) if cutoff is None else accs[TIME] > cutoff
@@ -289,6 +407,7 @@ class RocksDBGroupAggregates(GroupAccumulators):
         out.update(zip(self.key_names, key_columns, strict=True))
         for name, t in self.stored:
             out[name] = _arrow(accs[name], accs[f"v{name[1:]}"], t) if name.startswith("m") else pa.array(accs[name])
+        out.update({name: column.filter(mask) for name, column in lists.items()})
         return pa.table(out)
 
     def load(self, table: pa.Table) -> None:
@@ -297,6 +416,25 @@ class RocksDBGroupAggregates(GroupAccumulators):
         fresh = len(self.rows) == 0
         for start in range(0, table.num_rows, CHUNK):  # bounded memory: a restore may hold millions
             self._load(table.slice(start, CHUNK).combine_chunks(), fresh)
+
+    def _load_pairs(self, table: pa.Table, row_keys: pa.Array, fresh: bool) -> None:
+        """Write the pairs of a snapshot table's d{i} lists (``row_keys``: its rows' keys)."""
+        assert self.pairs is not None or not self.distinct
+        puts: list[pa.Array] = []
+        for i in self.distinct:
+            lists = _plain(table.column(f"d{i}"))
+            if lists.type.value_type == pa.null():  # a snapshot without values has no type for them
+                continue
+            lengths = _numbers(pc.list_value_length(lists), np.int64)
+            puts.append(self._pair_keys(i, row_keys.take(pa.array(np.repeat(np.arange(len(lists)), lengths))),
+                                        _plain(lists.flatten())))
+        if not puts:
+            return
+        keys = pa.concat_arrays(puts)
+        keys = keys.take(pc.sort_indices(keys)).to_pylist()
+        assert self.pairs is not None
+        absent = len(keys) if fresh else pa.array(self.pairs.get_many(keys), pa.binary()).null_count
+        self.backend.write_rows(PAIRS_STATE, keys, [b""] * len(keys), [], absent)
 
     def _load(self, table: pa.Table, fresh: bool) -> None:
         values = self._table_values(table)
@@ -314,5 +452,6 @@ class RocksDBGroupAggregates(GroupAccumulators):
         known = len(self.rows) == self.filtered_count and self.rows.cf is self.filtered_cf
         self.backend.write_rows(ROWS_STATE, raw_keys, raw_values, [], absent)
         self.filter.add(_plain(table.column(HASH)).to_numpy())
+        self._load_pairs(table, encoded, fresh)
         if known:
             self.filtered_count = len(self.rows)

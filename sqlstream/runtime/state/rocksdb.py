@@ -418,6 +418,22 @@ class RocksDBStateBackend(StateBackend):
             db.close()
             shutil.rmtree(view, ignore_errors=True)
 
+    def scan_view_range(self, view: Path, name: str, low: bytes, high: bytes) -> list[bytes]:
+        """The keys ``low <= key < high`` of state ``name`` in a frozen view that scan_view is
+        scanning (the keys of one state that go with a chunk of another's, in the same view)."""
+        db = _open(view, self.memory, read_only=True)
+        try:
+            cf = db.get_column_family(_CF_PREFIX + name)
+            try:
+                read = ReadOptions()
+                read.fill_cache(False)
+                read.set_iterate_upper_bound(high)
+                return list(cf.keys(from_key=low, read_opt=read))
+            finally:
+                cf.close()
+        finally:
+            db.close()
+
     def snapshot(self, checkpoint_id: int, canonical: bool = False) -> SnapshotWriter:
         staging = self._freeze_db(f"chk-{checkpoint_id}")
         counts = {name: len(st) for name, st in self._states().items()}
