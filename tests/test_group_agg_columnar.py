@@ -1,8 +1,8 @@
 """The vectorized non-windowed GROUP BY (sqlstream/runtime/operators/group_agg_columnar.py).
 
 On the hashmap backend GROUP BY runs in columnar form, on the rocksdb backend
-the same form with its state as RocksDB rows (group_agg_rocksdb.py, without
-COUNT(DISTINCT)); the per-key form (group_agg.py) is the reference.  All must
+the same form with its state as RocksDB rows (group_agg_rocksdb.py, its
+COUNT(DISTINCT) values an entry each); the per-key form (group_agg.py) is the reference.  All must
 emit the same changelog row for row, never merge keys whose hashes merely collide, carry
 their state through savepoints onto the other backend and another
 parallelism, expire keys after the state TTL, and materialize to DuckDB's
