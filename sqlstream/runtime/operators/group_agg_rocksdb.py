@@ -442,16 +442,19 @@ class RocksDBGroupAggregates(GroupAccumulators):
         written = table.column(TIME).to_numpy() if TIME in table.column_names else self.clock.time_ms()
         keys = [_plain(table.column(n)) for n in self.key_names]
         # the key group from the hash, as the columnar form has it (a converted table has no $kg)
-        kgs = self._key_groups(_plain(table.column(HASH)).to_numpy())
+        hashes = _plain(table.column(HASH)).to_numpy()
+        kgs = self._key_groups(hashes)
         encoded = self.key_codec.encode(keys, kgs)
-        order = pc.sort_indices(encoded)  # written in key order, as process writes
+        order = pc.sort_indices(encoded).to_numpy()  # written in key order, as process writes
         raw_keys = encoded.take(order).to_pylist()
-        # otherwise some may be stored already: the entry count must stay exact
-        absent = len(raw_keys) if fresh else pa.array(self.rows.get_many(raw_keys), pa.binary()).null_count
-        raw_values = self._encode_values(values, written).take(order).to_pylist()
+        # otherwise some may be stored already: the entry count must stay exact (the filter tells
+        # most of the surely absent ones, as in process: a restore's keys are all new)
+        absent = len(raw_keys) if fresh else len(raw_keys) - int(self._lookup(
+            raw_keys, order, self._may_exist(hashes)[order]).is_valid().to_numpy(zero_copy_only=False).sum())
+        raw_values = self._encode_values(values, written).take(pa.array(order)).to_pylist()
         known = len(self.rows) == self.filtered_count and self.rows.cf is self.filtered_cf
         self.backend.write_rows(ROWS_STATE, raw_keys, raw_values, [], absent)
-        self.filter.add(_plain(table.column(HASH)).to_numpy())
+        self.filter.add(hashes)
         self._load_pairs(table, encoded, fresh)
         if known:
             self.filtered_count = len(self.rows)
