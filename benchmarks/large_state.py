@@ -15,7 +15,8 @@ HOP windows do not fire: the hop job measures assigning rows to windows and accu
 them, with all of the hour's windows (every key in each) in state.  Rows/s is the K rows per
 input through the stateful operator over the time they took from the job's start (planning
 and start-up included, ~0.1 s), with a periodic checkpoint every --checkpoint-interval
-meanwhile; then, the input drained, one checkpoint is taken (duration: trigger to complete,
+meanwhile; "CPU s" is the CPU time all of the child's threads (RocksDB's too) took over that
+span, which swings far less than rows/s when other processes share the cores; then, the input drained, one checkpoint is taken (duration: trigger to complete,
 as the coordinator records it; size: the checkpoint's own files, and with rocksdb's shared
 files), then a stop-with-savepoint (duration and size on disk).  Each job runs in a child
 process of its own, so its peak RSS (``os.wait4``'s ru_maxrss) is its own; "RSS at K" is
@@ -153,11 +154,13 @@ def child_run(job: str, backend: str, keys: int, workdir: Path, interval: str, s
               timeout: float) -> dict[str, Any]:
     """Fill the state, checkpoint it, stop with a savepoint into workdir/savepoint."""
     chk = workdir / "chk"
+    cpu = time.process_time()  # all of the child's threads (RocksDB's flushes and compactions too)
     running = Job(script(job, backend, keys, workdir, chk, interval), timeout)
     kind, inputs = OPERATOR[job]
     running.wait(f"{keys * inputs:,} rows into {kind}", lambda: running.rows_into(kind) >= keys * inputs, timeout)
     fill_s = time.perf_counter() - running.started
     out: dict[str, Any] = {"rows": keys * inputs, "fill_s": fill_s, "rows_per_s": keys * inputs / fill_s,
+                           "fill_cpu_s": time.process_time() - cpu,
                            "rss_at_k_mb": vm_hwm_mb()}
     coordinator = running.executor.coordinator
     done = len(coordinator.completed)
@@ -254,7 +257,7 @@ def main() -> None:
         for x in given:
             if x not in allowed:
                 ap.error(f"unknown {name} {x!r}; choose from {', '.join(allowed)}")
-    print(f"{'job':>5} {'backend':>8} {'keys':>10} {'rows/s':>10} {'RSS at K':>8} {'peak RSS':>8} "
+    print(f"{'job':>5} {'backend':>8} {'keys':>10} {'rows/s':>10} {'CPU s':>6} {'RSS at K':>8} {'peak RSS':>8} "
           f"{'chk s':>6} {'chk MB':>7} {'+shared':>7} {'svp s':>6} {'svp MB':>7} {'restore s':>9} "
           f"{'restore RSS':>11}", flush=True)
     results = []
@@ -265,7 +268,7 @@ def main() -> None:
             if "error" in r:
                 print(f"{job:>5} {backend:>8} {args.keys:>10,} {r['error']}", flush=True)
                 continue
-            print(f"{job:>5} {backend:>8} {args.keys:>10,} {r['rows_per_s']:>10,.0f} {r['rss_at_k_mb']:>8.0f} "
+            print(f"{job:>5} {backend:>8} {args.keys:>10,} {r['rows_per_s']:>10,.0f} {r['fill_cpu_s']:>6.1f} {r['rss_at_k_mb']:>8.0f} "
                   f"{r['peak_rss_mb']:>8.0f} {r['checkpoint_s']:>6.2f} {r['checkpoint_mb']:>7.1f} "
                   f"{r['checkpoint_with_shared_mb']:>7.1f} {cell(r, 'savepoint_s', '6.2f')} "
                   f"{cell(r, 'savepoint_mb', '7.1f')} {cell(r, 'restore_s', '9.2f')} "

@@ -1,8 +1,8 @@
 """The vectorized non-windowed GROUP BY (sqlstream/runtime/operators/group_agg_columnar.py).
 
 On the hashmap backend GROUP BY runs in columnar form, on the rocksdb backend
-the same form with its state as RocksDB rows (group_agg_rocksdb.py, without
-COUNT(DISTINCT)); the per-key form (group_agg.py) is the reference.  All must
+the same form with its state as RocksDB rows (group_agg_rocksdb.py, its
+COUNT(DISTINCT) values an entry each); the per-key form (group_agg.py) is the reference.  All must
 emit the same changelog row for row, never merge keys whose hashes merely collide, carry
 their state through savepoints onto the other backend and another
 parallelism, expire keys after the state TTL, and materialize to DuckDB's
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from sqlstream.runtime.operators.group_agg_columnar import (
     _stable_order,
 )
 from sqlstream.runtime.operators.group_agg_rocksdb import RocksDBGroupAggregates
+from sqlstream.runtime.state.rocksdb import RocksDBState
 from tests.conftest import apply_changelog, duckdb_rows, in_key_groups, rows, run_sql
 from tests.harness import OperatorHarness, Snapshot, planned_state, restored_into_halves
 from tests.test_join_columnar import _inverse_mix
@@ -78,7 +80,7 @@ def _group_agg(backend: str, aggs: list[AggCall], retracting: bool, config: dict
     ttl_ms, _ = planned_state(backend, config)
     lowering = Lowering({**(config or {}), "state.backend.type": backend})
     key_types = [schema.field(i).type for i in range(len(keys))]
-    columnar = not per_key and lowering.group_agg_columnar(aggs, retracting, key_types)
+    columnar = not per_key and lowering.group_agg_columnar(aggs, retracting, key_types, list(INPUT.types))
     return GroupAggOperator(keys, aggs, schema, retracting, ttl_ms, columnar)
 
 
@@ -88,8 +90,8 @@ def _operator(backend: str, tmp_path: Path, aggs: list[AggCall], retracting: boo
               clock: Clock | None = None, per_key: bool = False) -> OperatorHarness:
     h = OperatorHarness(_group_agg(backend, aggs, retracting, config, keys, schema, per_key), backend, clock,
                         tmp=tmp_path, key_groups=key_groups, config=config)
-    # the columnar form runs on both backends, on rocksdb without COUNT(DISTINCT)
-    columnar = not per_key and (backend == "hashmap" or not any(a.distinct for a in aggs))
+    # the columnar form runs on both backends (on rocksdb its state as rows)
+    columnar = not per_key
     assert (h.operator.columnar is not None) == columnar
     assert isinstance(h.operator.columnar, RocksDBGroupAggregates) == (columnar and backend == "rocksdb")
     return h
@@ -214,22 +216,34 @@ def test_unsupported_aggregates_keep_the_per_key_form(tmp_path: Path) -> None:
         assert planned_state("hashmap", None, group_agg_columnar(aggs, retracting)) == (None, False)
 
 
-def test_rocksdb_plans_the_rows_form_without_count_distinct_and_for_simple_keys() -> None:
+def test_rocksdb_plans_the_rows_form_for_keys_and_distinct_values_of_simple_types() -> None:
     rocksdb = Lowering({"state.backend.type": "rocksdb"})
     keys = [INPUT.field(k).type for k in KEYS]
-    assert rocksdb.group_agg_columnar(APPEND_AGGS, False, keys) and rocksdb.group_agg_columnar(RETRACT_AGGS, True, [])
-    assert not rocksdb.group_agg_columnar(DISTINCT_AGGS, False, keys)
-    assert not rocksdb.group_agg_columnar(RETRACT_AGGS, True, [pa.decimal128(10, 2)])
-    assert not rocksdb.group_agg_columnar(APPEND_AGGS, True, keys)  # MIN/MAX over retractions
-    assert Lowering({}).group_agg_columnar(DISTINCT_AGGS, False, [pa.decimal128(10, 2)])  # hashmap
+    inputs = list(INPUT.types)
+    assert rocksdb.group_agg_columnar(APPEND_AGGS, False, keys, inputs)
+    assert rocksdb.group_agg_columnar(RETRACT_AGGS, True, [], inputs)
+    assert rocksdb.group_agg_columnar(DISTINCT_AGGS, False, keys, inputs)
+    decimal = [*inputs[:3], pa.decimal128(10, 2), *inputs[4:]]  # COUNT(DISTINCT v) of DECIMAL values
+    assert not rocksdb.group_agg_columnar(DISTINCT_AGGS, False, keys, decimal)
+    assert rocksdb.group_agg_columnar(RETRACT_AGGS, True, keys, decimal)  # no DISTINCT: v's type does not matter
+    assert not rocksdb.group_agg_columnar(RETRACT_AGGS, True, [pa.decimal128(10, 2)], inputs)
+    assert not rocksdb.group_agg_columnar(APPEND_AGGS, True, keys, inputs)  # MIN/MAX over retractions
+    assert Lowering({}).group_agg_columnar(DISTINCT_AGGS, False, [pa.decimal128(10, 2)], decimal)  # hashmap
 
 
-def test_a_plan_for_hashmap_with_count_distinct_is_refused_on_rocksdb(tmp_path: Path) -> None:
-    # the rows form has no COUNT(DISTINCT): a plan made for hashmap must not run it silently wrong
-    planned = _group_agg("hashmap", DISTINCT_AGGS, False)
-    assert planned.columnar_form
-    with pytest.raises(JobError, match="COUNT\\(DISTINCT\\)"):
-        OperatorHarness(planned, "rocksdb", tmp=tmp_path)
+def test_a_plan_for_hashmap_with_count_distinct_of_decimals_is_refused_on_rocksdb(tmp_path: Path) -> None:
+    # the rows form encodes COUNT(DISTINCT) values of simple types only: a plan made for hashmap
+    # must not run silently wrong on rocksdb; its first values are refused, naming the aggregate
+    schema = pa.schema([("k", pa.int64()), ("d", pa.decimal128(10, 2))])
+    aggs = [AggCall("COUNT", 1, True, pa.int64(), "dd")]
+    lowering = Lowering({"state.backend.type": "hashmap"})
+    assert lowering.group_agg_columnar(aggs, False, [pa.int64()], list(schema.types))
+    out = pa.schema([("k", pa.int64()), ("dd", pa.int64())])
+    planned = GroupAggOperator([0], aggs, out, False, None, True)
+    op = OperatorHarness(planned, "rocksdb", tmp=tmp_path)
+    with pytest.raises(JobError, match="COUNT\\(DISTINCT\\) of decimal"):
+        op.process_batch(pa.RecordBatch.from_arrays([pa.array([1]), pa.array([Decimal("0.50")], pa.decimal128(10, 2))],
+                                                    schema=schema), None)
 
 
 def test_many_deletes_compact_the_state_and_keys_come_back(tmp_path: Path) -> None:
@@ -317,7 +331,7 @@ def test_state_moves_through_a_savepoint_to_another_backend_and_parallelism(
         assert len(want) > 20 and _changes(new, _mine(after, groups)) == want
 
 
-@pytest.mark.parametrize("case", ["append", "retract"])
+@pytest.mark.parametrize("case", CASES)
 def test_rocksdb_rows_rescale_from_an_incremental_checkpoint(case: str, tmp_path: Path) -> None:
     # a checkpoint (not a savepoint) of the rows form is RocksDB's own: the rows are in its column
     # family (no table is written), and a rescaled restore takes the key-group ranges it owns
@@ -337,13 +351,15 @@ def test_rocksdb_rows_rescale_from_an_incremental_checkpoint(case: str, tmp_path
         assert len(want) > 20 and _changes(new, _mine(after, groups)) == want
 
 
+@pytest.mark.parametrize("case", ["append", "distinct"])
 @pytest.mark.parametrize("second", ["hashmap", "rocksdb"])
-def test_rocksdb_rows_are_saved_and_restored_a_chunk_at_a_time(second: str, tmp_path: Path,
+def test_rocksdb_rows_are_saved_and_restored_a_chunk_at_a_time(second: str, case: str, tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    # savepoint scans and restores go CHUNK rows at a time; many small chunks lose and repeat nothing
+    # savepoint scans and restores go CHUNK rows at a time (with their COUNT(DISTINCT) values, a
+    # range of their own column family per chunk); many small chunks lose and repeat nothing
     monkeypatch.setattr(group_agg_rocksdb, "CHUNK", 7)
-    aggs, retracting = CASES["append"]
-    inputs = _case_input("append")
+    aggs, retracting = CASES[case]
+    inputs = _case_input(case)
     old = _operator("rocksdb", tmp_path, aggs, retracting)
     reference = _operator("rocksdb", tmp_path, aggs, retracting, per_key=True)
     _changes(old, inputs[:20])
@@ -370,6 +386,65 @@ def test_rocksdb_rows_are_saved_and_restored_a_chunk_at_a_time(second: str, tmp_
     assert restored.operator.columnar is not None and restored.operator.columnar.live == len(reference.operator.groups)
     want = _changes(reference, inputs[20:])
     assert len(want) > 20 and _changes(restored, inputs[20:]) == want
+
+
+def _asked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Records how many keys each multi-get of the rows form asks RocksDB for."""
+    asked: list[int] = []
+    get_many = RocksDBState.get_many
+
+    def recording(self: RocksDBState, raw_keys: list[bytes]) -> list[bytes | None]:
+        asked.append(len(raw_keys))
+        return get_many(self, raw_keys)
+
+    monkeypatch.setattr(RocksDBState, "get_many", recording)
+    return asked
+
+
+def test_rocksdb_rows_look_up_only_keys_the_filter_may_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # keys never stored skip their RocksDB lookup (a Bloom filter over the key hashes); stored
+    # keys, and keys deleted since (a Bloom filter cannot forget them), are looked up
+    asked = _asked(monkeypatch)
+    aggs = RETRACT_AGGS
+    op = _operator("rocksdb", tmp_path, aggs, True)
+    reference = _operator("rocksdb", tmp_path, aggs, True, per_key=True)
+    fresh = [(_batch([(k, "a", None, k) for k in range(i, i + 500)]), None) for i in range(0, 5000, 500)]
+    want = _changes(reference, fresh)
+    assert _changes(op, fresh) == want and len(want) == 5000
+    assert sum(asked) < 0.05 * 5000
+    asked.clear()
+    again = [(_batch([(k, "a", None, k) for k in range(0, 5000, 2)]), [DELETE] * 2500)]
+    again.append((_batch([(k, "a", None, 1) for k in range(0, 5000)]), None))
+    want = _changes(reference, again)
+    assert _changes(op, again) == want
+    assert asked == [2500, 5000]
+
+
+def test_rocksdb_rows_restored_whole_rebuild_their_filter_over_several_batches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # RocksDB's files restored as they are (same key groups, a checkpoint): the filter knows none of
+    # their keys, so every key is looked up until a scan of the stored keys, CHUNK keys per batch,
+    # has put them in it; then only keys the filter may hold are
+    monkeypatch.setattr(group_agg_rocksdb, "CHUNK", 16)
+    asked = _asked(monkeypatch)
+    aggs, retracting = CASES["append"]
+    inputs = _case_input("append")
+    old = _operator("rocksdb", tmp_path, aggs, retracting)
+    reference = _operator("rocksdb", tmp_path, aggs, retracting, per_key=True)
+    _changes(old, inputs[:20])
+    _changes(reference, inputs[:20])
+    checkpoint = old.snapshot(canonical=False)
+    restored = OperatorHarness(_group_agg("rocksdb", aggs, retracting), "rocksdb", tmp=tmp_path, restore=checkpoint)
+    store = restored.operator.columnar
+    assert isinstance(store, RocksDBGroupAggregates) and store.live > 16 * 3
+    want = _changes(reference, inputs[20:])
+    asked.clear()
+    assert len(want) > 20 and _changes(restored, inputs[20:]) == want
+    assert store.rebuild_from is None  # scanned through
+    new_keys = [(_batch([(10_000 + k, "n", None, k) for k in range(300)]), None)]
+    asked.clear()
+    assert _changes(restored, new_keys) == _changes(reference, new_keys)
+    assert sum(asked) < 30
 
 
 def test_rocksdb_rows_with_ttl_move_through_a_savepoint_to_two_subtasks(tmp_path: Path) -> None:
@@ -686,6 +761,14 @@ def test_state_ttl_expires_the_distinct_values_of_a_key(backend: str, tmp_path: 
         assert sorted(zip(table.column("k2").to_pylist(), table.column("d1").to_pylist(),
                           table.column("d2").to_pylist(), strict=True)) == [
             ("a", [2], ["x"]), ("b", [1, 2], ["y", "z"])]
+    store = op.operator.columnar
+    if isinstance(store, RocksDBGroupAggregates):
+        # one RocksDB entry per value: a's expired ones went when it came back; a sweep takes the rest
+        assert store.pairs is not None and len(store.pairs) == 6 == sum(len(k) for k, _ in store.pairs.scan())
+        clock.advance(400)
+        c = (3, "c", None)
+        assert _changes(op, [(_batch([(*c, 7, None, "w")]), None)]) == [(INSERT, *c, 1, 1, 1)]
+        assert store.live == 1 and len(store.pairs) == 2 == sum(len(k) for k, _ in store.pairs.scan())
 
 
 def test_expired_keys_are_compacted_away_with_their_distinct_values(tmp_path: Path) -> None:

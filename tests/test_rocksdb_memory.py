@@ -178,3 +178,29 @@ SELECT k, COUNT(*) AS n FROM (SELECT seq % 5 AS k FROM gen) GROUP BY k;
     for _, backend in created:
         assert backend.memory.budget == 24 * MB and backend.memory.write_buffer_size == MB
     assert created[0][1].memory is not created[1][1].memory
+
+
+def _memtable_bloom_ratio(backend: RocksDBStateBackend, state: str) -> float:
+    """The memtable bloom ratio RocksDB runs a state's column family with (its latest OPTIONS file)."""
+    latest = max(backend.db_path.glob("OPTIONS-*"), key=lambda p: int(p.name.split("-")[1]))
+    section = latest.read_text().split(f'[CFOptions "state\\:{state}"]')[1].split("[")[0]
+    (line,) = [x for x in section.splitlines() if x.strip().startswith("memtable_prefix_bloom_size_ratio=")]
+    return float(line.split("=")[1])
+
+
+def test_a_state_filtering_its_own_lookups_runs_without_a_memtable_bloom_filter_after_a_restore_too(
+        backends, tmp_path: Path) -> None:
+    # the GROUP BY rows keep their own key filter: the memtables' bloom filter would only cost inserts;
+    # other states keep it, and a restore that reopens the db keeps the choice
+    backend = backends({})
+    rows, other = backend.state("rows"), backend.state("other")
+    rows.keep_own_filter()
+    rows.put(3, ("k",), 1)
+    other.put(3, ("k",), 1)
+    assert _memtable_bloom_ratio(backend, "rows") == 0 and _memtable_bloom_ratio(backend, "other") > 0
+    handle = backend.snapshot(1)(tmp_path / "chk-1")
+    restored = backends({})
+    restored.state("rows").keep_own_filter()
+    restored.restore([handle])
+    assert restored.state("rows").get(3, ("k",)) == 1
+    assert _memtable_bloom_ratio(restored, "rows") == 0 and _memtable_bloom_ratio(restored, "other") > 0

@@ -92,3 +92,17 @@ def test_long_strings_are_gathered_a_bounded_step_at_a_time(monkeypatch: pytest.
     codec = RowCodec([c.type for c in columns])
     _, back = codec.decode(codec.encode(columns))
     assert [c.to_pylist() for c in back] == [c.to_pylist() for c in columns]
+
+
+@pytest.mark.parametrize("types", [[pa.int64()], [pa.string(), pa.int32(), pa.binary()], []])
+def test_a_row_key_followed_by_a_suffix_splits_back_into_both(types: list[pa.DataType]) -> None:
+    # the COUNT(DISTINCT) entries of the rocksdb GROUP BY: a key row, then the aggregate index and
+    # the value; the key row's length comes from its own fixed part, so any suffix splits off
+    columns = {pa.int64(): pa.array([5, None, -1]), pa.string(): pa.array(["ab", "", None]),
+               pa.int32(): pa.array([1, 2, None], pa.int32()), pa.binary(): pa.array([b"\x00", None, b"xyz"])}
+    codec = RowCodec(types, key_group=True, keys=True)
+    keys = codec.encode([columns[t] for t in types], np.array([3, 0, 70]))
+    suffixes = pa.array([b"\x01tail", b"", b"\x00\x00\xff"])
+    joined = pa.compute.binary_join_element_wise(keys, suffixes, b"")
+    heads, rests = row_codec.split_at(joined, codec.leading_lengths(joined))
+    assert heads.to_pylist() == keys.to_pylist() and rests.to_pylist() == suffixes.to_pylist()

@@ -125,12 +125,16 @@ def group_agg_columnar(aggs: list[AggCall], retracting: bool) -> bool:
     return True
 
 
-def group_agg_columnar_rows(aggs: list[AggCall], retracting: bool, key_types: list[pa.DataType]) -> bool:
+def group_agg_columnar_rows(aggs: list[AggCall], retracting: bool, key_types: list[pa.DataType],
+                            input_types: Sequence[pa.DataType] | None) -> bool:
     """Whether a non-windowed GROUP BY can keep its columnar state as encoded rows in RocksDB
-    (runtime.operators.group_agg_rocksdb): the columnar form without COUNT(DISTINCT) (its values
-    stay per key there), keys of the types the row encoding has (those of MIN/MAX)."""
-    return (group_agg_columnar(aggs, retracting) and not any(a.distinct for a in aggs)
-            and all(row_encodable(t) for t in key_types))
+    (runtime.operators.group_agg_rocksdb): the columnar form, with keys and COUNT(DISTINCT)
+    values (``input_types``: the input's columns; None: not known, the operator checks the values'
+    type when they come) of the types the row encoding has (those of MIN/MAX); each distinct value
+    is an entry of its own there."""
+    return (group_agg_columnar(aggs, retracting) and all(row_encodable(t) for t in key_types)
+            and (input_types is None
+                 or all(row_encodable(input_types[a.arg]) for a in aggs if a.distinct and a.arg is not None)))
 
 
 def window_agg_columnar(aggs: list[AggCall]) -> bool:

@@ -200,7 +200,8 @@ class Lowering:
         if isinstance(node, Aggregate):
             up = self.lower(node.input)
             retracting = node.input.updating
-            columnar = self.group_agg_columnar(node.aggs, retracting, [f.type for f in schema][: len(node.keys)])
+            columnar = self.group_agg_columnar(node.aggs, retracting, [f.type for f in schema][: len(node.keys)],
+                                               self.nodes[up].schema.types)
             return self.add("GroupAggregate", node.describe(), schema, [Exchange(up, "hash", tuple(node.keys))],
                             config=GroupAggConfig(node.keys, node.aggs, retracting, self._ttl(node.state_ttl_ms),
                                                   columnar))
@@ -352,12 +353,13 @@ class Lowering:
             return False
         return self.columnar_state or (self.columnar_rows and join_columnar_rows(schemas, keys))
 
-    def group_agg_columnar(self, aggs: list[AggCall], retracting: bool, key_types: list[pa.DataType]) -> bool:
+    def group_agg_columnar(self, aggs: list[AggCall], retracting: bool, key_types: list[pa.DataType],
+                           input_types: list[pa.DataType]) -> bool:
         """Whether a non-windowed GROUP BY runs its columnar form on this job's backend: in memory
-        (hashmap), or as rows in RocksDB (fewer aggregates: no COUNT(DISTINCT))."""
+        (hashmap), or as rows in RocksDB (keys and COUNT(DISTINCT) values of the row encoding's types)."""
         if self.columnar_state:
             return group_agg_columnar(aggs, retracting)
-        return self.columnar_rows and group_agg_columnar_rows(aggs, retracting, key_types)
+        return self.columnar_rows and group_agg_columnar_rows(aggs, retracting, key_types, input_types)
 
     def window_agg_columnar(self, aggs: list[AggCall], key_types: list[pa.DataType]) -> bool:
         """Whether a window aggregation runs its columnar form on this job's backend: partials in

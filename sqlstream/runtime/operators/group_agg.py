@@ -11,9 +11,10 @@ vectorized (group_agg_columnar.py: accumulators in numpy columns, no Python
 step per key; COUNT(DISTINCT) of an append-only input included); on the
 rocksdb backend, whose state must be able to exceed memory, the same form
 runs with its state in RocksDB, read and written a batch at a time
-(group_agg_rocksdb.py; without COUNT(DISTINCT)).  The other aggregates
-(COUNT(DISTINCT) of a retracting input, or on rocksdb, decimals, UDFs,
-MIN/MAX over retractions) keep one entry per key here.  Savepoints hold the
+(group_agg_rocksdb.py; COUNT(DISTINCT) values of simple types only).  The
+other aggregates (COUNT(DISTINCT) of a retracting input, or on rocksdb of
+decimals, decimal keys, UDFs, MIN/MAX over retractions) keep one entry per
+key here.  Savepoints hold the
 columnar table or the per-key entries; restore_state converts between the
 two, so a job can switch backends.
 """
@@ -70,10 +71,9 @@ class GroupAggOperator(Operator):
         self.restored_per_key = False
         backend = ctx.keyed_state
         if isinstance(backend, RocksDBStateBackend) and self.columnar_form:
-            if not group_agg_columnar_rows(self.aggs, self.retracting, self._key_types()):
+            if not group_agg_columnar_rows(self.aggs, self.retracting, self._key_types(), None):
                 raise JobError("the plan keeps this GROUP BY's state in columnar form, which the rocksdb state "
-                               "backend holds only without COUNT(DISTINCT) and for keys of simple types; plan the "
-                               "job with the backend it runs on")
+                               "backend holds only for keys of simple types; plan the job with the backend it runs on")
             self.columnar = RocksDBGroupAggregates(COLUMNAR_STATE, self.aggs, self._key_types(), self.ttl_ms,
                                                    ctx.max_parallelism, backend, backend.clock)
         elif columnar_state(ctx, self.columnar_form):

@@ -140,6 +140,35 @@ class RowCodec:
             columns.append(arr.view(t) if physical != t else arr)
         return kgs, columns
 
+    def leading_lengths(self, rows: pa.Array) -> np.ndarray:
+        """The length of the encoded row each of ``rows`` starts with (more bytes may follow it:
+        a RocksDB key made of a row's key and a suffix).  An encoded row is never a prefix of
+        another (equal fixed parts give equal string lengths), so the length is the row's."""
+        n = len(rows)
+        width = self.dtype.itemsize
+        if not self.variable:
+            return np.full(n, width, np.int64)
+        starts = np.frombuffer(rows.buffers()[1], np.int32, n + 1, rows.offset * 4)[:-1]
+        data = np.frombuffer(rows.buffers()[2], np.uint8)
+        rec = data[starts[:, None] + np.arange(width)].reshape(-1).view(self.dtype)
+        return width + sum(rec[f"l{j}"].astype(np.int64) for j in self.variable)
+
+
+def split_at(rows: pa.Array, at: np.ndarray) -> tuple[pa.BinaryArray, pa.BinaryArray]:
+    """(the first ``at[i]`` bytes of each row, the rest) of a binary array without NULLs."""
+    n = len(rows)
+    offsets = np.frombuffer(rows.buffers()[1], np.int32, n + 1, rows.offset * 4).astype(np.int64)
+    buffer = rows.buffers()[2]
+    data = np.frombuffer(buffer, np.uint8) if buffer is not None else np.zeros(0, np.uint8)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    out = []
+    for first, size in ((starts, at), (starts + at, lengths - at)):
+        ends = np.cumsum(size)
+        values = _gather_bytes(data, first, size, ends)
+        bounds = np.concatenate([[0], ends]).astype(np.int32)
+        out.append(pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(bounds), pa.py_buffer(values)]))
+    return out[0], out[1]
+
 
 # bytes gathered per step: the gather index takes 4 or 8 bytes per byte moved, so long strings are
 # moved in steps of this many bytes (a chunk of 65 k 1 kB strings would otherwise index 530 MB at
