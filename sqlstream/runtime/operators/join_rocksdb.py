@@ -196,7 +196,7 @@ class RocksDBJoinSide:
         return owner[fresh], columns[:len(self.names)]
 
     def write(self, keys: pa.BinaryArray, seqs: np.ndarray, rows: pa.BinaryArray) -> None:
-        """Store encoded rows (in key order) under their key bytes and seqs, in one WriteBatch."""
+        """Store encoded rows (about in key order) under their key bytes and seqs, in one WriteBatch."""
         row_keys = pc.binary_join_element_wise(keys, _seq_bytes(seqs), b"")
         self.backend.write_rows(self.rows.name, row_keys.to_pylist(), rows.to_pylist(), [], len(rows))
 
@@ -307,7 +307,7 @@ class RocksDBInnerJoin:
     def _add(self, batch: pa.RecordBatch | pa.Table, hashes: np.ndarray, side: int, times: np.ndarray, now: int,
              match: bool) -> pa.RecordBatch | None:
         """Match ``batch`` (no NULL keys) with the other side (when ``match``), then store it after
-        its keys' rows: one multi-get of the heads for both, keys in key order."""
+        its keys' rows: one multi-get of the heads for both, keys about in key order."""
         n = batch.num_rows
         kgs = (hashes % np.uint64(self.max_parallelism)).astype(np.int64)
         encoded = self.key_codec.encode([batch.column(k) for k in self.keys[side]], kgs)
@@ -317,7 +317,7 @@ class RocksDBInnerJoin:
         absent, heads, live = self._heads(raw_prefixes, now)
         out = self._match(batch, side, prefixes, order, run, heads, live[1 - side], now) if match else None
         base, nxt, written = heads.fields[3 * side: 3 * side + 3]
-        seqs = nxt[run] + (np.arange(n) - starts[run])  # each row's seq, in key order
+        seqs = nxt[run] + (np.arange(n) - starts[run])  # each row's seq, in the order of the runs
         sorted_times = times[order]
         rows = self.sides[side].encode(batch.take(pa.array(order)), sorted_times)
         inline = seqs < INLINE_ROWS
