@@ -326,15 +326,18 @@ class RocksDBInnerJoin:
             self.sides[side].write(encoded.take(pa.array(order)).filter(further), seqs[~inline], rows.filter(further))
         nxt += np.diff(np.append(starts, n))
         written[:] = np.maximum(written, np.maximum.reduceat(sorted_times, starts))
-        # each head: its header, then its inline rows by side and seq (the stored ones' bytes as they were)
+        # each head: its header, then its inline rows by side and seq (the stored ones' bytes as they
+        # were), placed by slot (header 0, a row 1 + side * INLINE_ROWS + seq: seq < INLINE_ROWS)
         m = len(raw_prefixes)
-        owner = np.concatenate([np.arange(m), heads.owner, run[inline]])
-        group = np.concatenate([np.zeros(m, np.int64), 1 + heads.side, np.full(int(inline.sum()), 1 + side)])
-        seq = np.concatenate([np.zeros(m, np.int64), heads.seq, seqs[inline]])
+        width = 1 + 2 * INLINE_ROWS
+        slots = np.concatenate([np.arange(m) * width, heads.owner * width + 1 + heads.side * INLINE_ROWS + heads.seq,
+                                run[inline] * width + 1 + side * INLINE_ROWS + seqs[inline]])
         parts = pa.concat_arrays([HEADER.encode([pa.array(f) for f in heads.fields]), heads.rows,
                                   rows.filter(pa.array(inline))])
-        layout = np.lexsort((seq, group, owner))
-        values = pack(parts.take(pa.array(layout)), np.searchsorted(owner[layout], np.arange(m)))
+        dense = np.full(m * width, -1, np.int64)
+        dense[slots] = np.arange(len(slots))
+        layout = dense[dense >= 0]
+        values = pack(parts.take(pa.array(layout)), np.flatnonzero(layout < m))
         self.backend.write_rows(self.heads.name, raw_prefixes, values.to_pylist(), [], absent)
         return out
 
