@@ -386,3 +386,16 @@ def test_inner_joins_of_append_only_tables_match_duckdb(tables, query: str, back
     ddl = f"SET 'state.backend.type' = '{backend}';\n" + ddl
     assert "state=columnar" in Session().execute_script(ddl + "EXPLAIN " + query + ";")[-1].message
     assert rows(run_sql(ddl + query + ";")) == duckdb_rows(query, a=a, b=b)
+
+
+def test_rocksdb_join_column_families_compact_at_more_level0_files(tmp_path: Path) -> None:
+    """The join's per-column-family compaction setting reaches RocksDB (its OPTIONS file records it)."""
+    op = _operator("rocksdb", tmp_path)
+    backend = op.operator.columnar.backend
+    latest = max(backend.db_path.glob("OPTIONS-*"), key=lambda p: int(p.name.split("-")[1]))
+    sections = latest.read_text().split("[CFOptions ")
+    for name in [join_rocksdb.HEADS_STATE, *join_rocksdb.ROWS_STATES]:
+        section = next(s for s in sections if s.startswith(f'"state\\:{name}"'))  # ':' escaped
+        assert "level0_file_num_compaction_trigger=12" in section
+    default = next(s for s in sections if s.startswith('"default"'))
+    assert "level0_file_num_compaction_trigger=4" in default  # the backend's other families keep RocksDB's
