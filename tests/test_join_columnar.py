@@ -121,8 +121,12 @@ def _run(op: OperatorHarness, inputs: list[tuple[int, pa.RecordBatch]]) -> Count
     return Counter(tuple(row) for _, *row in out)
 
 
+@pytest.mark.parametrize("inline", [0, 1, 2])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_vectorized_forms_emit_the_rows_of_the_per_key_form(seed: int, tmp_path: Path) -> None:
+def test_vectorized_forms_emit_the_rows_of_the_per_key_form(seed: int, inline: int, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """On rocksdb with a key's first ``inline`` rows of each side in its head, the others in entries."""
+    monkeypatch.setattr(join_rocksdb, "INLINE_ROWS", inline)
     inputs = _inputs(seed)
     got = _run(_operator("hashmap", tmp_path), inputs)
     assert got == _run(_operator("rocksdb", tmp_path, per_key=True), inputs)
@@ -207,10 +211,14 @@ def test_state_ttl_expires_stored_rows(backend: str, per_key: bool, tmp_path: Pa
     assert op.take() == [joined, joined]
 
 
+@pytest.mark.parametrize("inline", [0, 1, 2])
 @pytest.mark.parametrize("seed", [4, 5])
-def test_rocksdb_rows_expire_as_the_columnar_rows_do(seed: int, tmp_path: Path) -> None:
+def test_rocksdb_rows_expire_as_the_columnar_rows_do(seed: int, inline: int, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Under a state TTL, with time moving between batches, both vectorized forms match alike, also
-    across a savepoint (onto the other backend: rows keep their write times)."""
+    across a savepoint (onto the other backend: rows keep their write times), whatever part of a
+    key's rows its head holds."""
+    monkeypatch.setattr(join_rocksdb, "INLINE_ROWS", inline)
     config = {"table.exec.state.ttl": "120 ms"}
     rng = random.Random(seed)
     inputs = _inputs(seed, 60)
@@ -232,30 +240,40 @@ def test_rocksdb_rows_expire_as_the_columnar_rows_do(seed: int, tmp_path: Path) 
     assert 0 < sum(got[0].values()) < sum(_run(_operator("hashmap", tmp_path), inputs).values())  # some expired
 
 
-def test_rocksdb_rows_expire_are_swept_and_their_key_starts_again(tmp_path: Path) -> None:
+# (rows past the inline ones on the left, on the right, heads) after each step, by INLINE_ROWS
+SWEPT = {0: [(3, 0, 2), (4, 0, 2), (1, 2, 2), (2, 2, 2), (1, 0, 1)],
+         1: [(1, 0, 2), (2, 0, 2), (1, 0, 2), (1, 0, 2), (0, 0, 1)]}
+
+
+@pytest.mark.parametrize("inline", [0, 1])
+def test_rocksdb_rows_expire_are_swept_and_their_key_starts_again(inline: int, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows in their own entries (inline 0) and a key's first row in its head (inline 1) alike."""
+    monkeypatch.setattr(join_rocksdb, "INLINE_ROWS", inline)
     clock = ManualClock()
     op = _operator("rocksdb", tmp_path, config={"table.exec.state.ttl": "300 ms"}, clock=clock)
     join = op.operator.columnar
     left, right = join.sides
+    expected = iter(SWEPT[inline])
 
     def stored() -> tuple[int, int, int]:
         return left.num_rows, right.num_rows, len(join.heads)
 
     op.process_batch(_batch(LEFT, [("a", 1, 9), ("a", 1, 8), ("b", 2, 9)]), input_index=0)
-    assert stored() == (3, 0, 2)
+    assert stored() == next(expected)
     clock.advance(150)  # half the TTL: the next batch sweeps, nothing has expired yet
     op.process_batch(_batch(LEFT, [("b", 2, 7)]), input_index=0)
-    assert stored() == (4, 0, 2)
+    assert stored() == next(expected)
     clock.advance(200)  # the first three rows and key ("a", 1) expired, ("b", 2) lives on with one row
     op.process_batch(_batch(RIGHT, [(1, "a", 0), (2, "b", 0)]), input_index=1)
     assert op.take() == [(0, "b", 2, 7, 2, "b", 0)]
-    assert stored() == (1, 2, 2)  # the sweep left one head; the right rows wrote both again
+    assert stored() == next(expected)  # the sweep left one head; the right rows wrote both again
     op.process_batch(_batch(LEFT, [("a", 1, 5)]), input_index=0)  # ("a", 1) starts again
     assert op.take() == [(0, "a", 1, 5, 1, "a", 0)]
-    assert stored() == (2, 2, 2)
+    assert stored() == next(expected)
     clock.advance(300)  # everything expired: the next sweep drops every row and head
     op.process_batch(_batch(LEFT, [("c", 3, 1)]), input_index=0)
-    assert stored() == (1, 0, 1)
+    assert stored() == next(expected)
 
 
 @pytest.mark.parametrize("second", ["hashmap", "rocksdb"])
@@ -368,3 +386,16 @@ def test_inner_joins_of_append_only_tables_match_duckdb(tables, query: str, back
     ddl = f"SET 'state.backend.type' = '{backend}';\n" + ddl
     assert "state=columnar" in Session().execute_script(ddl + "EXPLAIN " + query + ";")[-1].message
     assert rows(run_sql(ddl + query + ";")) == duckdb_rows(query, a=a, b=b)
+
+
+def test_rocksdb_join_column_families_compact_at_more_level0_files(tmp_path: Path) -> None:
+    """The join's per-column-family compaction setting reaches RocksDB (its OPTIONS file records it)."""
+    op = _operator("rocksdb", tmp_path)
+    backend = op.operator.columnar.backend
+    latest = max(backend.db_path.glob("OPTIONS-*"), key=lambda p: int(p.name.split("-")[1]))
+    sections = latest.read_text().split("[CFOptions ")
+    for name in [join_rocksdb.HEADS_STATE, *join_rocksdb.ROWS_STATES]:
+        section = next(s for s in sections if s.startswith(f'"state\\:{name}"'))  # ':' escaped
+        assert "level0_file_num_compaction_trigger=12" in section
+    default = next(s for s in sections if s.startswith('"default"'))
+    assert "level0_file_num_compaction_trigger=4" in default  # the backend's other families keep RocksDB's

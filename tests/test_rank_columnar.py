@@ -26,7 +26,8 @@ from sqlstream.runtime.elements import RowKind
 from sqlstream.runtime.operators import rank_rocksdb
 from sqlstream.runtime.operators.rank import TopNOperator
 from sqlstream.runtime.operators.rank_columnar import ColumnarTopN
-from sqlstream.runtime.operators.rank_rocksdb import RocksDBTopN, pack, unpack
+from sqlstream.runtime.operators.rank_rocksdb import RocksDBTopN
+from sqlstream.runtime.state.rows_store import pack, unpack
 from tests.conftest import in_key_groups
 from tests.harness import OperatorHarness, Snapshot, planned_state, restored_into_halves
 
@@ -177,8 +178,9 @@ def test_packed_rows_come_back_per_value_in_order() -> None:
     rows = pa.array([b"a", b"", b"ccc", b"dd", b"e", b"ffff"], pa.binary())
     values = pack(rows, np.array([0, 1, 4]))
     assert len(values) == 3
-    owner, back = unpack(values.take(pa.array([2, 0, 1])))
+    owner, position, back = unpack(values.take(pa.array([2, 0, 1])))
     assert owner.tolist() == [0, 0, 1, 2, 2, 2]
+    assert position.tolist() == [0, 1, 0, 0, 1, 2]
     assert back.to_pylist() == [b"e", b"ffff", b"a", b"", b"ccc", b"dd"]
 
 

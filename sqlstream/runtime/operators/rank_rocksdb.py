@@ -61,66 +61,12 @@ from sqlstream.runtime.operators.rank_columnar import (
 from sqlstream.runtime.state.base import ColumnarState
 from sqlstream.runtime.state.rocksdb import RocksDBState, RocksDBStateBackend
 from sqlstream.runtime.state.row_codec import RowCodec
+from sqlstream.runtime.state.rows_store import binary, frozen_tables, pack, runs, sweep, unpack
 
 # the keyed state (column family) holding the partitions' rows
 ROWS_STATE = "rank_rows"
-LENGTH_BYTES = 4
 # entries read from RocksDB (savepoints, TTL sweeps) or rows restored into it at a time: bounds memory
 CHUNK = 65536
-
-
-def _binary(values: list[bytes | None]) -> pa.BinaryArray:
-    return pa.array(values, pa.binary())
-
-
-def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets, data bytes) of a binary array."""
-    offsets = np.frombuffer(arr.buffers()[1], np.int32, len(arr) + 1, arr.offset * 4).astype(np.int64)
-    data = arr.buffers()[2]
-    return offsets, (np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8))
-
-
-def pack(rows: pa.BinaryArray, firsts: np.ndarray) -> pa.BinaryArray:
-    """One value per partition: the encoded ``rows`` (sorted by partition; ``firsts``: each
-    partition's first row), each behind its 4-byte length, the values cut zero-copy out of one
-    buffer of all of them."""
-    lengths = pc.binary_length(rows).to_numpy(zero_copy_only=False).astype("<u4")
-    offsets = np.arange(0, (len(rows) + 1) * LENGTH_BYTES, LENGTH_BYTES, dtype=np.int32)
-    prefixes = pa.Array.from_buffers(pa.binary(), len(rows), [None, pa.py_buffer(offsets), pa.py_buffer(lengths)])
-    framed = pc.binary_join_element_wise(prefixes, rows, b"")
-    frame_offsets, _ = _buffers(framed)
-    bounds = frame_offsets[np.r_[firsts, len(rows)]].astype(np.int32)
-    return pa.Array.from_buffers(pa.binary(), len(firsts), [None, pa.py_buffer(bounds), framed.buffers()[2]])
-
-
-def unpack(values: pa.BinaryArray) -> tuple[np.ndarray, pa.BinaryArray]:
-    """(value each row came from, the rows) of values made by ``pack`` (no NULLs), each value's
-    rows in order: one vectorized step per row position, over every value at once."""
-    offsets, data = _buffers(values)
-    position, end = offsets[:-1].copy(), offsets[1:]
-    owners, starts, lengths, steps = [], [], [], []
-    active = np.flatnonzero(position < end)
-    step = 0
-    while len(active):
-        at = position[active]
-        length = data[at[:, None] + np.arange(LENGTH_BYTES)].reshape(-1).view("<u4").astype(np.int64)
-        owners.append(active)
-        starts.append(at + LENGTH_BYTES)
-        lengths.append(length)
-        steps.append(np.full(len(active), step))
-        position[active] = at + LENGTH_BYTES + length
-        active = active[position[active] < end[active]]
-        step += 1
-    if not owners:
-        return np.zeros(0, np.int64), _binary([])
-    owner, start, length = np.concatenate(owners), np.concatenate(starts), np.concatenate(lengths)
-    order = np.lexsort((np.concatenate(steps), owner))  # by value, then position in it
-    owner, start, length = owner[order], start[order], length[order]
-    ends = np.cumsum(length)
-    gather = np.repeat(start - (ends - length), length) + np.arange(int(ends[-1]))
-    out_offsets = np.r_[0, ends].astype(np.int32)
-    rows = pa.Array.from_buffers(pa.binary(), len(owner), [None, pa.py_buffer(out_offsets), pa.py_buffer(data[gather])])
-    return owner, rows
 
 
 class RowsRankState(ColumnarState):
@@ -175,7 +121,7 @@ class RocksDBTopN(TopNRanking):
     def _decode(self, values: pa.BinaryArray, cutoff: int | None) -> tuple[np.ndarray, list[pa.Array]]:
         """(value each row came from, the rows' columns: input columns, $seq, [$t]) of the rows of
         stored values not written at or before ``cutoff``."""
-        owner, rows = unpack(values)
+        owner, _, rows = unpack(values)
         _, columns = self.value_codec.decode(rows)
         if cutoff is not None and len(owner):
             fresh = columns[-1].to_numpy() > cutoff
@@ -205,7 +151,7 @@ class RocksDBTopN(TopNRanking):
         encoded = self._keys(arrived, firsts)
         order = pc.sort_indices(encoded).to_numpy().astype(np.int64)  # partitions in key order (RocksDB's fastest)
         raw_keys = encoded.take(pa.array(order)).to_pylist()
-        stored = _binary(self.rows.get_many(raw_keys))
+        stored = binary(self.rows.get_many(raw_keys))
         existed = stored.is_valid().to_numpy(zero_copy_only=False)
         owner, columns = self._decode(stored.filter(pa.array(existed)), self._cutoff(now))
         old_group = order[np.flatnonzero(existed)[owner]]  # each stored row's partition number
@@ -263,28 +209,21 @@ class RocksDBTopN(TopNRanking):
         if self.ttl_ms is None or now - self.last_sweep < self.ttl_ms / 2:
             return
         self.last_sweep = now
-        expired: list[bytes] = []
-        for keys, values in self.rows.scan(CHUNK):
-            owner, columns = self._decode(_binary(values), None)
-            latest = np.full(len(keys), np.iinfo(np.int64).min, np.int64)
+
+        def expired(values: pa.BinaryArray) -> np.ndarray:
+            owner, columns = self._decode(values, None)
+            latest = np.full(len(values), np.iinfo(np.int64).min, np.int64)
             np.maximum.at(latest, owner, columns[-1].to_numpy())
-            expired += [keys[i] for i in np.flatnonzero(latest <= now - self.ttl_ms)]
-        self.backend.write_rows(ROWS_STATE, [], [], expired, 0)
+            return latest <= now - self.ttl_ms
+
+        sweep(self.backend, self.rows, CHUNK, expired)
 
     # ------------------------------------------------------------ snapshots and restores
     def freeze(self) -> Callable[[], Iterator[pa.Table]]:
         """The rows as they are now (a frozen view of RocksDB's files, taken here), decoded into the
         in-memory form's snapshot table a chunk of entries at a time when the savepoint is written."""
-        view = self.backend.frozen_view()
         cutoff = self._cutoff(self.clock.time_ms())
-
-        def tables() -> Iterator[pa.Table]:
-            for _, values in self.backend.scan_view(view, ROWS_STATE, CHUNK):
-                table = self._snapshot_table(_binary(values), cutoff)
-                if table is not None:
-                    yield table
-
-        return tables
+        return frozen_tables(self.backend, [ROWS_STATE], CHUNK, lambda _, values: self._snapshot_table(values, cutoff))
 
     def _snapshot_table(self, values: pa.BinaryArray, cutoff: int | None) -> pa.Table | None:
         _, columns = self._decode(values, cutoff)
@@ -315,20 +254,14 @@ class RocksDBTopN(TopNRanking):
         hashes = table.column(HASH).cast(pa.uint64())
         table = table.set_column(table.schema.get_field_index(HASH), HASH, hashes)
         encoded = self._keys(table)
-        order = pc.sort_indices(encoded).to_numpy().astype(np.int64)  # stable: each partition's rows in table order
-        ordered = encoded.take(pa.array(order))
-        n = len(order)
-        change = np.ones(n, bool)
-        if n > 1:
-            change[1:] = pc.not_equal(ordered.slice(1), ordered.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-        starts = np.flatnonzero(change)
-        raw_keys = ordered.take(pa.array(starts)).to_pylist()
-        stored = _binary(self.rows.get_many(raw_keys))
+        order, starts, run = runs(encoded)  # stable: each partition's rows in table order
+        raw_keys = encoded.take(pa.array(order[starts])).to_pylist()
+        stored = binary(self.rows.get_many(raw_keys))
         existed = stored.is_valid().to_numpy(zero_copy_only=False)
-        owner, old_rows = unpack(stored.filter(pa.array(existed)))
+        owner, _, old_rows = unpack(stored.filter(pa.array(existed)))
         new_rows = self._encode(table.take(pa.array(order)), written if np.ndim(written) == 0 else written[order])
         rows = pa.concat_arrays([old_rows, new_rows])
-        parts = np.concatenate([np.flatnonzero(existed)[owner], np.cumsum(change) - 1])
+        parts = np.concatenate([np.flatnonzero(existed)[owner], run])
         by_key = np.argsort(parts, kind="stable")  # the stored rows of a partition first
         parts = parts[by_key]
         firsts = np.flatnonzero(np.r_[True, parts[1:] != parts[:-1]])
