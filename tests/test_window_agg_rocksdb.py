@@ -1,10 +1,11 @@
 """The window aggregation's partials as RocksDB rows (window_agg_rocksdb.py) against the other forms.
 
 On the hashmap backend the partials are Arrow tables in memory, on rocksdb one
-entry per (window, key) merged a batch at a time.  Both must emit exactly what
-the per-key form (the reference) emits, for TUMBLE, HOP and CUMULATE, with late
-rows, at parallelism 1 and 2, and across savepoints (to either backend),
-incremental checkpoints and rescaling.
+entry per (window, key) merged a batch at a time, or per (slice, key) for HOP and
+CUMULATE.  Both must emit exactly what the per-key form (the reference) emits, for
+TUMBLE, HOP and CUMULATE, with late rows, at parallelism 1 and 2, and across
+savepoints (to either backend), incremental checkpoints (also those written before
+slicing) and rescaling.
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ from sqlstream.runtime.elements import MAX_WATERMARK
 from sqlstream.runtime.operators import window_agg_rocksdb
 from sqlstream.runtime.operators.window_agg import WindowAggOperator
 from sqlstream.runtime.operators.window_agg_columnar import ColumnarWindowAggregates
-from sqlstream.runtime.operators.window_agg_rocksdb import ROWS_STATE, RocksDBWindowAggregates
+from sqlstream.runtime.operators.window_agg_rocksdb import (
+    ROWS_STATE,
+    SLICES_STATE,
+    RocksDBWindowAggregates,
+)
 from sqlstream.runtime.state.rocksdb import RocksDBState
 from tests.conftest import in_key_groups, rows, run_sql
 from tests.harness import OperatorHarness, Snapshot, restored_into_halves
@@ -128,8 +133,8 @@ def test_every_form_fires_the_same_windows_with_late_rows_dropped(spec: str, tmp
         assert _fired(h, ALL) == want
         assert h.metrics.late_records_dropped == reference.metrics.late_records_dropped
         assert h.state.num_entries() == 0  # every window fired: nothing left in RocksDB
-        if backend == "rocksdb":
-            assert list(h.state.states[ROWS_STATE].cf.keys()) == []  # the fired ranges are deleted
+        if backend == "rocksdb":  # the fired ranges are deleted, the slices' markers with them
+            assert list(h.state.states[ROWS_STATE].cf.keys()) == list(h.state.states[SLICES_STATE].cf.keys()) == []
         h.close()
 
 
@@ -150,17 +155,59 @@ def test_two_subtasks_fire_what_the_reference_fires_for_their_key_groups(spec: s
 
 
 def test_the_partials_are_rocksdb_entries_not_tables_in_memory(tmp_path: Path) -> None:
-    h = _operator("rocksdb", "hop", tmp_path)
+    h = _operator("rocksdb", "tumble", tmp_path)
     _fired(h, ALL[:20])
     rows_form = h.operator.columnar
-    assert isinstance(rows_form, RocksDBWindowAggregates)
-    assert len(h.state.states[ROWS_STATE]) > 100 and h.state.columnar_states["partials"].tables == []
-    # only window ends are kept in memory, a few per HOP size
-    assert 0 < len(rows_form.ends) <= 6 and rows_form.min_end() == min(rows_form.ends)
+    assert isinstance(rows_form, RocksDBWindowAggregates) and rows_form.slicing is None
+    assert len(h.state.states[ROWS_STATE]) > 30 and h.state.columnar_states["partials"].tables == []
+    # only window ends are kept in memory, a few per watermark lag
+    assert 0 < len(rows_form.ends) <= 3 and rows_form.min_end() == min(rows_form.ends)
+
+
+@pytest.mark.parametrize("spec", ["hop", "cumulate"])
+def test_hop_and_cumulate_keep_one_entry_per_slice_and_key(spec: str, tmp_path: Path) -> None:
+    # a row is written to its one slice, not to its size/slide windows: with nothing fired yet,
+    # fewer entries than the (window, key)s the hashmap form holds, and no whole-window entry
+    h, hashmap = _operator("rocksdb", spec, tmp_path), _operator("hashmap", spec, tmp_path)
+    batches = [e for e in ALL[:20] if e[0] == "batch"]
+    _fired(h, batches)
+    _fired(hashmap, batches)
+    rows_form = h.operator.columnar
+    assert isinstance(rows_form, RocksDBWindowAggregates) and rows_form.slicing is SPECS[spec]
+    hashmap_windows = hashmap.state.columnar_states["partials"].frozen()
+    assert hashmap_windows is not None
+    windows = hashmap.operator.columnar.combine(hashmap_windows).num_rows
+    slices = len(h.state.states[SLICES_STATE]) - len(rows_form.marked)
+    assert len(h.state.states[ROWS_STATE]) == 0 and 30 < slices and slices * 1.4 < windows
+    # in memory: the slice ends and the unfired windows' ends, not keys
+    assert 0 < len(rows_form.slice_ends) <= len(rows_form.pending) <= 10
+    assert rows_form.min_end() == min(rows_form.pending) == min(rows_form.slice_ends)
+    # once windows fired, each key group's fired-through watermark is an entry after its slices
+    assert not rows_form.marked
+    _fired(h, ALL[20:24])
+    assert 0 < len(rows_form.marked) == len(rows_form.slice_kgs)
+
+
+@pytest.mark.parametrize("spec", ["hop", "cumulate"])
+def test_a_rocksdb_savepoint_holds_the_windows_the_hashmap_form_holds(spec: str, tmp_path: Path) -> None:
+    # the slices are expanded to their unfired windows and merged, a key group at a time, in key
+    # order: the hashmap form's table, each (window, key) once
+    tables = {}
+    for backend in ("hashmap", "rocksdb"):
+        h = _operator(backend, spec, tmp_path)
+        _fired(h, ALL[:20])
+        (path,) = h.snapshot().keyed["columnar"].values()
+        with pa.OSFile(str(path)) as source:
+            table = pa.ipc.open_file(source).read_all()
+        tables[backend] = table
+    merged = _operator("hashmap", spec, tmp_path).operator.columnar.combine(tables["hashmap"])
+    columns = tables["rocksdb"].column_names
+    assert tables["rocksdb"].num_rows == merged.num_rows > 100
+    assert sorted(tables["rocksdb"].to_pylist(), key=str) == sorted(merged.select(columns).to_pylist(), key=str)
 
 
 @pytest.mark.parametrize(("first", "second"), [("hashmap", "rocksdb"), ("rocksdb", "hashmap"), ("rocksdb", "rocksdb")])
-@pytest.mark.parametrize("spec", ["tumble", "hop"])
+@pytest.mark.parametrize("spec", ["tumble", "hop", "cumulate"])
 def test_state_moves_through_a_savepoint_to_another_backend_and_two_subtasks(
         first: str, second: str, spec: str, tmp_path: Path) -> None:
     before, after = ALL[:24], ALL[24:]
@@ -203,10 +250,13 @@ def test_a_savepoint_is_restored_a_chunk_at_a_time(first: str, tmp_path: Path, m
         with pa.OSFile(str(path)) as source:
             reader = pa.ipc.open_file(source)
             sizes = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
-        assert len(sizes) > 2 and max(sizes) <= 50 and sum(sizes) == len(old.state.states[ROWS_STATE])
+        assert len(sizes) > 2 and max(sizes) <= 50
     monkeypatch.setattr(RocksDBState, "get_many", counted)
     new = _operator("rocksdb", "hop", tmp_path, restore=savepoint)
-    assert len(new.state.states[ROWS_STATE]) > 100
+    # restored windows stay whole-window entries (a window's partial cannot be split into slices)
+    assert len(new.state.states[ROWS_STATE]) > 100 and len(new.state.states[SLICES_STATE]) == 0
+    if first == "rocksdb":
+        assert sum(sizes) == len(new.state.states[ROWS_STATE])
     assert (gets > 0) == (first == "hashmap")
     assert _fired(new, after) == _fired(old, after)
 
@@ -219,7 +269,7 @@ def test_rocksdb_rows_rescale_from_an_incremental_checkpoint(spec: str, tmp_path
     old = _operator("rocksdb", spec, tmp_path)
     _fired(old, before)
     checkpoint = old.snapshot(canonical=False)
-    assert checkpoint.keyed["columnar"] == {} and checkpoint.keyed["keyed"]["states"][ROWS_STATE] > 50
+    assert checkpoint.keyed["columnar"] == {} and checkpoint.keyed["keyed"]["states"][SLICES_STATE] > 50
     # the same key groups: the db is taken over whole, with the operator's watermark
     whole = _operator("rocksdb", spec, tmp_path, restore=checkpoint)
     reference = _operator("rocksdb", spec, tmp_path, per_key=True)
@@ -227,7 +277,7 @@ def test_rocksdb_rows_rescale_from_an_incremental_checkpoint(spec: str, tmp_path
     assert _fired(whole, after) == _fired(reference, after)
     for groups, new in restored_into_halves(checkpoint, lambda: _window_agg("rocksdb", spec), "rocksdb",
                                             tmp=tmp_path):
-        assert isinstance(new.operator.columnar, RocksDBWindowAggregates) and new.operator.columnar.ends
+        assert isinstance(new.operator.columnar, RocksDBWindowAggregates) and new.operator.columnar.slice_ends
         reference = _operator("rocksdb", spec, tmp_path, groups, per_key=True)
         _fired(reference, _mine(before, groups))
         want = _fired(reference, _mine(after, groups))
@@ -265,6 +315,45 @@ def test_a_hop_query_gives_the_same_rows_on_both_backends(tmp_path: Path) -> Non
     query = ddl + """
         SELECT window_start, window_end, k, COUNT(*), SUM(v), MIN(v), MAX(w), AVG(CAST(v AS DOUBLE))
         FROM TABLE(HOP(TABLE events, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '15' SECOND))
+        GROUP BY window_start, window_end, k;"""
+    got = {backend: rows(run_sql(query, {"state.backend.type": backend, "parallelism.default": "2"}))
+           for backend in ("hashmap", "rocksdb")}
+    assert len(got["hashmap"]) > 100 and got["hashmap"] == got["rocksdb"]
+
+
+@pytest.mark.parametrize("spec", ["hop", "cumulate"])
+def test_a_checkpoint_of_whole_windows_written_before_slicing_restores(
+        spec: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the layout before slicing (every window of a row an entry of window_rows, as the rows form
+    # wrote them until slices came): its windows stay whole until they fire, merged with the
+    # slices of the rows after the restore, at the same key groups and rescaled
+    before, after = ALL[:24], ALL[24:]
+    with monkeypatch.context() as m:
+        m.setattr(window_agg_rocksdb, "slice_size", lambda spec: None)
+        old = _operator("rocksdb", spec, tmp_path)
+        _fired(old, before)
+        checkpoint = old.snapshot(canonical=False)
+    assert checkpoint.keyed["keyed"]["states"][SLICES_STATE] == 0 < checkpoint.keyed["keyed"]["states"][ROWS_STATE]
+    reference = _operator("rocksdb", spec, tmp_path, per_key=True)
+    _fired(reference, before)
+    whole = _operator("rocksdb", spec, tmp_path, restore=checkpoint)
+    assert len(whole.state.states[ROWS_STATE]) > 50
+    assert _fired(whole, after) == _fired(reference, after)
+    assert whole.state.num_entries() == 0
+    for groups, new in restored_into_halves(checkpoint, lambda: _window_agg("rocksdb", spec), "rocksdb",
+                                            tmp=tmp_path):
+        reference = _operator("rocksdb", spec, tmp_path, groups, per_key=True)
+        _fired(reference, _mine(before, groups))
+        want = _fired(reference, _mine(after, groups))
+        new.watermark(before[-1][1])  # type: ignore[arg-type]
+        assert sum(len(w) for w in want) > 50 and _fired(new, _mine(after, groups)) == want
+
+
+def test_a_cumulate_query_gives_the_same_rows_on_both_backends(tmp_path: Path) -> None:
+    ddl = source_ddl(make_events(3000, [137], seed=6, disorder_ms=4000), tmp_path / "events.csv", delay_s=5)
+    query = ddl + """
+        SELECT window_start, window_end, k, COUNT(*), SUM(v), MIN(v), MAX(w), AVG(CAST(v AS DOUBLE))
+        FROM TABLE(CUMULATE(TABLE events, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '20' SECOND))
         GROUP BY window_start, window_end, k;"""
     got = {backend: rows(run_sql(query, {"state.backend.type": backend, "parallelism.default": "2"}))
            for backend in ("hashmap", "rocksdb")}
