@@ -296,7 +296,19 @@ class RocksDBState(KeyedState):
         iterator at the bound, so nothing past the range is read)."""
         options = ReadOptions()
         options.set_iterate_upper_bound(high)
-        return _chunked(self.cf.items(from_key=low, read_opt=options), chunk)
+        return _chunked(_below(self.cf.items(from_key=low, read_opt=options), high, options), chunk)
+
+
+def _below(items: Iterator[tuple[bytes, bytes]], high: bytes, options: ReadOptions) -> Iterator[tuple[bytes, bytes]]:
+    """The entries of ``items`` before ``high``.  The iterator's upper bound alone was seen not to
+    hold: under load a window aggregation's firing scan ran on into the next key groups, intermittently
+    (most likely the bound's ReadOptions, unreferenced once scan_range returned, were collected while
+    the iterator still used them).  ``options`` is held here for as long as the iteration lasts, and
+    every key is checked against ``high``."""
+    for raw_key, raw_value in items:
+        if raw_key >= high:
+            return
+        yield raw_key, raw_value
 
 
 def _chunked(items: Iterator[tuple[bytes, bytes]], chunk: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
