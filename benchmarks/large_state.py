@@ -257,7 +257,7 @@ def main() -> None:
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keys", type=int, default=1_000_000, help="K: distinct keys (rows per join side)")
-    ap.add_argument("--jobs", default=",".join(JOBS), help=f"comma-separated, of {', '.join(JOBS)}")
+    ap.add_argument("--jobs", default="group,join,hop", help=f"comma-separated, of {', '.join(JOBS)}")
     ap.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated: hashmap, rocksdb")
     ap.add_argument("--checkpoint-interval", default="10s", help="periodic checkpoints while the state fills")
     ap.add_argument("--no-savepoint", action="store_true", help="skip the savepoint and the restore")
