@@ -92,6 +92,8 @@ PARTIALS = "partials"
 CHUNK = 65536
 _PREFIX = np.dtype([("kg", ">u2"), ("end", ">u8")])
 _SIGN = np.uint64(1 << 63)  # flipped so that negative ends sort before positive ones bytewise
+_FLIP = 1 << 63
+_MASK = (1 << 64) - 1  # a negative end as its two's complement
 _LOWEST = -(1 << 63)
 UTC_CLOCK = WindowClock(None)  # windows on TIMESTAMP: bounds and watermarks on one scale
 _HIGHEST = (1 << 63) - 1  # the end of a key group's marker entry in the slices (after every slice)
@@ -108,14 +110,15 @@ def _prefixes(kgs: np.ndarray, ends: np.ndarray) -> pa.BinaryArray:
 
 
 def _bound(kg: int, end: int) -> bytes:
-    """The first possible key of window end ``end`` in key group ``kg``."""
-    return _prefixes(np.array([kg]), np.array([end], np.int64))[0].as_py()
+    """The first possible key of window end ``end`` in key group ``kg`` (as _prefixes encodes it;
+    plain Python: a firing asks it twice per key group)."""
+    return kg.to_bytes(2, "big") + ((end & _MASK) ^ _FLIP).to_bytes(8, "big")
 
 
 def _end_of(key: bytes) -> int:
     """The window end of a stored key."""
-    flipped = np.frombuffer(key, ">u8", 1, 2).astype(np.uint64) ^ _SIGN
-    return int(flipped.view(np.int64)[0])
+    flipped = int.from_bytes(key[2:10], "big") ^ _FLIP
+    return flipped - (1 << 64) if flipped >= 1 << 63 else flipped
 
 
 class RocksDBWindowAggregates(ColumnarWindowAggregates):
@@ -339,12 +342,21 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         assert self.slicing is not None
         chunks: list[tuple[pa.Array, pa.Array]] = []
         scanned: list[int] = []
+        keys: list[bytes] = []
+        values: list[bytes] = []
         for kg in sorted(self.slice_kgs):
-            before = len(chunks)
-            chunks += [(pa.array(k, pa.binary()), pa.array(v, pa.binary()))
-                       for k, v in self.slices.scan_range(_bound(kg, _LOWEST), _bound(kg, limit), CHUNK)]
-            if len(chunks) > before:
+            # a key group's slices are often few: gathered into CHUNK-sized tables across key groups
+            before = len(keys) + len(chunks)
+            for k, v in self.slices.scan_range(_bound(kg, _LOWEST), _bound(kg, limit), CHUNK):
+                keys += k
+                values += v
+                if len(keys) >= CHUNK:
+                    chunks.append((pa.array(keys, pa.binary()), pa.array(values, pa.binary())))
+                    keys, values = [], []
+            if len(keys) + len(chunks) > before:
                 scanned.append(kg)
+        if keys:
+            chunks.append((pa.array(keys, pa.binary()), pa.array(values, pa.binary())))
         slices = pa.concat_tables([self._table(k, v) for k, v in chunks]) if chunks else None
         ends = np.fromiter(self.slice_ends, np.int64, len(self.slice_ends))
         expired = ends[clock.fire_times(last_window_ends(self.slicing, ends)) <= watermark]
