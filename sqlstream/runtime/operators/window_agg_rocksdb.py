@@ -61,6 +61,7 @@ SESSION windows keep their own operator.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
@@ -439,27 +440,30 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
 
     def _slice_windows(self, chunks: Iterator[tuple[list[bytes], list[bytes]]],
                        fired: np.ndarray) -> Iterator[pa.Table]:
-        """The unfired windows of scanned slices (in key order): the slices of whole key groups
-        (a key group's are contiguous) are expanded and merged, and given in key order."""
-        held: list[pa.Table] = []
+        """The unfired windows of scanned slices (in key order), a key group at a time (its slices
+        are contiguous): expanded and merged, and given in key order.  In memory: one key group's
+        slices and windows."""
+        held: list[pa.Table] = []  # the slices of the key group being read
+        held_kg = -1
         for keys, values in chunks:
             raw_keys = pa.array(keys, pa.binary())
             entry = pc.not_equal(pc.binary_length(raw_keys), _PREFIX.itemsize)  # not a marker
             table = self._table(raw_keys.filter(entry), pa.array(values, pa.binary()).filter(entry))
-            if table.num_rows == 0:
-                continue
-            kgs = table.column("$kg")
-            last = pc.equal(kgs, kgs[-1])
-            done = table.filter(pc.invert(last))
-            held.append(table.filter(last))
-            if done.num_rows:
-                yield from self._merged_windows([*held[:-1], done], fired)
-                held = held[-1:]
+            kgs = table.column("$kg").to_numpy()
+            bounds = [0, *(np.flatnonzero(np.diff(kgs)) + 1).tolist(), len(kgs)]
+            for start, stop in itertools.pairwise(bounds):
+                if stop == start:
+                    continue
+                if int(kgs[start]) != held_kg and held:
+                    yield from self._merged_windows(held, fired)
+                    held = []
+                held.append(table.slice(start, stop - start))
+                held_kg = int(kgs[start])
         if held:
             yield from self._merged_windows(held, fired)
 
     def _merged_windows(self, slices: list[pa.Table], fired: np.ndarray) -> Iterator[pa.Table]:
-        """Whole key groups' slices as their unfired windows' merged partials, in key order."""
+        """A key group's slices as their unfired windows' merged partials, in key order."""
         merged = self.combine(self._expand(pa.concat_tables(slices), fired, None)).select(self.columns)
         merged = merged.take(pc.sort_indices(self._encoded_keys(merged)))
         for start in range(0, merged.num_rows, CHUNK):
