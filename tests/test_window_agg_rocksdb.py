@@ -29,6 +29,7 @@ from sqlstream.runtime.operators.window_agg_rocksdb import (
     SLICES_STATE,
     RocksDBWindowAggregates,
 )
+from sqlstream.runtime.state.base import SnapshotFormatError
 from sqlstream.runtime.state.rocksdb import RocksDBState
 from tests.conftest import in_key_groups, rows, run_sql
 from tests.harness import OperatorHarness, Snapshot, restored_into_halves
@@ -358,3 +359,12 @@ def test_a_cumulate_query_gives_the_same_rows_on_both_backends(tmp_path: Path) -
     got = {backend: rows(run_sql(query, {"state.backend.type": backend, "parallelism.default": "2"}))
            for backend in ("hashmap", "rocksdb")}
     assert len(got["hashmap"]) > 100 and got["hashmap"] == got["rocksdb"]
+
+
+def test_slices_restored_into_windows_that_are_not_sliced_are_refused(tmp_path: Path) -> None:
+    # a HOP job's checkpoint restored into a TUMBLE window aggregation: its slices cannot be read
+    old = _operator("rocksdb", "hop", tmp_path)
+    _fired(old, ALL[:10])
+    checkpoint = old.snapshot(canonical=False)
+    with pytest.raises(SnapshotFormatError, match="slices"):
+        _operator("rocksdb", "tumble", tmp_path, restore=checkpoint)

@@ -72,7 +72,7 @@ from rocksdict import ReadOptions
 from sqlstream.core.aggregates import AggCall
 from sqlstream.core.windows import WindowSpec
 from sqlstream.runtime.operators.window_agg_columnar import ColumnarWindowAggregates
-from sqlstream.runtime.state.base import ColumnarState, RowsSavepointView
+from sqlstream.runtime.state.base import ColumnarState, RowsSavepointView, SnapshotFormatError
 from sqlstream.runtime.state.rocksdb import RocksDBState, RocksDBStateBackend
 from sqlstream.runtime.state.row_codec import RowCodec
 from sqlstream.runtime.windows import (
@@ -190,6 +190,10 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
                     it.seek(_bound(kg, end + 1))
             del it
         self.pending.update(self.ends)
+        if self.slice_ends and self.slicing is None:
+            raise SnapshotFormatError(
+                "the restored window aggregation state holds HOP or CUMULATE slices, but this window "
+                "aggregation's windows are not made of slices: the state belongs to another query")
         if self.slicing is not None and self.slice_ends:
             _, window_ends = slice_windows(self.slicing, np.fromiter(self.slice_ends, np.int64))
             fired = min(int(self.fired_through[kg - base]) for kg in self.slice_kgs)
