@@ -38,8 +38,9 @@ into empty state looks no key up), a restore takes the file a batch at a time.
 
 HOP and CUMULATE windows are kept as slices, as Flink's SliceSharedWindowAggProcessor
 does: a row lies in size/slide windows but in one slice (the slide- or step-long pane
-ending at its first window end), so each batch reads and writes one entry per (slice,
-key) instead of size/slide.  Slices live in their own column family (``window_slices``,
+ending at its first window end; the size is a multiple of it, Flink refuses other sizes
+at plan time), so each batch reads and writes one entry per (slice, key) instead of
+size/slide.  Slices live in their own column family (``window_slices``,
 keyed ``key group | slice end | slice start and group keys``); when windows are due their
 slices (one range per key group) are read, expanded to the due windows and merged by the
 columnar form's group-by, and a slice is deleted (one delete-range per key group) once the
