@@ -368,3 +368,18 @@ def test_slices_restored_into_windows_that_are_not_sliced_are_refused(tmp_path: 
     checkpoint = old.snapshot(canonical=False)
     with pytest.raises(SnapshotFormatError, match="slices"):
         _operator("rocksdb", "tumble", tmp_path, restore=checkpoint)
+
+
+@pytest.mark.parametrize("spec", ["hop", "cumulate"])
+def test_slices_fire_and_count_right_when_a_firing_reads_many_chunks(
+        spec: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a firing gathers its key groups' slices into CHUNK-sized tables across key groups; each
+    # key group read gets its delete-range, so the state's entry count stays the entries it holds
+    monkeypatch.setattr(window_agg_rocksdb, "CHUNK", 7)
+    reference = _operator("rocksdb", spec, tmp_path, per_key=True)
+    h = _operator("rocksdb", spec, tmp_path)
+    slices = h.state.states[SLICES_STATE]
+    for event in ALL:
+        assert _fired(h, [event]) == _fired(reference, [event])
+        assert len(slices) == sum(1 for _ in slices.cf.keys())
+    assert h.state.num_entries() == 0

@@ -352,14 +352,15 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         values: list[bytes] = []
         for kg in sorted(self.slice_kgs):
             # a key group's slices are often few: gathered into CHUNK-sized tables across key groups
-            before = len(keys) + len(chunks)
+            found = False
             for k, v in self.slices.scan_range(_bound(kg, _LOWEST), _bound(kg, limit), CHUNK):
+                found = True
                 keys += k
                 values += v
                 if len(keys) >= CHUNK:
                     chunks.append((pa.array(keys, pa.binary()), pa.array(values, pa.binary())))
                     keys, values = [], []
-            if len(keys) + len(chunks) > before:
+            if found:
                 scanned.append(kg)
         if keys:
             chunks.append((pa.array(keys, pa.binary()), pa.array(values, pa.binary())))
