@@ -383,3 +383,40 @@ def test_slices_fire_and_count_right_when_a_firing_reads_many_chunks(
         assert _fired(h, [event]) == _fired(reference, [event])
         assert len(slices) == sum(1 for _ in slices.cf.keys())
     assert h.state.num_entries() == 0
+
+
+@pytest.mark.parametrize("kind", ["HOP", "CUMULATE", "TUMBLE"])
+def test_slices_on_a_zoned_time_attribute_fire_as_the_hashmap_form_over_both_clock_changes(
+        kind: str, tmp_path: Path) -> None:
+    # slices are wall-clock panes like the windows (and TUMBLE's whole windows too): over the nights Los Angeles turns its clocks
+    # forward and back, each watermark fires what the hashmap form fires: every window whose fire
+    # time passed, as Flink's timers (one per window) fire; across the skipped hour a later window
+    # end may fire earlier (WindowClock.fire_times), and a window over the repeated hour waits for
+    # its second pass
+    zone = "America/Los_Angeles"
+    ltz = pa.timestamp("ms", "UTC")
+    spec = WindowSpec(kind, 0, size_ms=2 * 3_600_000 if kind != "TUMBLE" else 1_800_000,
+                      slide_ms=1_800_000 if kind == "HOP" else 0, step_ms=1_800_000 if kind == "CUMULATE" else 0,
+                      zone=zone)
+    schema = pa.schema([pa.field("window_start", pa.timestamp("ms")), pa.field("window_end", pa.timestamp("ms")),
+                        pa.field("k", pa.int64()), pa.field("n", pa.int64()), pa.field("s", pa.int64())])
+    aggs = [AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("SUM", 2, False, pa.int64(), "s")]
+    rng = np.random.default_rng(7)
+    events: list[Event] = []
+    for night in ("2026-03-08T06:00:00", "2026-10-31T23:00:00"):  # UTC: the LA nights of both changes
+        start = int(np.datetime64(night, "ms").astype(np.int64))
+        for b in range(36):  # 6 hours in 10-minute steps, rows up to 20 minutes behind
+            ts = start + b * 600_000 + rng.integers(-1_200_000, 600_000, 40)
+            batch = pa.record_batch([pa.array(ts, pa.int64()).cast(ltz), pa.array(rng.integers(0, 5, 40)),
+                                     pa.array(rng.integers(0, 100, 40))], names=["lt", "k", "v"])
+            events += [("batch", batch), ("watermark", int(start + b * 600_000 - 300_000))]
+    events.append(("watermark", MAX_WATERMARK))
+    got = {}
+    for backend, columnar in (("hashmap", True), ("rocksdb", True)):
+        h = OperatorHarness(WindowAggOperator(spec, ["window_start", "window_end", 1], aggs, schema,
+                                              columnar=columnar), backend, tmp=tmp_path)
+        if backend == "rocksdb":  # TUMBLE: whole windows, a window being one slice
+            assert isinstance(h.operator.columnar, RocksDBWindowAggregates)
+            assert h.operator.columnar.slicing is (None if kind == "TUMBLE" else spec)
+        got[backend] = _fired(h, events)
+    assert sum(len(w) for w in got["hashmap"]) > 100 and got["rocksdb"] == got["hashmap"]

@@ -78,7 +78,6 @@ from sqlstream.runtime.state.rocksdb import RocksDBState, RocksDBStateBackend
 from sqlstream.runtime.state.row_codec import RowCodec
 from sqlstream.runtime.windows import (
     WindowClock,
-    last_window_ends,
     slice_size,
     slice_windows,
     window_starts,
@@ -307,9 +306,10 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         if not due:
             return None
         self.pending.difference_update(due)
-        # fire times grow with the window end: every stored end up to the last due one is due
+        # every due window ends before ``limit``; not every end before it is due: across a skipped
+        # hour of a zone (clocks turned forward) a later end may fire earlier (WindowClock.fire_times)
         limit = max(due) + 1
-        tables = [self._fire_windows(limit)]
+        tables = [self._fire_windows(due, limit)]
         if self.slice_ends:
             tables.append(self._fire_slices(limit, watermark, clock))
         self._mark(watermark)
@@ -320,25 +320,26 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         fired = fired.sort_by([("$end", "ascending"), ("$start", "ascending")])
         return fired, self.results(fired, watermark, clock)
 
-    def _fire_windows(self, limit: int) -> pa.Table | None:
-        """The whole-window entries of windows ending before ``limit`` (deleted)."""
-        if not self.ends:
+    def _fire_windows(self, due: list[int], limit: int) -> pa.Table | None:
+        """The whole-window entries of the ``due`` windows (all ending before ``limit``), deleted."""
+        ends = sorted(self.ends.intersection(due))
+        if not ends:
             return None
         chunks: list[tuple[pa.Array, pa.Array]] = []
         ranges: list[tuple[bytes, bytes]] = []
         for kg in sorted(self.kgs):
-            low, high = _bound(kg, _LOWEST), _bound(kg, limit)
             before = len(chunks)
             chunks += [(pa.array(k, pa.binary()), pa.array(v, pa.binary()))
-                       for k, v in self.rows.scan_range(low, high, CHUNK)]
+                       for k, v in self.rows.scan_range(_bound(kg, ends[0]), _bound(kg, limit), CHUNK)]
             if len(chunks) > before:
-                ranges.append((low, high))
-        self.ends.difference_update([end for end in self.ends if end < limit])
+                ranges += [(_bound(kg, end), _bound(kg, end + 1)) for end in ends]
+        self.ends.difference_update(ends)
         if not self.ends:
             self.kgs.clear()
         if not chunks:
             return None
-        fired = pa.concat_tables([self._table(k, v) for k, v in chunks])
+        scanned = pa.concat_tables([self._table(k, v) for k, v in chunks])
+        fired = scanned.filter(pc.is_in(scanned.column("$end"), pa.array(ends, pa.int64())))
         self.backend.delete_ranges(ROWS_STATE, ranges, fired.num_rows)
         return fired
 
@@ -365,15 +366,19 @@ class RocksDBWindowAggregates(ColumnarWindowAggregates):
         if keys:
             chunks.append((pa.array(keys, pa.binary()), pa.array(values, pa.binary())))
         slices = pa.concat_tables([self._table(k, v) for k, v in chunks]) if chunks else None
+        # a slice is done once every window it belongs to fired (its last window's end need not
+        # fire last: across a skipped hour a later end may fire earlier)
         ends = np.fromiter(self.slice_ends, np.int64, len(self.slice_ends))
-        expired = ends[clock.fire_times(last_window_ends(self.slicing, ends)) <= watermark]
+        index, window_ends = slice_windows(self.slicing, ends)
+        last_fire = np.full(len(ends), _LOWEST, np.int64)
+        np.maximum.at(last_fire, index, clock.fire_times(window_ends))
+        expired = np.sort(ends[last_fire <= watermark])
         if len(expired):
-            threshold = int(expired.max())
             removed = 0
             if slices is not None:
-                removed = int(np.count_nonzero(slices.column("$end").to_numpy() <= threshold))
-            self.backend.delete_ranges(SLICES_STATE, [(_bound(kg, _LOWEST), _bound(kg, threshold + 1))
-                                                      for kg in scanned], removed)
+                removed = int(np.count_nonzero(np.isin(slices.column("$end").to_numpy(), expired)))
+            self.backend.delete_ranges(SLICES_STATE, [(_bound(kg, s), _bound(kg, s + 1))
+                                                      for kg in scanned for s in expired.tolist()], removed)
             self.slice_ends.difference_update(expired.tolist())
         if slices is None:
             return None
