@@ -420,3 +420,18 @@ def test_slices_on_a_zoned_time_attribute_fire_as_the_hashmap_form_over_both_clo
             assert h.operator.columnar.slicing is (None if kind == "TUMBLE" else spec)
         got[backend] = _fired(h, events)
     assert sum(len(w) for w in got["hashmap"]) > 100 and got["rocksdb"] == got["hashmap"]
+
+
+@pytest.mark.parametrize("kind", ["HOP", "CUMULATE"])
+def test_slices_of_windows_with_an_offset_fire_as_the_per_key_form(kind: str, tmp_path: Path) -> None:
+    # an offset moves the slices with the windows (Flink's HOP/CUMULATE offset argument)
+    spec = WindowSpec(kind, 0, size_ms=30 * SECOND, slide_ms=10 * SECOND if kind == "HOP" else 0,
+                      step_ms=10 * SECOND if kind == "CUMULATE" else 0, offset_ms=3 * SECOND)
+    got = {}
+    for per_key in (True, False):
+        h = OperatorHarness(WindowAggOperator(spec, OUTPUTS, AGGS, _schema(AGGS), columnar=not per_key), "rocksdb",
+                            tmp=tmp_path)
+        assert per_key or (isinstance(h.operator.columnar, RocksDBWindowAggregates) and h.operator.columnar.slicing)
+        got[per_key] = _fired(h, ALL)
+    assert sum(len(w) for w in got[True]) > 200 and got[False] == got[True]
+    assert any(r[0].second % 10 == 3 for w in got[True] for r in w)  # window starts at :03, :13, ...
