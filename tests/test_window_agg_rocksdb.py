@@ -1,10 +1,11 @@
 """The window aggregation's partials as RocksDB rows (window_agg_rocksdb.py) against the other forms.
 
 On the hashmap backend the partials are Arrow tables in memory, on rocksdb one
-entry per (window, key) merged a batch at a time.  Both must emit exactly what
-the per-key form (the reference) emits, for TUMBLE, HOP and CUMULATE, with late
-rows, at parallelism 1 and 2, and across savepoints (to either backend),
-incremental checkpoints and rescaling.
+entry per (window, key) merged a batch at a time, or per (slice, key) for HOP and
+CUMULATE.  Both must emit exactly what the per-key form (the reference) emits, for
+TUMBLE, HOP and CUMULATE, with late rows, at parallelism 1 and 2, and across
+savepoints (to either backend), incremental checkpoints (also those written before
+slicing) and rescaling.
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ from sqlstream.runtime.elements import MAX_WATERMARK
 from sqlstream.runtime.operators import window_agg_rocksdb
 from sqlstream.runtime.operators.window_agg import WindowAggOperator
 from sqlstream.runtime.operators.window_agg_columnar import ColumnarWindowAggregates
-from sqlstream.runtime.operators.window_agg_rocksdb import ROWS_STATE, RocksDBWindowAggregates
+from sqlstream.runtime.operators.window_agg_rocksdb import (
+    ROWS_STATE,
+    SLICES_STATE,
+    RocksDBWindowAggregates,
+)
+from sqlstream.runtime.state.base import SnapshotFormatError
 from sqlstream.runtime.state.rocksdb import RocksDBState
 from tests.conftest import in_key_groups, rows, run_sql
 from tests.harness import OperatorHarness, Snapshot, restored_into_halves
@@ -128,8 +134,8 @@ def test_every_form_fires_the_same_windows_with_late_rows_dropped(spec: str, tmp
         assert _fired(h, ALL) == want
         assert h.metrics.late_records_dropped == reference.metrics.late_records_dropped
         assert h.state.num_entries() == 0  # every window fired: nothing left in RocksDB
-        if backend == "rocksdb":
-            assert list(h.state.states[ROWS_STATE].cf.keys()) == []  # the fired ranges are deleted
+        if backend == "rocksdb":  # the fired ranges are deleted, the slices' markers with them
+            assert list(h.state.states[ROWS_STATE].cf.keys()) == list(h.state.states[SLICES_STATE].cf.keys()) == []
         h.close()
 
 
@@ -150,17 +156,59 @@ def test_two_subtasks_fire_what_the_reference_fires_for_their_key_groups(spec: s
 
 
 def test_the_partials_are_rocksdb_entries_not_tables_in_memory(tmp_path: Path) -> None:
-    h = _operator("rocksdb", "hop", tmp_path)
+    h = _operator("rocksdb", "tumble", tmp_path)
     _fired(h, ALL[:20])
     rows_form = h.operator.columnar
-    assert isinstance(rows_form, RocksDBWindowAggregates)
-    assert len(h.state.states[ROWS_STATE]) > 100 and h.state.columnar_states["partials"].tables == []
-    # only window ends are kept in memory, a few per HOP size
-    assert 0 < len(rows_form.ends) <= 6 and rows_form.min_end() == min(rows_form.ends)
+    assert isinstance(rows_form, RocksDBWindowAggregates) and rows_form.slicing is None
+    assert len(h.state.states[ROWS_STATE]) > 30 and h.state.columnar_states["partials"].tables == []
+    # only window ends are kept in memory, a few per watermark lag
+    assert 0 < len(rows_form.ends) <= 3 and rows_form.min_end() == min(rows_form.ends)
+
+
+@pytest.mark.parametrize("spec", ["hop", "cumulate"])
+def test_hop_and_cumulate_keep_one_entry_per_slice_and_key(spec: str, tmp_path: Path) -> None:
+    # a row is written to its one slice, not to its size/slide windows: with nothing fired yet,
+    # fewer entries than the (window, key)s the hashmap form holds, and no whole-window entry
+    h, hashmap = _operator("rocksdb", spec, tmp_path), _operator("hashmap", spec, tmp_path)
+    batches = [e for e in ALL[:20] if e[0] == "batch"]
+    _fired(h, batches)
+    _fired(hashmap, batches)
+    rows_form = h.operator.columnar
+    assert isinstance(rows_form, RocksDBWindowAggregates) and rows_form.slicing is SPECS[spec]
+    hashmap_windows = hashmap.state.columnar_states["partials"].frozen()
+    assert hashmap_windows is not None
+    windows = hashmap.operator.columnar.combine(hashmap_windows).num_rows
+    slices = len(h.state.states[SLICES_STATE]) - len(rows_form.marked)
+    assert len(h.state.states[ROWS_STATE]) == 0 and 30 < slices and slices * 1.4 < windows
+    # in memory: the slice ends and the unfired windows' ends, not keys
+    assert 0 < len(rows_form.slice_ends) <= len(rows_form.pending) <= 10
+    assert rows_form.min_end() == min(rows_form.pending) == min(rows_form.slice_ends)
+    # once windows fired, each key group's fired-through watermark is an entry after its slices
+    assert not rows_form.marked
+    _fired(h, ALL[20:24])
+    assert 0 < len(rows_form.marked) == len(rows_form.slice_kgs)
+
+
+@pytest.mark.parametrize("spec", ["hop", "cumulate"])
+def test_a_rocksdb_savepoint_holds_the_windows_the_hashmap_form_holds(spec: str, tmp_path: Path) -> None:
+    # the slices are expanded to their unfired windows and merged, a key group at a time, in key
+    # order: the hashmap form's table, each (window, key) once
+    tables = {}
+    for backend in ("hashmap", "rocksdb"):
+        h = _operator(backend, spec, tmp_path)
+        _fired(h, ALL[:20])
+        (path,) = h.snapshot().keyed["columnar"].values()
+        with pa.OSFile(str(path)) as source:
+            table = pa.ipc.open_file(source).read_all()
+        tables[backend] = table
+    merged = _operator("hashmap", spec, tmp_path).operator.columnar.combine(tables["hashmap"])
+    columns = tables["rocksdb"].column_names
+    assert tables["rocksdb"].num_rows == merged.num_rows > 100
+    assert sorted(tables["rocksdb"].to_pylist(), key=str) == sorted(merged.select(columns).to_pylist(), key=str)
 
 
 @pytest.mark.parametrize(("first", "second"), [("hashmap", "rocksdb"), ("rocksdb", "hashmap"), ("rocksdb", "rocksdb")])
-@pytest.mark.parametrize("spec", ["tumble", "hop"])
+@pytest.mark.parametrize("spec", ["tumble", "hop", "cumulate"])
 def test_state_moves_through_a_savepoint_to_another_backend_and_two_subtasks(
         first: str, second: str, spec: str, tmp_path: Path) -> None:
     before, after = ALL[:24], ALL[24:]
@@ -203,10 +251,13 @@ def test_a_savepoint_is_restored_a_chunk_at_a_time(first: str, tmp_path: Path, m
         with pa.OSFile(str(path)) as source:
             reader = pa.ipc.open_file(source)
             sizes = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
-        assert len(sizes) > 2 and max(sizes) <= 50 and sum(sizes) == len(old.state.states[ROWS_STATE])
+        assert len(sizes) > 2 and max(sizes) <= 50
     monkeypatch.setattr(RocksDBState, "get_many", counted)
     new = _operator("rocksdb", "hop", tmp_path, restore=savepoint)
-    assert len(new.state.states[ROWS_STATE]) > 100
+    # restored windows stay whole-window entries (a window's partial cannot be split into slices)
+    assert len(new.state.states[ROWS_STATE]) > 100 and len(new.state.states[SLICES_STATE]) == 0
+    if first == "rocksdb":
+        assert sum(sizes) == len(new.state.states[ROWS_STATE])
     assert (gets > 0) == (first == "hashmap")
     assert _fired(new, after) == _fired(old, after)
 
@@ -219,7 +270,7 @@ def test_rocksdb_rows_rescale_from_an_incremental_checkpoint(spec: str, tmp_path
     old = _operator("rocksdb", spec, tmp_path)
     _fired(old, before)
     checkpoint = old.snapshot(canonical=False)
-    assert checkpoint.keyed["columnar"] == {} and checkpoint.keyed["keyed"]["states"][ROWS_STATE] > 50
+    assert checkpoint.keyed["columnar"] == {} and checkpoint.keyed["keyed"]["states"][SLICES_STATE] > 50
     # the same key groups: the db is taken over whole, with the operator's watermark
     whole = _operator("rocksdb", spec, tmp_path, restore=checkpoint)
     reference = _operator("rocksdb", spec, tmp_path, per_key=True)
@@ -227,7 +278,7 @@ def test_rocksdb_rows_rescale_from_an_incremental_checkpoint(spec: str, tmp_path
     assert _fired(whole, after) == _fired(reference, after)
     for groups, new in restored_into_halves(checkpoint, lambda: _window_agg("rocksdb", spec), "rocksdb",
                                             tmp=tmp_path):
-        assert isinstance(new.operator.columnar, RocksDBWindowAggregates) and new.operator.columnar.ends
+        assert isinstance(new.operator.columnar, RocksDBWindowAggregates) and new.operator.columnar.slice_ends
         reference = _operator("rocksdb", spec, tmp_path, groups, per_key=True)
         _fired(reference, _mine(before, groups))
         want = _fired(reference, _mine(after, groups))
@@ -269,3 +320,118 @@ def test_a_hop_query_gives_the_same_rows_on_both_backends(tmp_path: Path) -> Non
     got = {backend: rows(run_sql(query, {"state.backend.type": backend, "parallelism.default": "2"}))
            for backend in ("hashmap", "rocksdb")}
     assert len(got["hashmap"]) > 100 and got["hashmap"] == got["rocksdb"]
+
+
+@pytest.mark.parametrize("spec", ["hop", "cumulate"])
+def test_a_checkpoint_of_whole_windows_written_before_slicing_restores(
+        spec: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the layout before slicing (every window of a row an entry of window_rows, as the rows form
+    # wrote them until slices came): its windows stay whole until they fire, merged with the
+    # slices of the rows after the restore, at the same key groups and rescaled
+    before, after = ALL[:24], ALL[24:]
+    with monkeypatch.context() as m:
+        m.setattr(window_agg_rocksdb, "slice_size", lambda spec: None)
+        old = _operator("rocksdb", spec, tmp_path)
+        _fired(old, before)
+        checkpoint = old.snapshot(canonical=False)
+    assert checkpoint.keyed["keyed"]["states"][SLICES_STATE] == 0 < checkpoint.keyed["keyed"]["states"][ROWS_STATE]
+    reference = _operator("rocksdb", spec, tmp_path, per_key=True)
+    _fired(reference, before)
+    whole = _operator("rocksdb", spec, tmp_path, restore=checkpoint)
+    assert len(whole.state.states[ROWS_STATE]) > 50
+    assert _fired(whole, after) == _fired(reference, after)
+    assert whole.state.num_entries() == 0
+    for groups, new in restored_into_halves(checkpoint, lambda: _window_agg("rocksdb", spec), "rocksdb",
+                                            tmp=tmp_path):
+        reference = _operator("rocksdb", spec, tmp_path, groups, per_key=True)
+        _fired(reference, _mine(before, groups))
+        want = _fired(reference, _mine(after, groups))
+        new.watermark(before[-1][1])  # type: ignore[arg-type]
+        assert sum(len(w) for w in want) > 50 and _fired(new, _mine(after, groups)) == want
+
+
+def test_a_cumulate_query_gives_the_same_rows_on_both_backends(tmp_path: Path) -> None:
+    ddl = source_ddl(make_events(3000, [137], seed=6, disorder_ms=4000), tmp_path / "events.csv", delay_s=5)
+    query = ddl + """
+        SELECT window_start, window_end, k, COUNT(*), SUM(v), MIN(v), MAX(w), AVG(CAST(v AS DOUBLE))
+        FROM TABLE(CUMULATE(TABLE events, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '20' SECOND))
+        GROUP BY window_start, window_end, k;"""
+    got = {backend: rows(run_sql(query, {"state.backend.type": backend, "parallelism.default": "2"}))
+           for backend in ("hashmap", "rocksdb")}
+    assert len(got["hashmap"]) > 100 and got["hashmap"] == got["rocksdb"]
+
+
+def test_slices_restored_into_windows_that_are_not_sliced_are_refused(tmp_path: Path) -> None:
+    # a HOP job's checkpoint restored into a TUMBLE window aggregation: its slices cannot be read
+    old = _operator("rocksdb", "hop", tmp_path)
+    _fired(old, ALL[:10])
+    checkpoint = old.snapshot(canonical=False)
+    with pytest.raises(SnapshotFormatError, match="slices"):
+        _operator("rocksdb", "tumble", tmp_path, restore=checkpoint)
+
+
+@pytest.mark.parametrize("spec", ["hop", "cumulate"])
+def test_slices_fire_and_count_right_when_a_firing_reads_many_chunks(
+        spec: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a firing gathers its key groups' slices into CHUNK-sized tables across key groups; each
+    # key group read gets its delete-range, so the state's entry count stays the entries it holds
+    monkeypatch.setattr(window_agg_rocksdb, "CHUNK", 7)
+    reference = _operator("rocksdb", spec, tmp_path, per_key=True)
+    h = _operator("rocksdb", spec, tmp_path)
+    slices = h.state.states[SLICES_STATE]
+    for event in ALL:
+        assert _fired(h, [event]) == _fired(reference, [event])
+        assert len(slices) == sum(1 for _ in slices.cf.keys())
+    assert h.state.num_entries() == 0
+
+
+@pytest.mark.parametrize("kind", ["HOP", "CUMULATE", "TUMBLE"])
+def test_slices_on_a_zoned_time_attribute_fire_as_the_hashmap_form_over_both_clock_changes(
+        kind: str, tmp_path: Path) -> None:
+    # slices are wall-clock panes like the windows (and TUMBLE's whole windows too): over the nights Los Angeles turns its clocks
+    # forward and back, each watermark fires what the hashmap form fires: every window whose fire
+    # time passed, as Flink's timers (one per window) fire; across the skipped hour a later window
+    # end may fire earlier (WindowClock.fire_times), and a window over the repeated hour waits for
+    # its second pass
+    zone = "America/Los_Angeles"
+    ltz = pa.timestamp("ms", "UTC")
+    spec = WindowSpec(kind, 0, size_ms=2 * 3_600_000 if kind != "TUMBLE" else 1_800_000,
+                      slide_ms=1_800_000 if kind == "HOP" else 0, step_ms=1_800_000 if kind == "CUMULATE" else 0,
+                      zone=zone)
+    schema = pa.schema([pa.field("window_start", pa.timestamp("ms")), pa.field("window_end", pa.timestamp("ms")),
+                        pa.field("k", pa.int64()), pa.field("n", pa.int64()), pa.field("s", pa.int64())])
+    aggs = [AggCall("COUNT", None, False, pa.int64(), "n"), AggCall("SUM", 2, False, pa.int64(), "s")]
+    rng = np.random.default_rng(7)
+    events: list[Event] = []
+    for night in ("2026-03-08T06:00:00", "2026-10-31T23:00:00"):  # UTC: the LA nights of both changes
+        start = int(np.datetime64(night, "ms").astype(np.int64))
+        for b in range(36):  # 6 hours in 10-minute steps, rows up to 20 minutes behind
+            ts = start + b * 600_000 + rng.integers(-1_200_000, 600_000, 40)
+            batch = pa.record_batch([pa.array(ts, pa.int64()).cast(ltz), pa.array(rng.integers(0, 5, 40)),
+                                     pa.array(rng.integers(0, 100, 40))], names=["lt", "k", "v"])
+            events += [("batch", batch), ("watermark", int(start + b * 600_000 - 300_000))]
+    events.append(("watermark", MAX_WATERMARK))
+    got = {}
+    for backend, columnar in (("hashmap", True), ("rocksdb", True)):
+        h = OperatorHarness(WindowAggOperator(spec, ["window_start", "window_end", 1], aggs, schema,
+                                              columnar=columnar), backend, tmp=tmp_path)
+        if backend == "rocksdb":  # TUMBLE: whole windows, a window being one slice
+            assert isinstance(h.operator.columnar, RocksDBWindowAggregates)
+            assert h.operator.columnar.slicing is (None if kind == "TUMBLE" else spec)
+        got[backend] = _fired(h, events)
+    assert sum(len(w) for w in got["hashmap"]) > 100 and got["rocksdb"] == got["hashmap"]
+
+
+@pytest.mark.parametrize("kind", ["HOP", "CUMULATE"])
+def test_slices_of_windows_with_an_offset_fire_as_the_per_key_form(kind: str, tmp_path: Path) -> None:
+    # an offset moves the slices with the windows (Flink's HOP/CUMULATE offset argument)
+    spec = WindowSpec(kind, 0, size_ms=30 * SECOND, slide_ms=10 * SECOND if kind == "HOP" else 0,
+                      step_ms=10 * SECOND if kind == "CUMULATE" else 0, offset_ms=3 * SECOND)
+    got = {}
+    for per_key in (True, False):
+        h = OperatorHarness(WindowAggOperator(spec, OUTPUTS, AGGS, _schema(AGGS), columnar=not per_key), "rocksdb",
+                            tmp=tmp_path)
+        assert per_key or (isinstance(h.operator.columnar, RocksDBWindowAggregates) and h.operator.columnar.slicing)
+        got[per_key] = _fired(h, ALL)
+    assert sum(len(w) for w in got[True]) > 200 and got[False] == got[True]
+    assert any(r[0].second % 10 == 3 for w in got[True] for r in w)  # window starts at :03, :13, ...

@@ -1,8 +1,9 @@
 """A savepoint of a rocksdb window aggregation larger than the memory the process may use.
 
 The window aggregation on rocksdb keeps its partials as RocksDB entries
-(window_agg_rocksdb.py), so its state is bounded by RocksDB, and its
-savepoint (the columnar form's table) is written from a frozen view of
+(window_agg_rocksdb.py; per slice for HOP), so its state is bounded by RocksDB,
+and its savepoint (the columnar form's table of windows: each slice expanded to
+its six windows, a key group at a time) is written from a frozen view of
 RocksDB's files and restored a file batch at a time.  A child process fills
 a HOP window aggregation whose keys are 1000-byte strings, caps its data
 segment (``RLIMIT_DATA``) at what it uses then plus a headroom smaller than
@@ -19,7 +20,7 @@ import pytest
 
 from tests.memory_limit import run_capped
 
-KEYS = 45_000  # in 6 one-hour HOP windows each: 270 k entries of ~1 kB, a savepoint of ~265 MB
+KEYS = 45_000  # in 6 one-hour HOP windows each: 270 k windows of ~1 kB, a savepoint of ~265 MB
 HEADROOM_MB = 170
 
 CHILD = r"""
@@ -33,7 +34,7 @@ from sqlstream.core.windows import WindowSpec
 from sqlstream.runtime.elements import Chunk
 from sqlstream.runtime.operators.base import Metrics, OperatorContext
 from sqlstream.runtime.operators.window_agg import WindowAggOperator
-from sqlstream.runtime.operators.window_agg_rocksdb import ROWS_STATE, RocksDBWindowAggregates
+from sqlstream.runtime.operators.window_agg_rocksdb import ROWS_STATE, SLICES_STATE, RocksDBWindowAggregates
 from sqlstream.runtime.state import BackendFactory
 from sqlstream.runtime.task import Task
 
@@ -72,7 +73,7 @@ for start in range(0, keys, 1000):
     op.process_batch(Chunk(pa.record_batch([pa.array(ids * 1000 % (HOUR // 6), pa.int64()).cast(pa.timestamp("ms")),
                                             pa.array(names, pa.binary()).cast(pa.string(), safe=False),
                                             pa.array(ids)], names=["ts", "k", "v"])))
-entries = len(backend.states[ROWS_STATE])
+entries = len(backend.states[SLICES_STATE])  # one slice per key
 # filled: from here on (savepoint, restore) the process may grow by the headroom only
 cap(headroom)
 savepoint = work / "savepoint"
@@ -81,7 +82,8 @@ handle = backend.snapshot_all(1, canonical=True)(savepoint)
 backend.close()
 
 again, restored = operator(handle)
-ok = len(restored.states[ROWS_STATE]) == entries and len(again.columnar.ends) == 6
+# restored as whole windows: each key in its six
+ok = len(restored.states[ROWS_STATE]) == 6 * entries and len(again.columnar.ends) == 6
 (path,) = handle["columnar"].values()
 restored.close()
 try:
@@ -97,6 +99,6 @@ print(json.dumps({"restored": ok, "entries": entries, "savepoint_bytes": os.path
 @pytest.mark.slow
 def test_a_window_savepoint_larger_than_the_memory_limit_is_written_and_restored(tmp_path: Path) -> None:
     result = run_capped(CHILD, tmp_path, KEYS, HEADROOM_MB)
-    assert result["restored"] and result["entries"] == 6 * KEYS
+    assert result["restored"] and result["entries"] == KEYS
     assert result["savepoint_bytes"] > HEADROOM_MB << 20  # the state is larger than the headroom
     assert result["control"] == "MemoryError"  # holding the savepoint whole does not fit under the limit

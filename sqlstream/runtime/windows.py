@@ -108,3 +108,48 @@ def assign(spec: WindowSpec, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
             parts_end.append(end[mask])
         return np.concatenate(parts_rows), np.concatenate(parts_start), np.concatenate(parts_end)
     raise ValueError(f"{spec.kind} windows are assigned by merging, not here")
+
+
+# ---------------------------------------------------------------- slices (Flink's SliceAssigners)
+# A HOP or CUMULATE row lies in several windows but in ONE slice: the slide- (step-) sized pane
+# that ends at its first window end.  A window is the union of the slices between its start and
+# its end, so state kept per slice is written once per row and merged when a window fires.
+
+
+def slice_size(spec: WindowSpec) -> int | None:
+    """The slice length of windows made of several slices (None: a window is one slice)."""
+    if spec.kind == "HOP" and spec.size_ms > spec.slide_ms:
+        return spec.slide_ms
+    if spec.kind == "CUMULATE" and spec.size_ms > spec.step_ms:
+        return spec.step_ms
+    return None
+
+
+def window_starts(spec: WindowSpec, ends: np.ndarray) -> np.ndarray:
+    """The starts of the (HOP or CUMULATE) windows ending at ``ends``."""
+    if spec.kind == "HOP":
+        return ends - spec.size_ms
+    return _floor_start(ends - 1, spec.size_ms, spec.offset_ms)  # CUMULATE: its block's start
+
+
+def last_window_ends(spec: WindowSpec, slice_ends: np.ndarray) -> np.ndarray:
+    """The end of the last window each slice belongs to: once it fired, the slice is done."""
+    if spec.kind == "HOP":
+        return slice_ends + spec.size_ms - spec.slide_ms
+    return _floor_start(slice_ends - 1, spec.size_ms, spec.offset_ms) + spec.size_ms
+
+
+def slice_windows(spec: WindowSpec, slice_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(slice indexes, window ends) for every (slice, window it belongs to) pair: the windows of a
+    slice end at its own end and every slice length after it up to its last window's end."""
+    step = slice_size(spec)
+    assert step is not None
+    last = last_window_ends(spec, slice_ends)
+    index = np.arange(len(slice_ends), dtype=np.int64)
+    parts_index, parts_end = [], []
+    for j in range(spec.size_ms // step):
+        ends = slice_ends + j * step
+        mask = ends <= last
+        parts_index.append(index[mask])
+        parts_end.append(ends[mask])
+    return np.concatenate(parts_index), np.concatenate(parts_end)

@@ -35,7 +35,7 @@ from sqlstream.runtime.operators.keyed import columnar_state, fresh_or_copy, key
 from sqlstream.runtime.operators.window_agg_columnar import ColumnarWindowAggregates
 from sqlstream.runtime.operators.window_agg_rocksdb import PARTIALS, RocksDBWindowAggregates
 from sqlstream.runtime.state.rocksdb import RocksDBStateBackend
-from sqlstream.runtime.windows import WindowClock, assign, first_window_end
+from sqlstream.runtime.windows import WindowClock, assign, first_window_end, slice_size
 
 SIGN = pa.field("$sign", pa.int64())
 
@@ -131,6 +131,7 @@ class WindowAggOperator(Operator):
         # they are RocksDB entries merged a batch at a time (window_agg_rocksdb.py); aggregates
         # without a columnar form keep one accumulator per window and key (the per-key form)
         self.columnar: ColumnarWindowAggregates | None = None
+        self.slicing: WindowSpec | None = None  # rows go to their one slice, not their windows
         self.min_end: int | None = None
         backend = ctx.keyed_state
         if isinstance(backend, RocksDBStateBackend) and self.columnar_form:
@@ -140,7 +141,10 @@ class WindowAggOperator(Operator):
                 raise JobError("the plan keeps this window aggregation's state in columnar form, which the rocksdb "
                                "state backend holds only without COUNT(DISTINCT) and for keys of simple types; plan "
                                "the job with the backend it runs on")
-            rows = RocksDBWindowAggregates(self.aggs, key_types, backend)
+            # rows assigned here (not cascaded) to HOP or CUMULATE windows are kept per slice
+            rows = RocksDBWindowAggregates(self.aggs, key_types, backend,
+                                           self.window if self.input_window is None else None, self.clock)
+            self.slicing = rows.slicing
             # partials restored from a savepoint (restore_all ran before open) join the entries
             restored = backend.columnar_states.get(PARTIALS)
             if restored is not None:
@@ -206,6 +210,10 @@ class WindowAggOperator(Operator):
         if self.input_window is not None:
             starts = event_times(batch, self.input_window[0]).to_numpy(zero_copy_only=False)
             return batch, starts, ts
+        step = None if self.slicing is None else slice_size(self.slicing)
+        if step is not None:  # a row's first window ends where its slice ends
+            ends = first_window_end(self.window, ts)
+            return batch, ends - step, ends
         rows, starts, ends = assign(self.window, ts)
         return (batch.take(pa.array(rows)) if len(rows) != batch.num_rows else batch), starts, ends
 

@@ -59,6 +59,17 @@ class ColumnarWindowAggregates:
     # ------------------------------------------------------------ building partials
     def add(self, keys: list[pa.Array], batch: pa.RecordBatch) -> None:
         """Pre-aggregate rows (already assigned to windows) and append the partials."""
+        table = self._inputs(keys, batch)
+        self._append(self.partials, self.pre_aggregate(table))
+        for i, n in self.distinct_of.items():
+            values = table.select([*self.keys, f"x{i}"]).filter(pc.is_valid(table.column(f"x{i}")))
+            distinct = values.group_by([*self.keys, f"x{i}"], use_threads=False).aggregate([])
+            self._append(self.distincts[n], distinct.rename_columns([*self.keys, "v"]))
+        if self.state_rows > max(COMPACT_MIN_ROWS, 2 * self.compacted_rows):
+            self.compact()
+
+    def _inputs(self, keys: list[pa.Array], batch: pa.RecordBatch) -> pa.Table:
+        """The window keys and each aggregate's input column (x<i>) of rows assigned to windows."""
         columns = dict(zip(self.keys, keys, strict=True))
         for i, a in enumerate(self.aggs):
             if a.arg is None:
@@ -68,17 +79,14 @@ class ColumnarWindowAggregates:
                 if a.function in ("SUM", "AVG") and pa.types.is_integer(x.type):
                     x = x.cast(pa.int64())
                 columns[f"x{i}"] = x
-        table = pa.table(columns)
+        return pa.table(columns)
+
+    def pre_aggregate(self, table: pa.Table) -> pa.Table:
+        """The partials of ``_inputs``' rows: one row per (window, key), by one Arrow group-by."""
         grouped = table.group_by(self.keys, use_threads=False).aggregate(
             [(c, f, o) if o is not None else (c, f) for c, f, o, _ in self.specs])
         named = {f"{c}_{f}": target for c, f, _, target in self.specs}
-        self._append(self.partials, pa.table({named.get(n, n): grouped.column(n) for n in grouped.column_names}))
-        for i, n in self.distinct_of.items():
-            values = table.select([*self.keys, f"x{i}"]).filter(pc.is_valid(table.column(f"x{i}")))
-            distinct = values.group_by([*self.keys, f"x{i}"], use_threads=False).aggregate([])
-            self._append(self.distincts[n], distinct.rename_columns([*self.keys, "v"]))
-        if self.state_rows > max(COMPACT_MIN_ROWS, 2 * self.compacted_rows):
-            self.compact()
+        return pa.table({named.get(n, n): grouped.column(n) for n in grouped.column_names})
 
     def _append(self, state: ColumnarState, table: pa.Table) -> None:
         if state.tables and state.tables[-1].schema != table.schema:

@@ -292,17 +292,22 @@ class RocksDBState(KeyedState):
         return list(islice(self.cf.keys(from_key=low), limit))
 
     def scan_range(self, low: bytes, high: bytes, chunk: int = 65536) -> Iterator[tuple[list[bytes], list[bytes]]]:
-        """The (key, value)s with ``low <= key < high`` as ``scan`` gives them (RocksDB stops the
-        iterator at the bound, so nothing past the range is read)."""
-        options = ReadOptions()
-        options.set_iterate_upper_bound(high)
-        return _chunked(self.cf.items(from_key=low, read_opt=options), chunk)
+        """The (key, value)s with ``low <= key < high`` as ``scan`` gives them; the scan stops at
+        the first key from ``high`` on.  No iterate upper bound: with one (ReadOptions'
+        set_iterate_upper_bound) a window aggregation's firing scans ran on into the next key groups
+        under load, intermittently (the bound is most likely freed while rocksdict's iterator uses
+        it, which could as well end a scan early)."""
+        return _chunked(self.cf.items(from_key=low), chunk, high)
 
 
-def _chunked(items: Iterator[tuple[bytes, bytes]], chunk: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
+def _chunked(items: Iterator[tuple[bytes, bytes]], chunk: int,
+             high: bytes | None = None) -> Iterator[tuple[list[bytes], list[bytes]]]:
+    """``items`` in lists of up to ``chunk``, up to (not including) key ``high`` if given."""
     keys: list[bytes] = []
     values: list[bytes] = []
     for raw_key, raw_value in items:
+        if high is not None and raw_key >= high:
+            break
         keys.append(raw_key)
         values.append(raw_value)
         if len(keys) == chunk:
