@@ -148,6 +148,22 @@ def test_projection_and_batch_size(tmp_path: Path, fmt: str) -> None:
     assert sizes == [10, 10, 5]
 
 
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_a_file_larger_than_the_format_block_leaves_in_full_batches(tmp_path: Path, fmt: str) -> None:
+    # CSV and JSON decode 1 MB blocks (here about 25 k rows); the source still emits batch_size rows
+    out = write_files(tmp_path, fmt, [60_000])
+    assert sum(f.stat().st_size for f in out.iterdir()) > 2 << 20
+    reader = source(table(out, fmt), batch_size=50_000)
+    reader.open()
+    batches = []
+    while not reader.finished:
+        b = reader.read_batch()
+        if b is not None:
+            batches.append(b)
+    assert [b.num_rows for b in batches] == [50_000, 10_000]
+    assert pa.Table.from_batches(batches).column("id").to_pylist() == list(range(60_000))
+
+
 @pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "avro", "orc"])
 def test_snapshot_and_restore_at_every_point(tmp_path: Path, fmt: str) -> None:
     out = write_files(tmp_path, fmt, [7, 1, 12])
