@@ -207,9 +207,11 @@ def _split_index(s: Value, separator: Value, index: Value) -> Value:
 def _split_field_ascii(s: pa.Array, sep: int, i: int) -> pa.Array:
     """SPLIT_INDEX by a one-byte (ASCII) separator with numpy, about 3x faster than a regex pass:
     the separators' byte positions, each row's first one by a binary search of the row
-    boundaries, then one gather of the wanted fields' bytes.  An ASCII byte never occurs inside
+    boundaries, then the wanted fields copied out one memcpy each.  An ASCII byte never occurs inside
     a multi-byte UTF-8 character, so byte positions split as characters do."""
     rows = len(s)
+    if rows == 0:
+        return pa.array([], s.type)
     wide = pa.types.is_large_string(s.type)
     offsets = np.frombuffer(s.buffers()[1], np.int64 if wide else np.int32)[s.offset : s.offset + rows + 1]
     offsets = offsets.astype(np.int64)
@@ -227,13 +229,19 @@ def _split_field_ascii(s: pa.Array, sep: int, i: int) -> pa.Array:
     valid = (count >= i) & (offsets[1:] > offsets[:-1])
     if s.null_count:
         valid &= s.is_valid().to_numpy(zero_copy_only=False)
-    sizes = np.where(valid, end - begin, 0)
-    new_offsets = np.zeros(rows + 1, np.int64)
-    np.cumsum(sizes, out=new_offsets[1:])
-    gather = np.repeat(begin - new_offsets[:-1], sizes) + np.arange(new_offsets[-1])
-    mask = pa.array(valid).buffers()[1]
-    out = pa.Array.from_buffers(pa.large_string(), rows, [mask, pa.py_buffer(new_offsets), pa.py_buffer(data[gather])])
-    return out.cast(s.type)
+    # every field and the gap behind it as elements of one array over the input's bytes (the
+    # fields ascend and never overlap), then every other element taken: one memcpy per field
+    # instead of a byte-wise numpy gather with 8 bytes of index per byte
+    begin = np.where(valid, begin, offsets[:-1])
+    end = np.where(valid, end, offsets[:-1])
+    span_offsets = np.empty(2 * rows, np.int64)
+    span_offsets[0::2], span_offsets[1::2] = begin, end
+    present = np.ones(2 * rows - 1, bool)
+    present[0::2] = valid
+    spans = pa.Array.from_buffers(pa.large_string(), 2 * rows - 1,
+                                  [pa.array(present).buffers()[1], pa.py_buffer(span_offsets),
+                                   data_buf if data_buf is not None else pa.py_buffer(b"")])
+    return spans.take(pa.array(np.arange(0, 2 * rows - 1, 2))).cast(s.type)
 
 
 # ---------------------------------------------------------------- regular expressions
