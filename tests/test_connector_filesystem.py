@@ -205,6 +205,45 @@ def test_restore_keeps_the_parse_error_count(tmp_path: Path) -> None:
     assert restored.parse_errors == 2
 
 
+def _file_with_bad_records(path: Path, rows: int, every: int) -> int:
+    """A CSV file of ``rows`` records, every ``every``-th one short of a field; returns how many."""
+    lines = [f"{i},n{i}," if i % every else f"{i},short" for i in range(1, rows + 1)]
+    path.write_text("\n".join(lines) + "\n")
+    return rows // every
+
+
+@pytest.mark.parametrize("stop_after", [1, 4, 11])
+def test_the_parse_error_count_covers_what_was_handed_on_not_what_was_decoded_ahead(
+        tmp_path: Path, stop_after: int) -> None:
+    # three 1 MB blocks: the fetcher thread decodes ahead of the batches handed on, and a restore
+    # counts again only what comes after the checkpointed position
+    bad = _file_with_bad_records(tmp_path / "a.csv", 150_000, 1000)
+    assert (tmp_path / "a.csv").stat().st_size > 2 << 20
+    t = table(tmp_path, "csv", **{"csv.ignore-parse-errors": "true"})
+    reader = source(t, batch_size=5000)
+    reader.open()
+    head = [reader.read_batch() for _ in range(stop_after)]
+    position = json.loads(json.dumps(reader.snapshot_position()))
+    assert position["parse_errors"] < bad
+    reader.close()
+    restored = source(t, batch_size=5000)
+    restored.restore_position(position)
+    restored.open()
+    rest = drain(restored)
+    assert sum(b.num_rows for b in head) + rest.num_rows == 150_000 - bad
+    assert restored.parse_errors == bad
+
+
+def test_closing_mid_file_ends_the_fetcher_thread(tmp_path: Path) -> None:
+    _file_with_bad_records(tmp_path / "a.csv", 150_000, 10**9)  # none bad
+    reader = source(table(tmp_path, "csv"), batch_size=1000)
+    reader.open()
+    reader.read_batch()
+    assert any(th.name == "sqlstream-file-fetcher" for th in threading.enumerate())
+    reader.close()
+    assert not any(th.name == "sqlstream-file-fetcher" for th in threading.enumerate())
+
+
 def test_malformed_file_names_the_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "x.csv").write_text("1,a,\n2,b,\n3,c,\n4,d,\n5,e,\n6,f,\n7,g,oops\n")
     reader = source(table(tmp_path, "csv"))

@@ -15,6 +15,7 @@ import pyarrow.fs as pafs
 from sqlstream.core.connectors import MetadataKey
 from sqlstream.core.errors import ConnectorError, DataError
 from sqlstream.runtime.connectors.base import SourceContext, SourceReader
+from sqlstream.runtime.connectors.filesystem.fetch import read_ahead, rebatch
 from sqlstream.runtime.connectors.filesystem.options import FileSystemOptions
 from sqlstream.runtime.connectors.filesystem.partitions import parse_partition, prune, typed_values
 from sqlstream.runtime.formats import FileFormat, create_format, split_row_kinds
@@ -27,28 +28,6 @@ METADATA: dict[str, MetadataKey] = {
     "file.size": MetadataKey(pa.int64()),
     "file.modification-time": MetadataKey(pa.timestamp("ms", tz="UTC")),
 }
-
-
-def rebatch(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:
-    """The rows of ``batches`` in batches of ``size`` rows (the last one fewer), in order.
-
-    The formats decode in blocks of their own (CSV and JSON: 1 MB of text, about 5 k Nexmark bids;
-    Parquet: row groups), while every operator pays its per-batch costs per batch: a session window
-    over the CSV export of Nexmark's bids ran at 0.4x of the same query over 32 k-row batches. So a
-    file's rows leave in ``table.exec.batch-size`` batches, as a generating source's do."""
-    pending: list[pa.RecordBatch] = []
-    held = 0
-    for batch in batches:
-        while batch.num_rows:
-            take = min(size - held, batch.num_rows)
-            pending.append(batch.slice(0, take))
-            held += take
-            batch = batch.slice(take)
-            if held == size:
-                yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
-                pending, held = [], 0
-    if held:
-        yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
 
 
 def file_metadata(path: str, info: pafs.FileInfo, name: str) -> dict[str, pa.Scalar]:
@@ -106,8 +85,9 @@ class FileSystemSource(SourceReader):
         self._known: set[str] = set()
         self._current: str | None = None
         self._offset = 0  # rows of the current file already returned
-        self._batches: Iterator[pa.RecordBatch] | None = None
+        self._batches: Iterator[tuple[pa.RecordBatch, int]] | None = None
         self._restored_errors = 0
+        self._handed_errors = 0  # the format's count once it had decoded the last batch handed on
         self._next_scan = 0.0
         self._end = False
         self._kinds: pa.Array | None = None  # RowKinds of the last batch (a changelog format)
@@ -119,7 +99,7 @@ class FileSystemSource(SourceReader):
     @property
     def parse_errors(self) -> int:
         """Malformed records skipped (with ignore-parse-errors), including before a restore."""
-        return self._restored_errors + self._format.parse_errors
+        return self._restored_errors + self._handed_errors
 
     def open(self) -> None:
         if self._location.remote:
@@ -258,12 +238,12 @@ class FileSystemSource(SourceReader):
             if self._batches is None and not self._start_next():
                 return None
             assert self._batches is not None
-            batch = next(self._batches, None)
-            if batch is None:
+            item = next(self._batches, None)
+            if item is None:  # the file's fetcher has ended: its count is final
+                self._handed_errors = self._format.parse_errors
                 self._finish_current()
                 continue
-            if batch.num_rows == 0:
-                continue
+            batch, self._handed_errors = item
             self._offset += batch.num_rows
             batch, self._kinds = split_row_kinds(batch)
             if self._metadata:
@@ -290,15 +270,18 @@ class FileSystemSource(SourceReader):
 
     def _file_batches(
         self, path: str, skip: int, metadata: dict[str, pa.Scalar] | None = None
-    ) -> Iterator[pa.RecordBatch]:
-        """``metadata``: the file's METADATA values (default: those of the local file ``path``)."""
+    ) -> Iterator[tuple[pa.RecordBatch, int]]:
+        """(batch, the format's count of malformed records skipped once it had decoded that batch)
+        of the local file ``path`` from row ``skip`` on; ``metadata``: the file's METADATA values
+        (default: those of the local file ``path``)."""
         size = self._ctx.batch_size
         if self._metadata:
             if metadata is None:
                 local = pafs.LocalFileSystem().get_file_info(path)
                 metadata = file_metadata(os.path.abspath(path), local, os.path.basename(path))
             self._file_info = metadata
-        yield from rebatch(self._format.read_file(path, skip), size)
+        decoded = ((batch, self._format.parse_errors) for batch in self._format.read_file(path, skip))
+        yield from rebatch(read_ahead(decoded), size)
 
     def _with_metadata(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The batch with the current file's METADATA columns appended (cast to their declared types)."""
@@ -309,7 +292,7 @@ class FileSystemSource(SourceReader):
             batch = batch.append_column(pa.field(name, column.type), column)
         return batch
 
-    def _remote_batches(self, name: str, skip: int) -> Iterator[pa.RecordBatch]:
+    def _remote_batches(self, name: str, skip: int) -> Iterator[tuple[pa.RecordBatch, int]]:
         """The batches of an object, decoded from a local copy (the formats read local files,
         and parquet seeks); errors name the object, not the copy."""
         obj = self._location.child(*name.split("/")) if self._remote_dir else self._location
@@ -333,6 +316,12 @@ class FileSystemSource(SourceReader):
         self._offset = 0
         self._batches = None
 
+    def _stop_reading(self) -> None:
+        """End the current file's fetcher thread (it closes the file)."""
+        if self._batches is not None:
+            self._batches.close()  # type: ignore[attr-defined]
+            self._batches = None
+
     @property
     def finished(self) -> bool:
         return self._end
@@ -351,10 +340,11 @@ class FileSystemSource(SourceReader):
         self._current = position.get("current")
         self._offset = int(position.get("offset", 0))
         self._restored_errors = int(position.get("parse_errors", 0))
+        self._stop_reading()
         self._format.parse_errors = 0
-        self._batches = None
+        self._handed_errors = 0
         self._queue = []
         self._known = set()
 
     def close(self) -> None:
-        self._batches = None
+        self._stop_reading()
