@@ -30,6 +30,8 @@ from sqlstream.runtime.operators import join_rocksdb
 from sqlstream.runtime.operators.join import RegularJoinOperator
 from sqlstream.runtime.operators.join_columnar import ColumnarInnerJoin, HashIndex, keyed_rows
 from sqlstream.runtime.operators.join_rocksdb import RocksDBInnerJoin
+from sqlstream.runtime.state.row_codec import RowCodec
+from sqlstream.runtime.state.rows_store import runs
 from tests.conftest import duckdb_rows, in_key_groups, rows, run_sql
 from tests.fault_harness import ROWS, Job, committed, job_script, run_with_kills
 from tests.harness import OperatorHarness, planned_state, recorded_lookups, restored_into_halves
@@ -69,6 +71,31 @@ def test_hash_index_merges_and_prunes_leave_dropped_rows_out() -> None:
     index.prune(lambda ids: ids % 2 == 1)
     _, ids = index.probe(np.array([5, 7, 9], np.uint64))
     assert sorted(ids.tolist()) == [1, 3, 5]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["", "a", "ab", "abcdefgh", "abcdefgi", "ü" * 5, None])),
+                max_size=60), st.booleans())
+def test_runs_group_equal_keys_in_row_order_about_in_key_order(keys: list[tuple[int, str | None]],
+                                                               sliced: bool) -> None:
+    """rows_store.runs (the rocksdb join's and Top-N's batch order): equal key bytes form one run,
+    its rows in batch order, runs ordered by their first 8 bytes (the key group first)."""
+    codec = RowCodec([pa.string()], key_group=True, keys=True)
+    encoded = codec.encode([pa.array([s for _, s in keys], pa.string())], np.array([g for g, _ in keys], np.int64))
+    if sliced and len(encoded) > 2:
+        encoded = encoded.slice(1, len(encoded) - 2)  # an array with an offset
+    order, starts, run = runs(encoded)
+    values = encoded.to_pylist()
+    assert sorted(order.tolist()) == list(range(len(values)))
+    bounds = [*starts.tolist(), len(values)]
+    groups = [order[a:b].tolist() for a, b in zip(bounds, bounds[1:], strict=False)]
+    assert run.tolist() == [i for i, g in enumerate(groups) for _ in g]
+    assert all(g == sorted(g) and len({values[i] for i in g}) == 1 for g in groups)
+    firsts = [values[g[0]] for g in groups]
+    assert len(set(firsts)) == len(firsts)  # one run per distinct key
+    width = min((len(v) for v in values), default=0)
+    heads = [v[:min(8, width)] for v in firsts]
+    assert heads == sorted(heads)
 
 
 def _batch(schema: pa.Schema, rows_: list[tuple]) -> pa.RecordBatch:
