@@ -437,7 +437,7 @@ def test_rocksdb_rows_restored_whole_rebuild_their_filter_over_several_batches(
     want = _changes(reference, inputs[20:])
     asked.clear()
     assert len(want) > 20 and _changes(restored, inputs[20:]) == want
-    assert store.rebuild_from is None  # scanned through
+    assert store.stored_keys.rebuild_from is None  # scanned through
     new_keys = [(_batch([(10_000 + k, "n", None, k) for k in range(300)]), None)]
     asked.clear()
     assert _changes(restored, new_keys) == _changes(reference, new_keys)

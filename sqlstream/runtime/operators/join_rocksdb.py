@@ -378,8 +378,9 @@ class RocksDBInnerJoin:
         dense[slots] = np.arange(len(slots))
         layout = dense[dense >= 0]
         values = pack(parts.take(pa.array(layout)), np.flatnonzero(layout < m))
+        before = len(self.heads)
         self.backend.write_rows(self.heads.name, raw_prefixes, values.to_pylist(), [], int(m - found.sum()))
-        self.stored_keys.wrote(key_hashes[~found])
+        self.stored_keys.wrote(key_hashes[~found], before)
         return out
 
     def _match(self, batch: pa.RecordBatch | pa.Table, side: int, prefixes: pa.BinaryArray, order: np.ndarray,

@@ -143,15 +143,14 @@ class StoredKeys:
         self.rebuild_from = raw[-1] + b"\0" if len(raw) == self.chunk else None  # the next key after the last
         return np.ones(len(hashes), bool)
 
-    def wrote(self, hashes: np.ndarray) -> None:
-        """The keys ``hashes`` were just written (with keys stored before): into the filter.  Called
-        after a write whose keys ``may_contain`` was asked about (which put the filter in step, or
-        started its rebuild: the keys behind the scan are added here)."""
+    def wrote(self, hashes: np.ndarray, before: int) -> None:
+        """The keys ``hashes`` were just written (with others the filter holds) into the state, which
+        held ``before`` entries: into the filter, which stays in step if it was."""
         self.filter.add(hashes)
-        self.count = len(self.state)
+        self.deleted(before)
 
-    def deleted(self, count_before: int) -> None:
-        """Entries were deleted (the filter keeps them: looked up, found absent) from a state of
-        ``count_before`` entries: still in step if it was."""
-        if self.state.cf is self.cf and self.count == count_before:
+    def deleted(self, before: int) -> None:
+        """Entries were deleted (the filter keeps them: looked up, found absent) from the state, which
+        held ``before`` entries: still in step if it was."""
+        if self.state.cf is self.cf and self.count == before:
             self.count = len(self.state)
