@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from sqlstream.core.physical import PhysicalNode
 from sqlstream.planner.physical import Lowering
@@ -30,6 +31,7 @@ from sqlstream.runtime.operators.base import Metrics, Operator, OperatorContext
 from sqlstream.runtime.operators.registry import build_operator
 from sqlstream.runtime.state import create_backend
 from sqlstream.runtime.state.base import StateBackend
+from sqlstream.runtime.state.rocksdb import RocksDBState
 from sqlstream.runtime.task import Task
 
 
@@ -195,3 +197,19 @@ def restored_into_halves(snapshot: Snapshot, make: Callable[[], Operator | Physi
         harness = OperatorHarness(make(), backend, clock, tmp=tmp, key_groups=groups, config=config,
                                   max_parallelism=max_parallelism, restore=Snapshot(snapshot.keyed, None))
         yield groups, harness
+
+
+def recorded_lookups(monkeypatch: pytest.MonkeyPatch, state: str | None = None) -> list[int]:
+    """How many keys each RocksDB multi-get of the operators under test asks for (of keyed state
+    ``state`` only, when given), appended as they call RocksDBState.get_many: whether a key filter
+    spares the lookups it should."""
+    asked: list[int] = []
+    get_many = RocksDBState.get_many
+
+    def recording(self: RocksDBState, raw_keys: list[bytes]) -> list[bytes | None]:
+        if state is None or self.name == state:
+            asked.append(len(raw_keys))
+        return get_many(self, raw_keys)
+
+    monkeypatch.setattr(RocksDBState, "get_many", recording)
+    return asked

@@ -37,9 +37,14 @@ from sqlstream.runtime.operators.group_agg_columnar import (
     _stable_order,
 )
 from sqlstream.runtime.operators.group_agg_rocksdb import RocksDBGroupAggregates
-from sqlstream.runtime.state.rocksdb import RocksDBState
 from tests.conftest import apply_changelog, duckdb_rows, in_key_groups, rows, run_sql
-from tests.harness import OperatorHarness, Snapshot, planned_state, restored_into_halves
+from tests.harness import (
+    OperatorHarness,
+    Snapshot,
+    planned_state,
+    recorded_lookups,
+    restored_into_halves,
+)
 from tests.test_join_columnar import _inverse_mix
 
 INSERT, U_BEFORE, U_AFTER, DELETE = RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE
@@ -390,15 +395,7 @@ def test_rocksdb_rows_are_saved_and_restored_a_chunk_at_a_time(second: str, case
 
 def _asked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Records how many keys each multi-get of the rows form asks RocksDB for."""
-    asked: list[int] = []
-    get_many = RocksDBState.get_many
-
-    def recording(self: RocksDBState, raw_keys: list[bytes]) -> list[bytes | None]:
-        asked.append(len(raw_keys))
-        return get_many(self, raw_keys)
-
-    monkeypatch.setattr(RocksDBState, "get_many", recording)
-    return asked
+    return recorded_lookups(monkeypatch)
 
 
 def test_rocksdb_rows_look_up_only_keys_the_filter_may_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -440,7 +437,7 @@ def test_rocksdb_rows_restored_whole_rebuild_their_filter_over_several_batches(
     want = _changes(reference, inputs[20:])
     asked.clear()
     assert len(want) > 20 and _changes(restored, inputs[20:]) == want
-    assert store.rebuild_from is None  # scanned through
+    assert store.stored_keys.rebuild_from is None  # scanned through
     new_keys = [(_batch([(10_000 + k, "n", None, k) for k in range(300)]), None)]
     asked.clear()
     assert _changes(restored, new_keys) == _changes(reference, new_keys)

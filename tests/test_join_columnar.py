@@ -28,11 +28,13 @@ from sqlstream.runtime.clock import ManualClock
 from sqlstream.runtime.hashing import _GOLDEN, _M1, _M2, hash_columns
 from sqlstream.runtime.operators import join_rocksdb
 from sqlstream.runtime.operators.join import RegularJoinOperator
-from sqlstream.runtime.operators.join_columnar import ColumnarInnerJoin, HashIndex
+from sqlstream.runtime.operators.join_columnar import ColumnarInnerJoin, HashIndex, keyed_rows
 from sqlstream.runtime.operators.join_rocksdb import RocksDBInnerJoin
+from sqlstream.runtime.state.row_codec import RowCodec
+from sqlstream.runtime.state.rows_store import runs
 from tests.conftest import duckdb_rows, in_key_groups, rows, run_sql
 from tests.fault_harness import ROWS, Job, committed, job_script, run_with_kills
-from tests.harness import OperatorHarness, planned_state, restored_into_halves
+from tests.harness import OperatorHarness, planned_state, recorded_lookups, restored_into_halves
 from tests.test_savepoints import _run_until_savepoint
 
 LEFT = pa.schema([("s", pa.string()), ("k", pa.int64()), ("x", pa.int64())])
@@ -69,6 +71,31 @@ def test_hash_index_merges_and_prunes_leave_dropped_rows_out() -> None:
     index.prune(lambda ids: ids % 2 == 1)
     _, ids = index.probe(np.array([5, 7, 9], np.uint64))
     assert sorted(ids.tolist()) == [1, 3, 5]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["", "a", "ab", "abcdefgh", "abcdefgi", "ü" * 5, None])),
+                max_size=60), st.booleans())
+def test_runs_group_equal_keys_in_row_order_about_in_key_order(keys: list[tuple[int, str | None]],
+                                                               sliced: bool) -> None:
+    """rows_store.runs (the rocksdb join's and Top-N's batch order): equal key bytes form one run,
+    its rows in batch order, runs ordered by their first 8 bytes (the key group first)."""
+    codec = RowCodec([pa.string()], key_group=True, keys=True)
+    encoded = codec.encode([pa.array([s for _, s in keys], pa.string())], np.array([g for g, _ in keys], np.int64))
+    if sliced and len(encoded) > 2:
+        encoded = encoded.slice(1, len(encoded) - 2)  # an array with an offset
+    order, starts, run = runs(encoded)
+    values = encoded.to_pylist()
+    assert sorted(order.tolist()) == list(range(len(values)))
+    bounds = [*starts.tolist(), len(values)]
+    groups = [order[a:b].tolist() for a, b in zip(bounds, bounds[1:], strict=False)]
+    assert run.tolist() == [i for i, g in enumerate(groups) for _ in g]
+    assert all(g == sorted(g) and len({values[i] for i in g}) == 1 for g in groups)
+    firsts = [values[g[0]] for g in groups]
+    assert len(set(firsts)) == len(firsts)  # one run per distinct key
+    width = min((len(v) for v in values), default=0)
+    heads = [v[:min(8, width)] for v in firsts]
+    assert heads == sorted(heads)
 
 
 def _batch(schema: pa.Schema, rows_: list[tuple]) -> pa.RecordBatch:
@@ -399,3 +426,142 @@ def test_rocksdb_join_column_families_compact_at_more_level0_files(tmp_path: Pat
         assert "level0_file_num_compaction_trigger=12" in section
     default = next(s for s in sections if s.startswith('"default"'))
     assert "level0_file_num_compaction_trigger=4" in default  # the backend's other families keep RocksDB's
+
+
+# ------------------------------------------------------------ the rocksdb form's key filter
+
+def _keyed_inputs(seed: int, n_batches: int) -> list[tuple[int, pa.RecordBatch]]:
+    """Batches of both sides over many keys: about half of each batch's keys new, the others keys
+    seen before on either side (some more than once in a batch)."""
+    rng = random.Random(seed)
+    seen: list[int] = []
+    out = []
+    for _ in range(n_batches):
+        side = rng.randint(0, 1)
+        ids = []
+        for _ in range(rng.randint(20, 80)):
+            if seen and rng.random() < 0.5:
+                ids.append(rng.choice(seen))
+            else:
+                ids.append(len(seen))
+                seen.append(len(seen))
+        rs = [(f"s{j % 5}", j, rng.randint(0, 9)) for j in ids]
+        out.append((side, _batch(LEFT, rs) if side == 0 else _batch(RIGHT, [(k, s, v) for s, k, v in rs])))
+    return out
+
+
+def _restored(old: OperatorHarness, how: str, tmp_path: Path, config: dict[str, str] | None = None,
+              clock: ManualClock | None = None) -> list[tuple[range | None, OperatorHarness]]:
+    """``old``'s state on rocksdb again: through a savepoint or a checkpoint (RocksDB's files),
+    onto one subtask or two (a rescale: each owns half the key groups, None: all)."""
+    snapshot = old.snapshot(canonical=how.startswith("savepoint"))
+    if how.endswith("halves"):
+        return list(restored_into_halves(snapshot, lambda: _join("rocksdb", config), "rocksdb", clock=clock,
+                                         tmp=tmp_path, config=config))
+    return [(None, OperatorHarness(_join("rocksdb", config), "rocksdb", clock, tmp=tmp_path, config=config, inputs=2,
+                                   restore=snapshot))]
+
+
+def _mine(batch: pa.RecordBatch, side: int, groups: range | None) -> pa.RecordBatch:
+    return batch if groups is None else batch.filter(pa.array(in_key_groups(batch, KEYS[side], groups)))
+
+
+@pytest.mark.parametrize("how", ["savepoint", "savepoint-halves", "checkpoint", "checkpoint-halves"])
+def test_rocksdb_join_with_its_key_filter_emits_the_rows_of_hashmap_across_restores(
+        how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys new, repeated and stored before a restore match as on hashmap: the filter spares the
+    lookups of keys never stored, and knows the restored ones (after a restore of RocksDB's files it
+    rebuilds from a scan of the heads, CHUNK keys a batch, every key looked up until then)."""
+    monkeypatch.setattr(join_rocksdb, "CHUNK", 64)
+    asked = recorded_lookups(monkeypatch, join_rocksdb.HEADS_STATE)
+    inputs = _keyed_inputs(3, 40)
+    expected = _run(_operator("hashmap", tmp_path), inputs)
+    old = _operator("rocksdb", tmp_path)
+    got = _run(old, inputs[:20])
+    keys = sum(len(set(b.column(KEYS[side][1]).to_pylist())) for side, b in inputs[:20])
+    assert 0 < sum(asked) < 0.75 * keys  # about each key's first batch is spared
+    for groups, new in _restored(old, how, tmp_path):
+        join = new.operator.columnar
+        assert isinstance(join, RocksDBInnerJoin)
+        assert len(join.heads) > 2 * 64  # a rebuild takes several batches
+        got += _run(new, [(side, _mine(batch, side, groups)) for side, batch in inputs[20:]])
+        assert join.stored_keys.rebuild_from is None and join.stored_keys.in_step  # scanned through
+        asked.clear()
+        fresh = [(0, _mine(_batch(LEFT, [("n", 10_000 + i, 1) for i in range(300)]), 0, groups))]
+        assert _run(new, fresh) == Counter()
+        assert sum(asked) < 30  # new keys are not looked up
+    assert got == expected
+    assert sum(expected.values()) > 200
+
+
+@pytest.mark.parametrize("how", ["none", "savepoint", "checkpoint"])
+def test_rocksdb_join_keys_recurring_after_their_ttl_match_as_on_hashmap(how: str, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys expire, are swept (their heads deleted: the filter keeps them, so they are looked up and
+    found absent) and recur, also after a restore; both backends emit the same rows."""
+    asked = recorded_lookups(monkeypatch, join_rocksdb.HEADS_STATE)
+    config = {"table.exec.state.ttl": "100 ms"}
+    inputs = _keyed_inputs(8, 60)
+    # recurring keys: the batches again, later
+    inputs = inputs + inputs[:30]
+    steps = [random.Random(8).choice([0, 5, 20, 60]) for _ in inputs]
+    got = []
+    heads_seen = []
+    for backend in ("hashmap", "rocksdb"):
+        clock = ManualClock()
+        op = _operator(backend, tmp_path, config=config, clock=clock)
+        out: Counter = Counter()
+        for i, ((side, batch), step) in enumerate(zip(inputs, steps, strict=True)):
+            if i == 45 and backend == "rocksdb" and how != "none":
+                ((_, op),) = _restored(op, how, tmp_path, config, clock)
+            clock.advance(step)
+            out += _run(op, [(side, batch)])
+            if backend == "rocksdb":
+                heads_seen.append(len(op.operator.columnar.heads))
+        got.append(out)
+    assert got[0] == got[1]
+    assert 0 < sum(got[0].values()) < sum(_run(_operator("hashmap", tmp_path), inputs).values())  # some expired
+    assert min(heads_seen[40:]) < max(heads_seen[:40])  # heads were swept
+    assert sum(asked) > 0
+
+
+def test_rocksdb_join_looks_up_only_the_heads_its_filter_may_hold(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 1:1 join: each key's first row (on either side) is not looked up, its second is, once."""
+    asked = recorded_lookups(monkeypatch, join_rocksdb.HEADS_STATE)
+    op = _operator("rocksdb", tmp_path)
+    reference = _operator("hashmap", tmp_path)
+    left = [(0, _batch(LEFT, [("a", k, 9) for k in range(i, i + 500)])) for i in range(0, 1000, 500)]
+    right = [(1, _batch(RIGHT, [(k, "a", 0) for k in range(i, i + 500)])) for i in range(0, 2000, 500)]
+    assert _run(op, left) == _run(reference, left) == Counter()
+    assert sum(asked) < 0.05 * 1000
+    asked.clear()
+    want = _run(reference, right)
+    assert _run(op, right) == want and sum(want.values()) == 1000
+    # the stored keys' 1000 heads, and of the 1000 new keys only the filter's false positives
+    assert sum(asked[:2]) == 1000 and sum(asked[2:]) < 0.05 * 1000
+    assert len(op.operator.columnar.heads) == 2000
+
+
+def test_rocksdb_join_key_filter_rebuilds_the_hashes_rows_are_looked_up_by(tmp_path: Path) -> None:
+    """The hashes the filter rebuilds from the heads' key bytes are the key hashes of the rows (a
+    key it rebuilt otherwise would be taken for a new one and lose its rows): every key type,
+    -0.0 (the key 0.0), NaN and the empty string included."""
+    schema = pa.schema([("f", pa.float64()), ("t", pa.timestamp("us", "UTC")), ("b", pa.bool_()),
+                        ("d", pa.date32()), ("s", pa.string()), ("x", pa.binary()), ("i", pa.int32())])
+    keys = tuple(range(len(schema)))
+    out = pa.schema([*schema, *[pa.field(f"r_{f.name}", f.type) for f in schema]])
+    join = OperatorHarness(RegularJoinOperator("INNER", keys, keys, None, schema, schema, out, append_only=True,
+                                               columnar=True), "rocksdb", tmp=tmp_path, inputs=2).operator.columnar
+    assert isinstance(join, RocksDBInnerJoin)
+    batch = pa.RecordBatch.from_arrays([
+        pa.array([-0.0, 0.0, float("nan"), float("inf"), 1.5]),
+        pa.array([0, 1, -1, 10**15, 7], pa.timestamp("us", "UTC")),
+        pa.array([True, False, True, False, True]),
+        pa.array([0, 1, -1, 20000, 3], pa.date32()),
+        pa.array(["", "a", "ü", "long string " * 5, "b"]),
+        pa.array([b"", b"\0", b"\xff", b"x" * 40, b"y"]),
+        pa.array([0, -1, 2**31 - 1, 5, -(2**31)], pa.int32())], schema=schema)
+    _, hashes = keyed_rows(batch, keys)
+    encoded = join.key_codec.encode(batch.columns, (hashes % np.uint64(128)).astype(np.int64))
+    assert (join._key_hashes(encoded) == hashes).all()

@@ -4,11 +4,16 @@ positives rare while it has room, and stay within its memory cap however many ke
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 
+from sqlstream.runtime.clock import ManualClock
 from sqlstream.runtime.hashing import hash_columns
-from sqlstream.runtime.state.key_filter import HashFilter
+from sqlstream.runtime.state import create_backend
+from sqlstream.runtime.state.key_filter import HashFilter, StoredKeys
+from sqlstream.runtime.state.rocksdb import RocksDBState
 
 
 def _hashes(start: int, n: int, key_groups: int = 128, mine: range = range(128)) -> np.ndarray:
@@ -43,3 +48,46 @@ def test_a_capped_filter_keeps_its_memory_and_still_finds_every_hash() -> None:
 
 def test_an_empty_filter_finds_nothing() -> None:
     assert not HashFilter(1 << 20).may_contain(_hashes(0, 1000)).any()
+
+
+def test_stored_keys_follow_writes_and_rebuild_after_entries_written_around_them(tmp_path: Path) -> None:
+    """StoredKeys (the rocksdb GROUP BY's and join's): keys written through it are found at once;
+    entries that arrive around it (here put_new_raw, as a restore copies them) make it answer
+    "maybe" for every key while it scans the state, a chunk per probe, and then know them."""
+    backend = create_backend("rocksdb", range(128), tmp_path / "db", ManualClock())
+    state = backend.state("rows")
+    assert isinstance(state, RocksDBState)
+
+    def key(i: int) -> bytes:
+        return i.to_bytes(8, "big")
+
+    def hashes_of(raw: pa.BinaryArray) -> np.ndarray:
+        return hash_columns([pa.array([int.from_bytes(k, "big") for k in raw.to_pylist()], pa.int64())])
+
+    def h(ids: range) -> np.ndarray:
+        return hash_columns([pa.array(list(ids), pa.int64())])
+
+    keys = StoredKeys(state, 1 << 20, 100, hashes_of)
+    assert not keys.may_contain(h(range(1000))).any()
+    before = len(state)
+    backend.write_rows("rows", [key(i) for i in range(500)], [b""] * 500, [], 500)
+    keys.wrote(h(range(500)), before)
+    assert keys.in_step and keys.may_contain(h(range(500))).all()
+    assert keys.may_contain(h(range(10_000, 20_000))).mean() < 0.05
+    before = len(state)
+    backend.write_rows("rows", [], [], [key(i) for i in range(100)], 0)
+    keys.deleted(before)
+    assert keys.in_step and keys.may_contain(h(range(100))).all()  # a Bloom filter keeps deleted keys
+    state.put_new_raw([key(i) for i in range(1000, 1250)], [b""] * 250)  # around the filter
+    assert not keys.in_step
+    probes = 0
+    while True:
+        maybe = keys.may_contain(h(range(2000, 2100)))
+        probes += 1
+        if keys.rebuild_from is None:
+            break
+        assert maybe.all()  # still scanning: every key may be stored
+    assert probes == 7  # 650 keys scanned 100 a probe
+    assert keys.may_contain(h(range(100, 500))).all() and keys.may_contain(h(range(1000, 1250))).all()
+    assert keys.may_contain(h(range(10_000, 20_000))).mean() < 0.05
+    backend.close()

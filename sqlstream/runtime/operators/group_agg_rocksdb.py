@@ -14,7 +14,7 @@ form's, is read and written with a handful of calls over all its keys:
 - they are sorted (one Arrow sort: RocksDB is 2-4x faster read and written in
   key order, neighbouring keys sharing skip-list nodes and SST blocks) and
   looked up with ONE multi-get, but for the keys a Bloom filter over the key
-  hashes (state.key_filter.HashFilter, in numpy) says were never stored: a
+  hashes (state.key_filter.StoredKeys, in numpy) says were never stored: a
   lookup of an absent key costs RocksDB 1.5-2 us (its memtables' and every L0
   file's filter probed), half a new key's cost; the values found become one Arrow
   binary array whose buffer the row codec decodes into accumulator columns
@@ -90,7 +90,7 @@ from sqlstream.runtime.operators.group_agg_columnar import (
     _values,
 )
 from sqlstream.runtime.state.base import RowsSavepointView
-from sqlstream.runtime.state.key_filter import HashFilter
+from sqlstream.runtime.state.key_filter import StoredKeys
 from sqlstream.runtime.state.rocksdb import RocksDBState, RocksDBStateBackend
 from sqlstream.runtime.state.row_codec import RowCodec, split_at
 
@@ -116,7 +116,6 @@ class RocksDBGroupAggregates(GroupAccumulators):
         rows = backend.state(ROWS_STATE)
         assert isinstance(rows, RocksDBState)
         rows.canonical = False  # written to savepoints by self.state
-        rows.keep_own_filter()  # self.filter
         self.rows = rows
         self.state = RowsSavepointView(name, self.freeze)
         self.key_codec = RowCodec(key_types, key_group=True, keys=True)
@@ -134,12 +133,8 @@ class RocksDBGroupAggregates(GroupAccumulators):
             self.stored.append((TIME, pa.int64()))
         self.value_codec = RowCodec([t for _, t in self.stored])
         self.last_sweep = clock.time_ms()
-        # the keys written, by hash: new keys skip their RocksDB lookup (see _may_exist); it knows the
-        # entries while the column family is the one and the entry count the one it last saw
-        self.filter = HashFilter(backend.memory.filter_bytes)
-        self.filtered_cf = rows.cf
-        self.filtered_count = 0
-        self.rebuild_from: bytes | None = None  # the next key to scan while the filter is rebuilt
+        # the keys written, by hash: new keys skip their RocksDB lookup
+        self.stored_keys = StoredKeys(rows, backend.memory.filter_bytes, CHUNK, self._key_hashes)
         self.distinct = [i for i, a in enumerate(aggs) if a.distinct]
         self.pairs: RocksDBState | None = None
         if self.distinct:
@@ -199,7 +194,7 @@ class RocksDBGroupAggregates(GroupAccumulators):
         # list nodes and SST blocks (2-4x faster than the batch's hash order)
         order = pc.sort_indices(encoded).to_numpy()
         raw_keys = encoded.take(order).to_pylist()
-        stored = self._lookup(raw_keys, order, self._may_exist(hashes)[order])
+        stored = self._lookup(raw_keys, order, self.stored_keys.may_contain(hashes)[order])
         existed = stored.is_valid().to_numpy(zero_copy_only=False)
         old = {name: (np.full(m, None, object) if np.dtype(dtype).kind == "O" else np.zeros(m, dtype))
                for name, dtype in self.dtypes.items() if name in self.acc_names}
@@ -232,9 +227,9 @@ class RocksDBGroupAggregates(GroupAccumulators):
         values = self._encode_values({n: v[rows] for n, v in new.items()}, now).to_pylist()
         put_keys = raw_keys if len(put) == m else [raw_keys[i] for i in put]  # mostly every key lives on
         added = alive & ~existed
+        before = len(self.rows)
         self.backend.write_rows(ROWS_STATE, put_keys, values, [raw_keys[i] for i in gone], int(added.sum()))
-        self.filter.add(hashes[added])
-        self.filtered_count = len(self.rows)
+        self.stored_keys.wrote(hashes[added], before)
         return self._changelog(code, keys, old_results, new_results)
 
     # ------------------------------------------------------------ COUNT(DISTINCT)
@@ -326,25 +321,10 @@ class RocksDBGroupAggregates(GroupAccumulators):
         return got.take(pa.array(back, mask=back < 0))  # a NULL index gives NULL: not stored
 
     # ------------------------------------------------------------ the key filter
-    def _may_exist(self, hashes: np.ndarray) -> np.ndarray:
-        """Per key hash: False if the key is surely not stored (then it is not looked up).
-
-        The filter knows the keys this object wrote.  Entries written around it (a restore of
-        RocksDB's files, a rescaling copy, or anything else: seen as another column family or an
-        entry count it did not leave) make it rebuild from a scan of the stored keys, a chunk
-        per batch; until the scan is through every key is looked up."""
-        if self.rows.cf is not self.filtered_cf or len(self.rows) != self.filtered_count:
-            self.filter = HashFilter(self.backend.memory.filter_bytes)
-            self.filtered_cf, self.filtered_count = self.rows.cf, len(self.rows)
-            self.rebuild_from = b"" if len(self.rows) else None
-        if self.rebuild_from is None:
-            return self.filter.may_contain(hashes)
-        raw = self.rows.keys_from(self.rebuild_from, CHUNK)
-        if raw:
-            _, columns = self.key_codec.decode(pa.array(raw, pa.binary()))
-            self.filter.add(hash_columns(columns) if columns else np.zeros(len(raw), np.uint64))
-        self.rebuild_from = raw[-1] + b"\0" if len(raw) == CHUNK else None  # the next key after the last
-        return np.ones(len(hashes), bool)
+    def _key_hashes(self, raw_keys: pa.BinaryArray) -> np.ndarray:
+        """The key hashes (hashing.hash_columns, as the batches' ``k0``) of stored keys' bytes."""
+        _, columns = self.key_codec.decode(raw_keys)
+        return hash_columns(columns) if columns else np.zeros(len(raw_keys), np.uint64)
 
     def _sweep(self, now: int) -> None:
         """Delete entries not written for longer than the TTL (at most every half TTL: one scan)."""
@@ -359,11 +339,11 @@ class RocksDBGroupAggregates(GroupAccumulators):
             gone = np.flatnonzero(accs[TIME] <= now - self.ttl_ms)
             expired += [keys[i] for i in gone]
             pairs += sum(int(accs[f"c{i}"][gone].sum()) for i in self.distinct)
+        before = len(self.rows)
         self.backend.write_rows(ROWS_STATE, [], [], expired, 0)
         if self.distinct:
             self._drop_pairs(expired, pairs)
-        if self.filtered_count == len(self.rows) + len(expired):
-            self.filtered_count = len(self.rows)  # deleted keys stay in the filter: looked up, found absent
+        self.stored_keys.deleted(before)  # deleted keys stay in the filter: looked up, found absent
 
     # ------------------------------------------------------------ snapshots and restores
     def table(self) -> pa.Table | None:
@@ -450,11 +430,9 @@ class RocksDBGroupAggregates(GroupAccumulators):
         # otherwise some may be stored already: the entry count must stay exact (the filter tells
         # most of the surely absent ones, as in process: a restore's keys are all new)
         absent = len(raw_keys) if fresh else len(raw_keys) - int(self._lookup(
-            raw_keys, order, self._may_exist(hashes)[order]).is_valid().to_numpy(zero_copy_only=False).sum())
+            raw_keys, order, self.stored_keys.may_contain(hashes)[order]).is_valid().to_numpy(zero_copy_only=False).sum())
         raw_values = self._encode_values(values, written).take(pa.array(order)).to_pylist()
-        known = len(self.rows) == self.filtered_count and self.rows.cf is self.filtered_cf
+        before = len(self.rows)
         self.backend.write_rows(ROWS_STATE, raw_keys, raw_values, [], absent)
-        self.filter.add(hashes)
+        self.stored_keys.wrote(hashes, before)
         self._load_pairs(table, encoded, fresh)
-        if known:
-            self.filtered_count = len(self.rows)

@@ -21,15 +21,18 @@ written, a key's first rows live in its head entry:
   the seqs from INLINE_ROWS on (the seq an 8-byte big-endian number).
 
 A batch reads the heads of its distinct keys with ONE multi-get (in key
-order: RocksDB is fastest so), which gives the other side's first rows, the
-other side's further rows to read (ONE multi-get of exactly those, their keys
+order: RocksDB is fastest so), but for the keys a Bloom filter over the key
+hashes whose head was ever written (state.key_filter.StoredKeys, in numpy)
+says were never stored, which have no head (looking up an absent key costs
+RocksDB 1 to 2 us).  The heads give the other side's first rows, the other
+side's further rows to read (ONE multi-get of exactly those, their keys
 built with Arrow, not per row in Python) and its own next seqs; then one
 WriteBatch stores its rows past the inline ones and one its keys' heads,
 rewritten with their inline rows (the stored rows' bytes as they were, the
-new ones appended).  A 1:1 join thus costs a multi-get and a put of one entry
-per row; INLINE_ROWS bounds what a key's head rewrite copies.  Rows are never
-rewritten elsewhere (a key's seqs only grow), so the entry counts stay exact
-without reading rows back.  The pairs, their residual condition and the
+new ones appended).  A 1:1 join thus costs a put of one entry per row and a
+get per key (its second row's); INLINE_ROWS bounds what a key's head
+rewrite copies.  Rows are never rewritten elsewhere (a key's seqs only
+grow), so the entry counts stay exact without reading rows back.  The pairs, their residual condition and the
 output columns are the columnar form's (join_columnar.joined_pairs,
 keyed_rows).  Output order: each incoming row in its order with the stored
 rows of its key in the order they were stored (Flink too emits a record's
@@ -46,7 +49,10 @@ their seqs again).  Rows no later row can match because of a watermark
 
 Snapshots: the column families are keyed states of the backend's db, so its
 incremental checkpoints carry them and a rescaled restore copies the
-key-group ranges it owns.  Savepoints must be readable by every backend: the
+key-group ranges it owns.  The key filter is in no snapshot: heads stored
+around it (a restore of RocksDB's files, a rescaling copy) make it rebuild
+from a scan of the heads' keys, a chunk per batch, every key looked up until
+then; a savepoint's restore stores its rows through the filter.  Savepoints must be readable by every backend: the
 rows are written by a savepoint-only view (state.base.RowsSavepointView) as
 the table the columnar form writes (the input's columns, ``$h``, ``$kg``,
 ``$t``): the side's inline rows from the heads, then its other rows, so each
@@ -76,6 +82,7 @@ from sqlstream.runtime.operators.join_columnar import (
     keyed_rows,
 )
 from sqlstream.runtime.state.base import RowsSavepointView
+from sqlstream.runtime.state.key_filter import StoredKeys
 from sqlstream.runtime.state.rocksdb import RocksDBState, RocksDBStateBackend
 from sqlstream.runtime.state.row_codec import RowCodec
 from sqlstream.runtime.state.rows_store import binary, frozen_tables, pack, runs, sweep, unpack
@@ -161,6 +168,9 @@ class RocksDBJoinSide:
         assert isinstance(rows, RocksDBState)
         rows.canonical = False  # written to savepoints by self.state
         rows.cf.set_options(COMPACTION_OPTIONS)
+        # its lookups are of seqs the heads say were stored (all found but for swept ones): the
+        # memtables' bloom filter would only cost every insert
+        rows.keep_own_filter()
         self.rows = rows
         self.state = RowsSavepointView(name, self.freeze)
         self.value_codec = RowCodec(list(schema.types) + ([pa.int64()] if ttl_ms is not None else []))
@@ -265,15 +275,34 @@ class RocksDBInnerJoin:
         self.heads = heads
         # the key types are one on both sides (core.joins.join_columnar_rows): one key encoding
         self.key_codec = RowCodec([schemas[0].field(k).type for k in keys[0]], key_group=True, keys=True)
+        # the keys whose head was ever written, by hash: a key surely never stored has no head and
+        # skips its lookup (a 1:1 join's first row of each key)
+        self.stored_keys = StoredKeys(heads, backend.memory.filter_bytes, CHUNK, self._key_hashes)
         self.last_sweep = clock.time_ms()
 
-    def _heads(self, raw_prefixes: list[bytes], now: int) -> tuple[int, Heads, list[np.ndarray]]:
-        """(how many of the keys have no head, their heads, and per side whether the key's rows are
-        live): a side whose rows all expired starts again (base = next) without its inline rows."""
-        stored = binary(self.heads.get_many(raw_prefixes))
-        found = stored.is_valid().to_numpy(zero_copy_only=False)
+    def _key_hashes(self, raw_prefixes: pa.BinaryArray) -> np.ndarray:
+        """The key hashes (hashing.hash_columns, as keyed_rows gives them) of heads' keys."""
+        _, columns = self.key_codec.decode(raw_prefixes)
+        return hash_columns(columns) if columns else np.zeros(len(raw_prefixes), np.uint64)
+
+    def _heads(self, raw_prefixes: list[bytes], key_hashes: np.ndarray,
+               now: int) -> tuple[np.ndarray, Heads, list[np.ndarray]]:
+        """(which of the keys have a head, their heads, and per side whether the key's rows are
+        live): a side whose rows all expired starts again (base = next) without its inline rows.
+        Only the keys the filter may hold are looked up (one multi-get, in key order)."""
         m = len(raw_prefixes)
-        heads = parse_heads(stored.filter(pa.array(found)), np.flatnonzero(found), m)
+        maybe = self.stored_keys.may_contain(key_hashes)
+        if maybe.all():
+            stored = binary(self.heads.get_many(raw_prefixes))
+            found = stored.is_valid().to_numpy(zero_copy_only=False)
+        else:
+            ask = np.flatnonzero(maybe)
+            stored = binary(self.heads.get_many(list(map(raw_prefixes.__getitem__, ask.tolist()))) if len(ask) else [])
+            found = np.zeros(m, bool)
+            found[ask] = stored.is_valid().to_numpy(zero_copy_only=False)
+        if stored.null_count:
+            stored = stored.filter(stored.is_valid())
+        heads = parse_heads(stored, np.flatnonzero(found), m)
         live = []
         for side, ttl in enumerate(self.ttl_ms):
             base, nxt, written = heads.fields[3 * side: 3 * side + 3]
@@ -282,7 +311,7 @@ class RocksDBInnerJoin:
                 base[expired] = nxt[expired]
                 heads.keep(~(expired[heads.owner] & (heads.side == side)))
             live.append(nxt > base)
-        return int(m - found.sum()), heads, live
+        return found, heads, live
 
     def process(self, batch: pa.RecordBatch, side: int) -> pa.RecordBatch | None:
         """The joined rows of ``batch`` (arriving on ``side``) with the other side; then store it."""
@@ -324,7 +353,8 @@ class RocksDBInnerJoin:
         order, starts, run = runs(encoded)
         prefixes = encoded.take(pa.array(order[starts]))
         raw_prefixes = prefixes.to_pylist()
-        absent, heads, live = self._heads(raw_prefixes, now)
+        key_hashes = hashes[order[starts]]
+        found, heads, live = self._heads(raw_prefixes, key_hashes, now)
         out = self._match(batch, side, prefixes, order, run, heads, live[1 - side], now) if match else None
         base, nxt, written = heads.fields[3 * side: 3 * side + 3]
         seqs = nxt[run] + (np.arange(n) - starts[run])  # each row's seq, in the order of the runs
@@ -348,7 +378,9 @@ class RocksDBInnerJoin:
         dense[slots] = np.arange(len(slots))
         layout = dense[dense >= 0]
         values = pack(parts.take(pa.array(layout)), np.flatnonzero(layout < m))
-        self.backend.write_rows(self.heads.name, raw_prefixes, values.to_pylist(), [], absent)
+        before = len(self.heads)
+        self.backend.write_rows(self.heads.name, raw_prefixes, values.to_pylist(), [], int(m - found.sum()))
+        self.stored_keys.wrote(key_hashes[~found], before)
         return out
 
     def _match(self, batch: pa.RecordBatch | pa.Table, side: int, prefixes: pa.BinaryArray, order: np.ndarray,
@@ -404,4 +436,6 @@ class RocksDBInnerJoin:
                 empty &= (nxt == base) | (written <= now - ttl if ttl is not None else False)
             return empty
 
+        heads = len(self.heads)
         sweep(self.backend, self.heads, CHUNK, dead)
+        self.stored_keys.deleted(heads)  # a swept key stays in the filter: looked up, found absent

@@ -18,7 +18,14 @@ are looked up, answers stay exact).  A filter answers "maybe" for a key that was
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import numpy as np
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from sqlstream.runtime.state.rocksdb import RocksDBState
 
 # bits per key a part is sized for: with 3 bits in one word, about 1.5 % false positives
 BITS_PER_KEY = 12
@@ -89,3 +96,61 @@ class HashFilter:
         self.parts.append(np.zeros(words, np.uint64))
         self.capacity = words * 64 // BITS_PER_KEY
         self.filled = 0
+
+
+class StoredKeys:
+    """A HashFilter of the keys of one RocksDB state (column family) that an operator writes, kept in
+    step with the state: which keys of a batch may be stored (the others skip their lookup).
+
+    The filter knows the keys the operator added through ``wrote``; entries that arrived around it
+    (a restore of RocksDB's files through a checkpoint, a rescaling copy, anything else: seen as
+    another column family or an entry count it did not leave) make it start again from a scan of
+    the stored keys, ``chunk`` keys per call of ``may_contain`` (``hashes_of`` gives their key
+    hashes from their bytes), every key answering "maybe" until the scan is through.  Its memory is
+    capped at ``max_bytes`` (RocksDBMemory.filter_bytes).  The state's memtables then drop their
+    own bloom filter (RocksDBState.keep_own_filter): nearly every lookup left finds its key."""
+
+    def __init__(self, state: RocksDBState, max_bytes: int, chunk: int,
+                 hashes_of: Callable[[pa.BinaryArray], np.ndarray]) -> None:
+        state.keep_own_filter()
+        self.state = state
+        self.max_bytes = max_bytes
+        self.chunk = chunk
+        self.hashes_of = hashes_of
+        self.filter = HashFilter(max_bytes)
+        # the column family and entry count the filter knows: an empty state (0), so entries restored
+        # before this object was made are scanned
+        self.cf = state.cf
+        self.count = 0
+        self.rebuild_from: bytes | None = None  # the next key to scan while the filter is rebuilt
+
+    @property
+    def in_step(self) -> bool:
+        """Whether the state holds only entries the filter knows of."""
+        return self.state.cf is self.cf and len(self.state) == self.count
+
+    def may_contain(self, hashes: np.ndarray) -> np.ndarray:
+        """Per key hash: False if the key is surely not stored (then it need not be looked up)."""
+        if not self.in_step:
+            self.filter = HashFilter(self.max_bytes)
+            self.cf, self.count = self.state.cf, len(self.state)
+            self.rebuild_from = b"" if self.count else None
+        if self.rebuild_from is None:
+            return self.filter.may_contain(hashes)
+        raw = self.state.keys_from(self.rebuild_from, self.chunk)
+        if raw:
+            self.filter.add(self.hashes_of(pa.array(raw, pa.binary())))
+        self.rebuild_from = raw[-1] + b"\0" if len(raw) == self.chunk else None  # the next key after the last
+        return np.ones(len(hashes), bool)
+
+    def wrote(self, hashes: np.ndarray, before: int) -> None:
+        """The keys ``hashes`` were just written (with others the filter holds) into the state, which
+        held ``before`` entries: into the filter, which stays in step if it was."""
+        self.filter.add(hashes)
+        self.deleted(before)
+
+    def deleted(self, before: int) -> None:
+        """Entries were deleted (the filter keeps them: looked up, found absent) from the state, which
+        held ``before`` entries: still in step if it was."""
+        if self.state.cf is self.cf and self.count == before:
+            self.count = len(self.state)

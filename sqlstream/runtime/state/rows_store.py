@@ -89,18 +89,37 @@ def runs(encoded: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     group in that order; group of each ordered row): the batch's distinct keys, found by hashing,
     ordered by their first 8 bytes (the key group first).  RocksDB reads and writes keys about in
     their order at half the CPU of a random order (measured: a 1 M-key join's multi-gets and
-    WriteBatches); a numeric sort of 8 bytes costs a fraction of sorting the whole byte strings."""
-    codes = pc.dictionary_encode(encoded).indices.to_numpy()
-    offsets, data = buffers(encoded)
+    WriteBatches); a numeric sort of 8 bytes costs a fraction of sorting the whole byte strings.
+    The distinct keys are ranked by those 8 bytes, then the rows sorted by one number unique to
+    each (rank, row position): a plain numpy sort, a fifth of a two-key lexsort's time."""
     n = len(encoded)
-    width = min(8, int(pc.min(pc.binary_length(encoded)).as_py() or 0)) if n else 0
-    head = np.zeros((n, 8), np.uint8)
-    head[:, :width] = data[offsets[:-1, None] + np.arange(width)]
-    order = np.lexsort((codes, head.view(">u8").reshape(-1)))
+    dictionary = pc.dictionary_encode(encoded)
+    codes = dictionary.indices.to_numpy().astype(np.int64)
+    distinct = dictionary.dictionary
+    m = len(distinct)
+    rank = np.empty(m, np.int64)
+    rank[np.argsort(_head8(distinct))] = np.arange(m)
+    bits = max(n, 1).bit_length()
+    order = np.argsort((rank[codes] << bits) | np.arange(n))
     grouped = codes[order]
     change = np.ones(n, bool)
     change[1:] = grouped[1:] != grouped[:-1]
     return order, np.flatnonzero(change), np.cumsum(change) - 1
+
+
+def _head8(keys: pa.BinaryArray) -> np.ndarray:
+    """Each key's first 8 bytes (zeros past a shorter key's end: the shortest key's length is
+    taken of all) as a big-endian number, so numeric order is about byte order."""
+    n = len(keys)
+    offsets, data = buffers(keys)
+    lengths = np.diff(offsets)
+    width = min(8, int(lengths.min())) if n else 0
+    head = np.zeros((n, 8), np.uint8)
+    if width and (lengths == lengths[0]).all():  # keys of one length (fixed-width columns): a strided view
+        head[:, :width] = data[offsets[0]: offsets[0] + n * lengths[0]].reshape(n, lengths[0])[:, :width]
+    elif width:
+        head[:, :width] = data[offsets[:-1, None] + np.arange(width)]
+    return head.view(">u8").reshape(-1)
 
 
 def frozen_tables(backend: RocksDBStateBackend, names: list[str], chunk: int,
