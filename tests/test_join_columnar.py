@@ -371,9 +371,11 @@ def test_a_rocksdb_join_job_killed_and_restored_from_incremental_checkpoints_com
     out, chk = tmp_path / "out", tmp_path / "chk"  # the Job's checkpoint directory: restores read it
     script = job_script(chk, f"'connector' = 'filesystem', 'path' = '{out}', 'format' = 'csv'",
                         "a BIGINT, b BIGINT", "SELECT l.seq, r.seq * 2 FROM gen AS l JOIN gen AS r ON l.seq = r.seq",
-                        backend="rocksdb", parallelism=2, rate=12_000)
+                        backend="rocksdb", parallelism=2, rate=8_000)
     job = Job(tmp_path, script)
     assert job.chk == chk
+    # 7.5 s of rows: each run killed by 3.5 s leaves at least 4 s of them for the next one (at
+    # 12 k rows/s the second run could finish before its kill)
     run = run_with_kills(job, seed=5, kills=2, alive_s=(2.5, 3.5))
     assert run.kills == 2 and completed_ids(chk)
     assert rows(committed(out, JOB_SCHEMA)) == [(i, 2 * i) for i in range(ROWS)]
