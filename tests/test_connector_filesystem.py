@@ -153,15 +153,9 @@ def test_a_file_larger_than_the_format_block_leaves_in_full_batches(tmp_path: Pa
     # CSV and JSON decode 1 MB blocks (here about 25 k rows); the source still emits batch_size rows
     out = write_files(tmp_path, fmt, [60_000])
     assert sum(f.stat().st_size for f in out.iterdir()) > 2 << 20
-    reader = source(table(out, fmt), batch_size=50_000)
-    reader.open()
-    batches = []
-    while not reader.finished:
-        b = reader.read_batch()
-        if b is not None:
-            batches.append(b)
-    assert [b.num_rows for b in batches] == [50_000, 10_000]
-    assert pa.Table.from_batches(batches).column("id").to_pylist() == list(range(60_000))
+    rows = read_all(table(out, fmt), batch_size=50_000)
+    assert [b.num_rows for b in rows.to_batches()] == [50_000, 10_000]
+    assert rows.column("id").to_pylist() == list(range(60_000))
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "avro", "orc"])
