@@ -7,6 +7,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 # import name -> distribution name, where they differ
 DISTRIBUTIONS = {"confluent_kafka": "confluent-kafka", "prompt_toolkit": "prompt-toolkit", "yaml": "pyyaml",
@@ -118,3 +120,24 @@ def test_pandas_objects_convert_as_pyarrow_converts_them_once_pandas_is_restored
                          timeout=120).stdout.splitlines()
     # without restore_pandas the first column of the first conversion, categorical, reads as plain strings
     assert out == ["False", "dictionary<values=large_string, indices=int8, ordered=0>"]
+
+
+@pytest.mark.slow
+def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
+    """No import cycle hides behind the usual import order: each module is imported first, on its
+    own (a Ray actor or a library user may start anywhere); one whose optional library is missing
+    is skipped."""
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    modules = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+                     for p in (ROOT / "sqlstream").rglob("*.py") if p.name != "__main__.py")
+
+    def failure(module: str) -> str | None:
+        out = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, cwd=ROOT)
+        missing = "ModuleNotFoundError: No module named" in out.stderr and "'sqlstream" not in out.stderr
+        return None if out.returncode == 0 or missing else f"{module}: {out.stderr.strip().splitlines()[-1]}"
+
+    with ThreadPoolExecutor(2) as pool:
+        failures = [f for f in pool.map(failure, modules) if f]
+    assert len(modules) > 150 and not failures, failures

@@ -28,7 +28,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sqlstream.core.casts import to_string
+# the module, not the name: casts imports functions.arithmetic, whose package imports this module
+from sqlstream.core import casts
 from sqlstream.core.functions import ArgumentTypeError, Value, register
 from sqlstream.core.types import is_month_interval, is_string, sql_type_name
 
@@ -270,14 +271,14 @@ def _argument(value: Value, rows: int) -> _Argument:
         values = arr.to_pylist()
         return _Argument("int", bits, values, [None if v is None else str(v) for v in values])
     if pa.types.is_floating(t):
-        text = to_string(arr)
+        text = casts.to_string(arr)
         assert text is not None
         java = text.to_pylist()
         digits = pc.cast(arr, pa.string()).to_pylist()  # the shortest digits that read back
         pairs = [None if v is None else (float(v), d) for v, d in zip(arr.to_pylist(), digits, strict=True)]
         return _Argument("float", t.bit_width, pairs, java)
     if pa.types.is_decimal(t):
-        text = to_string(arr)
+        text = casts.to_string(arr)
         java = (text if text is not None else pc.cast(arr, pa.string())).to_pylist()
         return _Argument("decimal", 0, arr.to_pylist(), java)
     if pa.types.is_boolean(t):
@@ -336,7 +337,7 @@ def _java_text(arr: pa.Array) -> pa.Array | None:
     elif pa.types.is_boolean(t):
         text = pc.if_else(arr, "true", "false")
     elif pa.types.is_floating(t) or pa.types.is_decimal(t):
-        text = to_string(arr)
+        text = casts.to_string(arr)
         text = pc.cast(arr, pa.string()) if text is None else text
     elif pa.types.is_date(t):
         text = pc.cast(pc.cast(pc.cast(arr, pa.date32()), pa.int32()), pa.string())
