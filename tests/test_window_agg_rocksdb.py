@@ -262,6 +262,22 @@ def test_a_savepoint_is_restored_a_chunk_at_a_time(first: str, tmp_path: Path, m
     assert _fired(new, after) == _fired(old, after)
 
 
+def _halves_fire_as_the_per_key_form(checkpoint: Snapshot, spec: str, before: list[Event], after: list[Event],
+                                     tmp_path: Path, sliced: bool = False) -> None:
+    """``checkpoint`` (of the rows form after ``before``) restored onto two subtasks: each half fires
+    the windows of ``after`` in its key groups as the per-key form fed the same rows does (``sliced``:
+    the halves hold slices once restored)."""
+    for groups, new in restored_into_halves(checkpoint, lambda: _window_agg("rocksdb", spec), "rocksdb",
+                                            tmp=tmp_path):
+        if sliced:
+            assert isinstance(new.operator.columnar, RocksDBWindowAggregates) and new.operator.columnar.slice_ends
+        reference = _operator("rocksdb", spec, tmp_path, groups, per_key=True)
+        _fired(reference, _mine(before, groups))
+        want = _fired(reference, _mine(after, groups))
+        new.watermark(before[-1][1])  # type: ignore[arg-type]
+        assert sum(len(w) for w in want) > 50 and _fired(new, _mine(after, groups)) == want
+
+
 @pytest.mark.parametrize("spec", ["hop", "cumulate"])
 def test_rocksdb_rows_rescale_from_an_incremental_checkpoint(spec: str, tmp_path: Path) -> None:
     # a checkpoint of the rows is RocksDB's own column family (no table is written); a rescaled
@@ -276,14 +292,7 @@ def test_rocksdb_rows_rescale_from_an_incremental_checkpoint(spec: str, tmp_path
     reference = _operator("rocksdb", spec, tmp_path, per_key=True)
     _fired(reference, before)
     assert _fired(whole, after) == _fired(reference, after)
-    for groups, new in restored_into_halves(checkpoint, lambda: _window_agg("rocksdb", spec), "rocksdb",
-                                            tmp=tmp_path):
-        assert isinstance(new.operator.columnar, RocksDBWindowAggregates) and new.operator.columnar.slice_ends
-        reference = _operator("rocksdb", spec, tmp_path, groups, per_key=True)
-        _fired(reference, _mine(before, groups))
-        want = _fired(reference, _mine(after, groups))
-        new.watermark(before[-1][1])  # type: ignore[arg-type]
-        assert sum(len(w) for w in want) > 50 and _fired(new, _mine(after, groups)) == want
+    _halves_fire_as_the_per_key_form(checkpoint, spec, before, after, tmp_path, sliced=True)
 
 
 def test_a_per_key_savepoint_is_taken_over_by_the_rows_form(tmp_path: Path) -> None:
@@ -345,13 +354,7 @@ def test_a_checkpoint_of_whole_windows_written_before_slicing_restores(
     assert len(whole.state.states[ROWS_STATE]) > 50
     assert _fired(whole, after) == _fired(reference, after)
     assert whole.state.num_entries() == 0
-    for groups, new in restored_into_halves(checkpoint, lambda: _window_agg("rocksdb", spec), "rocksdb",
-                                            tmp=tmp_path):
-        reference = _operator("rocksdb", spec, tmp_path, groups, per_key=True)
-        _fired(reference, _mine(before, groups))
-        want = _fired(reference, _mine(after, groups))
-        new.watermark(before[-1][1])  # type: ignore[arg-type]
-        assert sum(len(w) for w in want) > 50 and _fired(new, _mine(after, groups)) == want
+    _halves_fire_as_the_per_key_form(checkpoint, spec, before, after, tmp_path)
 
 
 def test_slices_restored_into_windows_that_are_not_sliced_are_refused(tmp_path: Path) -> None:
