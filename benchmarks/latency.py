@@ -47,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -257,20 +258,11 @@ def kafka_run(rate: int, seconds: float, python: str, source_props: str, sink_pr
         received: dict[int, list[tuple[int, int, int]]] = {}
         stop = threading.Event()
 
-        def consume() -> None:
-            # poll() returns as a message arrives; consume() with a timeout would wait for a
-            # whole batch, stamping arrivals late: it only takes what is already there
-            while not stop.is_set():
-                first = consumer.poll(0.1)
-                if first is None:
-                    continue
-                now_us = time.time_ns() // 1000
-                for m in [first, *consumer.consume(num_messages=1000, timeout=0)]:
-                    if m.error() is None:
-                        rec = json.loads(m.value())
-                        received.setdefault(rec["run"], []).append((now_us, rec["created_us"], m.timestamp()[1]))
+        def take_output(now_us: int, m: Any) -> None:
+            rec = json.loads(m.value())
+            received.setdefault(rec["run"], []).append((now_us, rec["created_us"], m.timestamp()[1]))
 
-        readers = [threading.Thread(target=consume, daemon=True)]
+        readers = [threading.Thread(target=stamp_arrivals, args=(consumer, stop, take_output), daemon=True)]
         floor_seen: list[tuple[int, int]] = []  # (arrival in us, created in us) of run 0 at the floor consumer
         if floor:
             from sqlstream.runtime.connectors.kafka.source import LATENCY_DEFAULTS
@@ -280,15 +272,12 @@ def kafka_run(rate: int, seconds: float, python: str, source_props: str, sink_pr
                               "isolation.level": "read_committed", "enable.partition.eof": True, **settings})
             plain.assign([TopicPartition("lat-in", p, 0) for p in range(partitions)])
 
+            def take_input(now_us: int, m: Any) -> None:
+                if (rec := json.loads(m.value()))["run"] == 0:
+                    floor_seen.append((now_us, rec["created_us"]))
+
             def consume_input() -> None:
-                while not stop.is_set():
-                    first = plain.poll(0.1)
-                    if first is None:
-                        continue
-                    now_us = time.time_ns() // 1000
-                    for m in [first, *plain.consume(num_messages=1000, timeout=0)]:
-                        if m.error() is None and (rec := json.loads(m.value()))["run"] == 0:
-                            floor_seen.append((now_us, rec["created_us"]))
+                stamp_arrivals(plain, stop, take_input)
                 plain.close()
 
             readers.append(threading.Thread(target=consume_input, daemon=True))
@@ -342,6 +331,20 @@ def kafka_run(rate: int, seconds: float, python: str, source_props: str, sink_pr
             os.unlink(script.name)
             log.close()
             os.unlink(log.name)
+
+
+def stamp_arrivals(consumer: Any, stop: threading.Event, take: Callable[[int, Any], None]) -> None:
+    """Hand each message ``consumer`` receives, without error, to ``take`` with its arrival time in
+    microseconds, until ``stop``. poll() returns as a message arrives; consume() with a timeout
+    would wait for a whole batch, stamping arrivals late: it only takes what is already there."""
+    while not stop.is_set():
+        first = consumer.poll(0.1)
+        if first is None:
+            continue
+        now_us = time.time_ns() // 1000
+        for m in [first, *consumer.consume(num_messages=1000, timeout=0)]:
+            if m.error() is None:
+                take(now_us, m)
 
 
 def cpu_seconds(pid: int) -> float:
