@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -264,6 +266,38 @@ def test_csv_ignore_parse_errors_in_a_large_file(tmp_path: Path) -> None:
     assert [i for i in range(20000) if price[i] is None] == sorted(bad)
     with pytest.raises(DataError, match="line 18: column 'price': cannot parse 'oops'"):
         read_all("csv", path, {"csv.null-literal": ""})
+
+
+def _pausing(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``batches``, waiting after each so that Arrow's reader parses the next block meanwhile."""
+    for batch in batches:
+        yield batch
+        time.sleep(0.05)
+
+
+def test_csv_counts_a_wrong_field_count_with_its_batch_not_when_arrow_reads_ahead(tmp_path: Path) -> None:
+    # Arrow parses a block ahead and reports its invalid rows early; a count taken with a batch (a
+    # checkpoint's) must cover the records up to that batch only, or a restore counts them twice
+    lines = [f"{i},n{i},1.5,\n" if i % 1000 else f"{i},short\n" for i in range(1, 200_001)]
+    path = csv_file(tmp_path, "".join(lines))
+    assert Path(path).stat().st_size > 3 << 20  # four of the format's 1 MB blocks
+    f = create_format("csv", CSV_SCHEMA, {"csv.ignore-parse-errors": True, "csv.null-literal": ""}, None, "t")
+    counts = []
+    for batch in _pausing(f.read_file(path)):
+        last = batch.column("id")[-1].as_py()
+        counts.append((f.parse_errors, last // 1000))  # the short records before the batch's last
+    assert len(counts) >= 4 and all(got == want for got, want in counts), counts
+    assert f.parse_errors == 200
+    # strict: the rows before the first malformed record are read before the error
+    lines = [line if i % 1000 else f"{i},n{i},1.5,\n" for i, line in enumerate(lines, 1)]
+    lines[150_000 - 1] = "150000,x\n"
+    path = csv_file(tmp_path, "".join(lines))
+    strict = create_format("csv", CSV_SCHEMA, {"csv.null-literal": ""}, None, "t")
+    rows = 0
+    with pytest.raises(DataError, match="line 150000: expected 4 fields, got 2"):
+        for batch in _pausing(strict.read_file(path)):
+            rows += batch.num_rows
+    assert rows >= 100_000
 
 
 def test_csv_lenient_values(tmp_path: Path) -> None:

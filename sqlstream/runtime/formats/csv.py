@@ -110,9 +110,8 @@ class CsvFormat(TextFormat):
 
     def _parse_options(self, invalid: list[tuple[int | None, int, int]]) -> pacsv.ParseOptions:
         def on_invalid(row: Any) -> str:
-            # Only called for rows with a wrong field count (the error path).
-            if self.ignore_errors:
-                self.parse_errors += 1
+            # Only called for rows with a wrong field count (the error path), and by Arrow's
+            # read-ahead up to a block before their batch is read: _decode counts them per batch.
             invalid.append((row.number, row.expected_columns, row.actual_columns))
             return "skip"
 
@@ -141,6 +140,7 @@ class CsvFormat(TextFormat):
                 return
             raise DataError(f"malformed CSV data in {what}: {e}") from None
         records = 0  # data records before the current batch (exact until the first invalid one)
+        counted = 0  # the first `counted` rows of `invalid` belong to the batches read so far
         self._records_seen = 0
         fields = list(self.output_schema)
         while True:
@@ -151,6 +151,7 @@ class CsvFormat(TextFormat):
             except pa.ArrowInvalid as e:
                 raise DataError(f"malformed CSV data in {what}: {e}") from None
             n = strings.num_rows
+            mine = _invalid_in_block(invalid, counted, skip + records + counted, n)
             texts, blank = _jackson_text(strings.columns[: len(fields)], fields)
             scalar = [k for k, f in enumerate(fields) if not _is_nested(f.type)]
             converted, bad = convert_columns([texts[k] for k in scalar], [fields[k] for k in scalar],
@@ -165,16 +166,20 @@ class CsvFormat(TextFormat):
                         bad.setdefault(row, reason)
             bad = {**blank, **dict(sorted(bad.items()))}
             if not self.ignore_errors:
-                self._raise_first(invalid, bad, records, skip, locate)
-            elif bad:
-                # Flink nulls the field that does not parse and keeps the record.
-                self.parse_errors += len(bad)
+                self._raise_first(invalid[counted:counted + mine], bad, records, skip, locate)
+            else:
+                # Flink skips the record of the wrong field count, and nulls the field that does
+                # not parse and keeps the record.
+                self.parse_errors += mine + len(bad)
+            counted += mine
             records += n
-            self._records_seen = records + len(invalid)
+            self._records_seen = records + counted
             if n:
                 yield make_batch(arrays, self.output_schema, n)
-        if invalid and not self.ignore_errors:  # a last block of nothing but invalid rows
-            self._raise_first(invalid, {}, records, skip, locate)
+        if len(invalid) > counted:  # after the last batch's records
+            if not self.ignore_errors:
+                self._raise_first(invalid[counted:], {}, records, skip, locate)
+            self.parse_errors += len(invalid) - counted
         self._records_seen = records + len(invalid)
 
     def _nested(self, text: pa.Array, f: pa.Field) -> tuple[pa.Array, dict[int, str]]:
@@ -462,3 +467,23 @@ def _strip_comment_lines(data: bytes) -> bytes:
     keep = np.repeat(~comment, ends - starts)
     return buf[keep].tobytes()
 
+
+def _invalid_in_block(invalid: list[tuple[int | None, int, int]], first: int, start: int, n: int) -> int:
+    """How many of ``invalid[first:]`` (rows of the wrong field count, in record order) belong to
+    the block of ``n`` good records that follows record number ``start``.
+
+    Arrow's reader parses a block ahead and reports that block's invalid rows before the batch
+    before it is read, so a count kept as they are reported would depend on timing, and a
+    checkpoint taken inside a block would count the next block's rows, which a restore counts
+    again. Their record numbers decide instead: a block of ``n`` good and ``m`` invalid records
+    holds the numbers up to ``start + n + m``, so ``m`` is the least fixed point of
+    ``m = #{numbers <= start + n + m}``, the same however far Arrow has read. (An invalid record
+    right after the block's last good one may count with the next block; restores decide alike.)
+    Without numbers (Arrow's threaded parse), all reported rows count with this block."""
+    m = 0
+    while first + m < len(invalid):
+        number = invalid[first + m][0]
+        if number is not None and number > start + n + m:
+            break
+        m += 1
+    return m
