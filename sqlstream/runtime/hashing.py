@@ -98,7 +98,13 @@ def key_groups(columns: list[pa.Array], max_parallelism: int = DEFAULT_MAX_PARAL
     """The key group (0 .. max_parallelism-1) of each row; rows of an empty key list go to group 0."""
     if not columns:
         return np.zeros(0, dtype=np.int64)
-    return (hash_columns(columns) % np.uint64(max_parallelism)).astype(np.int64)
+    return key_groups_of(hash_columns(columns), max_parallelism)
+
+
+def key_groups_of(hashes: np.ndarray, max_parallelism: int, dtype: type = np.int64) -> np.ndarray:
+    """The key group of each 64-bit key hash (hash_columns): int64 to compute with, int16 where
+    snapshot tables store it."""
+    return (hashes % np.uint64(max_parallelism)).astype(dtype)
 
 
 def subtask_for_key_groups(groups: np.ndarray, parallelism: int, max_parallelism: int = DEFAULT_MAX_PARALLELISM) -> np.ndarray:

@@ -63,7 +63,7 @@ import pyarrow.compute as pc
 from sqlstream.core.aggregates import AggCall
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.elements import RowKind
-from sqlstream.runtime.hashing import _mix, hash_array, hash_columns
+from sqlstream.runtime.hashing import _mix, hash_array, hash_columns, key_groups_of
 from sqlstream.runtime.operators.join_columnar import HashIndex
 from sqlstream.runtime.operators.numbered_rows import NumberedRows
 from sqlstream.runtime.state.base import ColumnarState
@@ -586,7 +586,7 @@ class ColumnarGroupAggregates(GroupAccumulators):
         at = slice(start, start + n)
         cols = self.columns
         cols[HASH][at] = hashes
-        cols[KEY_GROUP][at] = (hashes % np.uint64(self.max_parallelism)).astype(np.int16)
+        cols[KEY_GROUP][at] = key_groups_of(hashes, self.max_parallelism, np.int16)
         cols[LIVE][at] = True
         if TIME in cols:
             cols[TIME][at] = written

@@ -77,7 +77,7 @@ import pyarrow.compute as pc
 from sqlstream.core.aggregates import AggCall, row_encodable
 from sqlstream.core.errors import JobError
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
-from sqlstream.runtime.hashing import hash_columns
+from sqlstream.runtime.hashing import hash_columns, key_groups_of
 from sqlstream.runtime.operators.group_agg_columnar import (
     COUNT,
     HASH,
@@ -175,7 +175,7 @@ class RocksDBGroupAggregates(GroupAccumulators):
         return out
 
     def _key_groups(self, hashes: np.ndarray) -> np.ndarray:
-        return (hashes % np.uint64(self.max_parallelism)).astype(np.int64)
+        return key_groups_of(hashes, self.max_parallelism)
 
     # ------------------------------------------------------------ a batch
     def process(self, grouped: pa.Table, layout: list[list[str]]) -> tuple[list[pa.Array], np.ndarray] | None:

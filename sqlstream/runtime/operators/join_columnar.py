@@ -30,7 +30,7 @@ from sqlstream.core.evaluator import Predicate
 from sqlstream.core.expressions import Expr
 from sqlstream.core.joins import Horizon
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
-from sqlstream.runtime.hashing import hash_columns
+from sqlstream.runtime.hashing import hash_columns, key_groups_of
 from sqlstream.runtime.state.base import ColumnarState
 
 HASH, KEY_GROUP, TIME = "$h", "$kg", "$t"
@@ -285,7 +285,7 @@ class ColumnarInnerJoin:
         other = self.sides[1 - side]
         other.expire()
         out = self._match(batch, hashes, side, other)
-        self.sides[side].append(batch, hashes, hashes % np.uint64(self.max_parallelism))
+        self.sides[side].append(batch, hashes, key_groups_of(hashes, self.max_parallelism, np.uint64))
         return out
 
     def drop_behind(self, watermark: int) -> None:
@@ -298,7 +298,7 @@ class ColumnarInnerJoin:
         """Store rows without matching them (state taken over from the per-key form)."""
         batch, hashes = keyed_rows(batch, self.keys[side])
         if batch.num_rows:
-            self.sides[side].append(batch, hashes, hashes % np.uint64(self.max_parallelism))
+            self.sides[side].append(batch, hashes, key_groups_of(hashes, self.max_parallelism, np.uint64))
 
     def _match(self, batch: pa.RecordBatch, hashes: np.ndarray, side: int,
                other: JoinSideStore) -> pa.RecordBatch | None:

@@ -73,7 +73,7 @@ import pyarrow.compute as pc
 from sqlstream.core.evaluator import Predicate
 from sqlstream.core.expressions import Expr
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
-from sqlstream.runtime.hashing import hash_columns
+from sqlstream.runtime.hashing import hash_columns, key_groups_of
 from sqlstream.runtime.operators.join_columnar import (
     HASH,
     KEY_GROUP,
@@ -247,7 +247,7 @@ class RocksDBJoinSide:
         keys = [columns[k] for k in self.keys]
         hashes = hash_columns(keys) if keys else np.zeros(len(columns[0]), np.uint64)
         out[HASH] = pa.array(hashes)
-        out[KEY_GROUP] = pa.array((hashes % np.uint64(self.max_parallelism)).astype(np.int16))
+        out[KEY_GROUP] = pa.array(key_groups_of(hashes, self.max_parallelism, np.int16))
         if cutoff is not None:
             out[TIME] = columns[-1]
         return pa.table(out)
@@ -348,7 +348,7 @@ class RocksDBInnerJoin:
         """Match ``batch`` (no NULL keys) with the other side (when ``match``), then store it after
         its keys' rows: one multi-get of the heads for both, keys about in key order."""
         n = batch.num_rows
-        kgs = (hashes % np.uint64(self.max_parallelism)).astype(np.int64)
+        kgs = key_groups_of(hashes, self.max_parallelism)
         encoded = self.key_codec.encode([batch.column(k) for k in self.keys[side]], kgs)
         order, starts, run = runs(encoded)
         prefixes = encoded.take(pa.array(order[starts]))

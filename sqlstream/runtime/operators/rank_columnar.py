@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
 from sqlstream.runtime.elements import RowKind
-from sqlstream.runtime.hashing import hash_columns
+from sqlstream.runtime.hashing import hash_columns, key_groups_of
 from sqlstream.runtime.operators.join_columnar import HashIndex
 from sqlstream.runtime.operators.numbered_rows import NumberedRows
 from sqlstream.runtime.state.base import ColumnarState
@@ -106,7 +106,7 @@ class TopNRanking:
         keys = [columns[self.names[k]] for k in self.keys]
         hashes = hash_columns(keys) if keys else np.zeros(len(rows), np.uint64)
         columns[HASH] = pa.array(hashes)
-        columns[KEY_GROUP] = pa.array((hashes % np.uint64(self.max_parallelism)).astype(np.int16))
+        columns[KEY_GROUP] = pa.array(key_groups_of(hashes, self.max_parallelism, np.int16))
         columns[SEQ] = pa.array(seqs, pa.int64())
         self.load(pa.table(columns))
 
@@ -127,7 +127,7 @@ class TopNRanking:
         hashes = hash_columns(key_cols) if key_cols else np.zeros(batch.num_rows, np.uint64)
         columns = {name: batch.column(i) for i, name in enumerate(self.names)}
         columns[HASH] = pa.array(hashes)
-        columns[KEY_GROUP] = pa.array((hashes % np.uint64(self.max_parallelism)).astype(np.int16))
+        columns[KEY_GROUP] = pa.array(key_groups_of(hashes, self.max_parallelism, np.int16))
         columns[SEQ] = pa.array(np.arange(self.next_seq, self.next_seq + batch.num_rows, dtype=np.int64))
         self.next_seq += batch.num_rows
         return self._top(pa.table(columns))

@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sqlstream.runtime.clock import SYSTEM_CLOCK, Clock
-from sqlstream.runtime.hashing import hash_columns
+from sqlstream.runtime.hashing import hash_columns, key_groups_of
 from sqlstream.runtime.operators.rank_columnar import (
     HASH,
     KEY_GROUP,
@@ -115,7 +115,7 @@ class RocksDBTopN(TopNRanking):
         """The entry keys of ``table``'s rows (all, or those at ``rows``)."""
         if rows is not None:
             table = table.take(pa.array(rows))
-        kgs = (table.column(HASH).to_numpy() % np.uint64(self.max_parallelism)).astype(np.int64)
+        kgs = key_groups_of(table.column(HASH).to_numpy(), self.max_parallelism)
         return self.key_codec.encode([table.column(self.names[k]) for k in self.keys], kgs)
 
     def _decode(self, values: pa.BinaryArray, cutoff: int | None) -> tuple[np.ndarray, list[pa.Array]]:
@@ -233,7 +233,7 @@ class RocksDBTopN(TopNRanking):
         keys = [columns[k] for k in self.keys]
         hashes = hash_columns(keys) if keys else np.zeros(len(columns[0]), np.uint64)
         out[HASH] = pa.array(hashes)
-        out[KEY_GROUP] = pa.array((hashes % np.uint64(self.max_parallelism)).astype(np.int16))
+        out[KEY_GROUP] = pa.array(key_groups_of(hashes, self.max_parallelism, np.int16))
         out[SEQ] = columns[len(self.names)]
         if self.ttl_ms is not None:
             out[TIME] = columns[-1]
