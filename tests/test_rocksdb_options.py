@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from sqlstream.core.config import split_list
 from sqlstream.core.errors import PlanError
 from sqlstream.frontend.session import Session
 from sqlstream.runtime.state import BackendFactory, StateBackend
@@ -249,6 +250,21 @@ def test_options_the_binding_cannot_honour_are_refused_with_the_reason(key: str,
 def test_restore_and_compaction_filter_options_have_no_effect_and_say_why(key: str, reason: str) -> None:
     result = Session().execute_script(f"SET '{R}{key}' = 'true'")[0]
     assert f"[WARNING] '{R}{key}' has no effect in sqlstream" in result.message and reason in result.message
+
+
+@pytest.mark.parametrize(("text", "items"), [
+    # Flink's own examples (StructuredOptionsSplitter), then blanks around items
+    ("'A;B';C", ["A;B", "C"]), ("\"AB'D\";B;C", ["AB'D", "B", "C"]), ("\"AB'\"\"D;B\";C", ["AB'\"D;B", "C"]),
+    (" A ; B ", ["A", "B"]), ("'A' ; 'B'", ["A", "B"]), ("A;", ["A", ""]),
+])
+def test_list_values_are_split_as_flink_splits_them(text: str, items: list[str]) -> None:
+    assert split_list(text) == items
+
+
+@pytest.mark.parametrize("text", ["A'B", "'A'B", "'A"])
+def test_badly_quoted_list_values_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="quot"):
+        split_list(text)
 
 
 def test_a_misspelt_option_is_refused_with_did_you_mean() -> None:

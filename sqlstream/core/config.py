@@ -134,8 +134,9 @@ def split_list(text: str) -> list[str]:
             item, quoted = [], False
         elif c in "'\"" and not "".join(item).strip() and not quoted:
             quote, quoted, item = c, True, []
-        elif quoted and not c.isspace():
-            raise ValueError(f"'{text}': illegal quoting at position {i}")
+        elif quoted:
+            if not c.isspace():
+                raise ValueError(f"'{text}': illegal quoting at position {i}")
         elif c in "'\"":
             raise ValueError(f"'{text}': illegal quoting at position {i}")
         else:
