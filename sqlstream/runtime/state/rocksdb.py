@@ -26,7 +26,9 @@ Savepoints scan the frozen staging checkpoint state by state, in key-group
 order, into the canonical format in bounded batches; their restore writes
 batch by batch.  Neither holds more than a batch, so a state larger than
 memory can be saved and restored.  RocksDB's own memory follows Flink's
-options (RocksDBMemory): by default bounded per slot.
+options (RocksDBMemory): by default bounded per slot; its tuning options
+(compaction, compression, blocks, bloom filters, background jobs, logs) are
+Flink's too (RocksDBTuning), on every db and column family opened.
 """
 
 from __future__ import annotations
@@ -278,11 +280,12 @@ def _options(memory: RocksDBMemory, tuning: RocksDBTuning) -> Options:
         # Flink also keeps index and filter blocks in the cache (with a high-priority pool rocksdict
         # cannot set); here, with memtables charged to the same cache, that cost ~40% more CPU per
         # get+put once the state outgrew the memtables (measured), so they stay with the table
-        # readers: about 1.3 bytes per key of bloom filter outside the bound
+        # readers: bloom-filter.bits-per-key / 8 bytes per key (1.25 by default) outside the bound
     else:
         table.set_block_cache(Cache(memory.block_cache_size))
     opts.set_block_based_table_factory(table)
     # a bloom filter over the memtable's keys too: a batch's new keys (multi-get misses) skip its skip list
+    # (sqlstream's own, not a Flink option: use-bloom-filter is about SST files)
     opts.set_memtable_prefix_bloom_ratio(0.1)
     opts.set_memtable_whole_key_filtering(True)
     return opts
