@@ -9,6 +9,8 @@ the closest registered key as a suggestion.
 from __future__ import annotations
 
 import difflib
+import math
+import os
 import re
 import zoneinfo
 from collections.abc import Callable, Mapping
@@ -83,6 +85,82 @@ def _ratio(text: str) -> float:
     return value
 
 
+def _number(minimum: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise ValueError(f"'{text}' is not a number") from None
+        if not math.isfinite(value) or value < minimum:
+            raise ValueError(f"must be a number of at least {minimum:g}, got '{text}'")
+        return value
+
+    return parse
+
+
+def _positive_memory(text: str) -> int:
+    value = parse_memory_size(text)
+    if value <= 0:
+        raise ValueError(f"must be larger than 0, got '{text}'")
+    return value
+
+
+def _absolute_path(text: str) -> str:
+    if not os.path.isabs(text.strip()):
+        raise ValueError(f"'{text}' is not an absolute path")
+    return text.strip()
+
+
+def split_list(text: str) -> list[str]:
+    """Flink's list option text: items separated by ';', an item may be quoted with ' or \" (a quote
+    inside doubled), as Flink's StructuredOptionsSplitter reads it; unquoted items are trimmed."""
+    items: list[str] = []
+    item: list[str] = []
+    quote: str | None = None
+    quoted = False  # the current item was quoted: nothing but blanks may follow its closing quote
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if quote is not None:
+            if c == quote and text[i + 1:i + 2] == quote:
+                item.append(c)
+                i += 1
+            elif c == quote:
+                quote = None
+            else:
+                item.append(c)
+        elif c == ";":
+            items.append("".join(item) if quoted else "".join(item).strip())
+            item, quoted = [], False
+        elif c in "'\"" and not "".join(item).strip() and not quoted:
+            quote, quoted, item = c, True, []
+        elif quoted:
+            if not c.isspace():
+                raise ValueError(f"'{text}': illegal quoting at position {i}")
+        elif c in "'\"":
+            raise ValueError(f"'{text}': illegal quoting at position {i}")
+        else:
+            item.append(c)
+        i += 1
+    if quote is not None:
+        raise ValueError(f"'{text}': a quote is not closed")
+    items.append("".join(item) if quoted else "".join(item).strip())
+    return items
+
+
+def _list(item: Callable[[str], Any]) -> Callable[[str], tuple[Any, ...]]:
+    def parse(text: str) -> tuple[Any, ...]:
+        values = []
+        for n, part in enumerate(split_list(text), 1):
+            try:
+                values.append(item(part))
+            except ValueError as e:
+                raise ValueError(f"item {n} of '{text}': {e}") from None
+        return tuple(values)
+
+    return parse
+
+
 def _text(text: str) -> str:
     if not text.strip():
         raise ValueError("must not be empty")
@@ -122,6 +200,25 @@ _RESTART = _enum("none", "off", "disable", "fixed-delay", "fixeddelay", refused=
     for s in ("failure-rate", "failurerate", "exponential-delay", "exponentialdelay")})
 _BACKEND = _enum("hashmap", "rocksdb")
 
+# RocksDB's tuning options by Flink's names (RocksDBConfigurableOptions): enums are spelt as RocksDB's
+# Java enums (CompactionStyle, CompressionType, InfoLogLevel), in any case as Flink reads them
+_BINDING = "the rocksdict binding sqlstream runs RocksDB through"
+_COMPACTION_STYLE = _enum("level", "universal", "fifo", refused={
+    "none": f"compaction style NONE (no automatic compaction) cannot be set through {_BINDING}; "
+            "use LEVEL, UNIVERSAL or FIFO"}, shown=("LEVEL", "UNIVERSAL", "FIFO", "NONE"))
+COMPRESSIONS = ("no_compression", "snappy_compression", "zlib_compression", "bzlib2_compression",
+                "lz4_compression", "lz4hc_compression", "zstd_compression")
+_COMPRESSION = _enum(*COMPRESSIONS, refused={
+    "xpress_compression": f"XPRESS_COMPRESSION (Windows only) is not built into {_BINDING}",
+    "disable_compression_option": f"DISABLE_COMPRESSION_OPTION cannot be set through {_BINDING}; "
+                                  "NO_COMPRESSION stores blocks uncompressed"},
+    shown=tuple(c.upper() for c in COMPRESSIONS))
+_LOG_LEVELS = ("debug_level", "info_level", "warn_level", "error_level", "fatal_level", "header_level")
+_LOG_LEVEL = _enum("info_level", refused={
+    level: f"{_BINDING} cannot set RocksDB's information log level: it logs at INFO_LEVEL, Flink's default"
+    for level in _LOG_LEVELS if level != "info_level"}, shown=tuple(v.upper() for v in _LOG_LEVELS))
+_PREDEFINED = ("default", "spinning_disk_optimized", "spinning_disk_optimized_high_mem", "flash_ssd_optimized")
+
 KEYS: dict[str, ConfigKey] = {k.key: k for k in (
     ConfigKey("parallelism.default", "1", _int(1), "subtasks per operator"),
     ConfigKey("pipeline.max-parallelism", "128", _int(1), "key groups: the upper bound of rescaling"),
@@ -152,6 +249,54 @@ KEYS: dict[str, ConfigKey] = {k.key: k for k in (
               "the size of one RocksDB memtable (write buffer)"),
     ConfigKey("state.backend.rocksdb.writebuffer.count", "2", _int(1),
               "the most RocksDB memtables (write buffers) a column family keeps in memory"),
+    ConfigKey("state.backend.rocksdb.predefined-options", "DEFAULT",
+              _enum(*_PREDEFINED, shown=tuple(p.upper() for p in _PREDEFINED)),
+              "a profile of RocksDB options (Flink's PredefinedOptions): the state.backend.rocksdb.* options it sets "
+              "apply unless set themselves; SPINNING_DISK_OPTIMIZED: dynamic level sizes, 4 background jobs; "
+              "SPINNING_DISK_OPTIMIZED_HIGH_MEM: also 256 mb block cache, 128 kb blocks, 1 gb level base, "
+              "256 mb target files, 4 write buffers merged by 3, bloom filter; FLASH_SSD_OPTIMIZED: 4 background "
+              "jobs; DEFAULT: none"),
+    ConfigKey("state.backend.rocksdb.thread.num", "2", _int(1),
+              "the most concurrent background flush and compaction jobs of each RocksDB instance (each operator "
+              "subtask's)"),
+    ConfigKey("state.backend.rocksdb.files.open", "-1", _int(-1),
+              "the most files each RocksDB instance keeps open (-1: no limit)"),
+    ConfigKey("state.backend.rocksdb.log.dir", None, _absolute_path,
+              "the directory of RocksDB's information log files, named after the db directory (unset: each "
+              "db's own directory, deleted with it; Flink's log directory has no counterpart here)"),
+    ConfigKey("state.backend.rocksdb.log.max-file-size", "25 mb", _memory,
+              "RocksDB starts a new information log file past this size (0: a single file)"),
+    ConfigKey("state.backend.rocksdb.log.file-num", "4", _int(1),
+              "the most information log files RocksDB keeps"),
+    ConfigKey("state.backend.rocksdb.log.level", "INFO_LEVEL", _LOG_LEVEL,
+              "RocksDB's information log level: INFO_LEVEL only (the binding cannot set another)", fixed=True),
+    ConfigKey("state.backend.rocksdb.compaction.style", "LEVEL", _COMPACTION_STYLE,
+              "RocksDB's compaction style: LEVEL, UNIVERSAL or FIFO (FIFO deletes the oldest files, state "
+              "included, once they exceed RocksDB's default of 1 gb, as in Flink)"),
+    ConfigKey("state.backend.rocksdb.compaction.level.use-dynamic-size", "false", _bool,
+              "RocksDB picks the target size of each level dynamically (level_compaction_dynamic_level_bytes)"),
+    ConfigKey("state.backend.rocksdb.compaction.level.target-file-size-base", "64 mb", _positive_memory,
+              "the target size of a level-1 file in compactions"),
+    ConfigKey("state.backend.rocksdb.compaction.level.max-size-level-base", "256 mb", _positive_memory,
+              "the upper bound of the total size of the level base's files"),
+    ConfigKey("state.backend.rocksdb.compression.per.level", "SNAPPY_COMPRESSION", _list(_COMPRESSION),
+              "the compression of each level, a ';'-separated list (the nth for level n-1, the last for the "
+              "levels past the list), e.g. 'NO_COMPRESSION;NO_COMPRESSION;LZ4_COMPRESSION'"),
+    ConfigKey("state.backend.rocksdb.writebuffer.number-to-merge", "1", _int(1),
+              "the fewest memtables merged together before they are written to storage (RocksDB caps it at "
+              "writebuffer.count - 1)"),
+    ConfigKey("state.backend.rocksdb.block.blocksize", "4 kb", _positive_memory,
+              "the approximate size of the user data packed per SST block"),
+    ConfigKey("state.backend.rocksdb.block.metadata-blocksize", "4 kb", _positive_memory,
+              "the approximate size of partitioned metadata (index) blocks"),
+    ConfigKey("state.backend.rocksdb.use-bloom-filter", "true", _bool,
+              "every new SST file has a bloom filter. sqlstream's default is true, unlike Flink's false: "
+              "its operators' lookups of new keys lean on the filters; 'false' turns them off"),
+    ConfigKey("state.backend.rocksdb.bloom-filter.bits-per-key", "10.0", _number(0),
+              "the bits per key of the bloom filters (when use-bloom-filter is on)"),
+    ConfigKey("state.backend.rocksdb.bloom-filter.block-based-mode", "false", _bool,
+              "ask RocksDB for a block-based instead of a full bloom filter, as Flink does; RocksDB 7 and later "
+              "(sqlstream's and Flink 2's) ignore it and always build full filters"),
     ConfigKey("taskmanager.memory.managed.size", "128 mb", _memory,
               "the managed memory of the task manager, split evenly between its slots (one per subtask index); "
               "Flink's local execution gives it 128 mb"),
@@ -221,6 +366,25 @@ NO_EFFECT: dict[str, str] = {
     "table.generated-code.max-length": "sqlstream generates no code",
 }
 
+NO_EFFECT.update({
+    f"state.backend.rocksdb.{key}": "a rescaling restore copies only the key groups a subtask owns into a fresh "
+                                    "RocksDB instance: there is no base instance to choose, clip, ingest into or compact"
+    for key in ("restore-overlap-fraction-threshold", "use-ingest-db-restore-mode",
+                "incremental-restore-async-compact-after-rescale", "rescaling.use-delete-files-in-range")})
+NO_EFFECT.update({
+    f"state.backend.rocksdb.compaction.filter.{key}": "sqlstream drops expired state (table.exec.state.ttl) by "
+                                                      "sweeping it, not with a RocksDB compaction filter"
+    for key in ("query-time-after-num-entries", "periodic-compaction-time")})
+
+# Flink keys sqlstream refuses, with the reason (instead of "unknown key").
+REFUSED: dict[str, str] = {
+    "state.backend.rocksdb.write-batch-size": "sqlstream writes each batch of a state's changes as one RocksDB "
+                                              "write batch (a restore: in batches of bounded entries); their "
+                                              "size in bytes cannot be bounded",
+    "state.backend.rocksdb.options-factory": "a RocksDBOptionsFactory is a Java class; set the "
+                                             "state.backend.rocksdb.* options instead",
+}
+
 # Families of Flink keys without effect here, by prefix.
 NO_EFFECT_PREFIXES: dict[str, str] = {
     "fs.": "Flink file system plugin settings: sqlstream reaches stores through pyarrow.fs, "
@@ -242,6 +406,8 @@ def validate(key: str, value: str) -> str | None:
         return None
     if key in NO_EFFECT:
         return f"'{key}' has no effect in sqlstream ({NO_EFFECT[key]})"
+    if key in REFUSED:
+        raise PlanError(f"'{key}' is not supported: {REFUSED[key]}")
     prefix = next((p for p in NO_EFFECT_PREFIXES if key.startswith(p)), None)
     if prefix is not None:
         return f"'{key}' has no effect in sqlstream ({NO_EFFECT_PREFIXES[prefix]})"

@@ -26,7 +26,9 @@ Savepoints scan the frozen staging checkpoint state by state, in key-group
 order, into the canonical format in bounded batches; their restore writes
 batch by batch.  Neither holds more than a batch, so a state larger than
 memory can be saved and restored.  RocksDB's own memory follows Flink's
-options (RocksDBMemory): by default bounded per slot.
+options (RocksDBMemory): by default bounded per slot; its tuning options
+(compaction, compression, blocks, bloom filters, background jobs, logs) are
+Flink's too (RocksDBTuning), on every db and column family opened.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import tempfile
 import uuid
 from collections import deque
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -49,6 +52,8 @@ from rocksdict import (
     BlockBasedOptions,
     Cache,
     Checkpoint,
+    DBCompactionStyle,
+    DBCompressionType,
     Options,
     Rdict,
     ReadOptions,
@@ -85,6 +90,45 @@ def encode_key(kg: int, key: tuple) -> bytes:
 
 def decode_key(raw: bytes) -> tuple[int, tuple]:
     return int.from_bytes(raw[:_KG_BYTES], "big"), decode(raw[_KG_BYTES:])
+
+
+# Flink's PredefinedOptions: the options each profile sets, as option text; an option set itself wins
+PREDEFINED_OPTIONS: dict[str, dict[str, str]] = {
+    "default": {},
+    "spinning_disk_optimized": {
+        "state.backend.rocksdb.compaction.style": "LEVEL",
+        "state.backend.rocksdb.compaction.level.use-dynamic-size": "true",
+        "state.backend.rocksdb.thread.num": "4",
+        "state.backend.rocksdb.files.open": "-1",
+    },
+    "spinning_disk_optimized_high_mem": {
+        "state.backend.rocksdb.block.cache-size": "256 mb",
+        "state.backend.rocksdb.block.blocksize": "128 kb",
+        "state.backend.rocksdb.compaction.level.use-dynamic-size": "true",
+        "state.backend.rocksdb.thread.num": "4",
+        "state.backend.rocksdb.compaction.level.max-size-level-base": "1 gb",
+        "state.backend.rocksdb.files.open": "-1",
+        "state.backend.rocksdb.writebuffer.count": "4",
+        "state.backend.rocksdb.writebuffer.number-to-merge": "3",
+        "state.backend.rocksdb.compaction.level.target-file-size-base": "256 mb",
+        "state.backend.rocksdb.writebuffer.size": "64 mb",
+        "state.backend.rocksdb.use-bloom-filter": "true",
+    },
+    "flash_ssd_optimized": {
+        "state.backend.rocksdb.thread.num": "4",
+        "state.backend.rocksdb.files.open": "-1",
+    },
+}
+
+
+def _tuned(settings: Mapping[str, str], key: str) -> Any:
+    """A RocksDB option's value as Flink picks it: the one set, else the predefined profile's, else
+    the default (RocksDBResourceContainer.internalGetOption)."""
+    if key not in settings:
+        profile = PREDEFINED_OPTIONS[setting(settings, "state.backend.rocksdb.predefined-options")]
+        if key in profile:
+            return setting({key: profile[key]}, key)
+    return setting(settings, key)
 
 
 class RocksDBMemory:
@@ -135,36 +179,113 @@ class RocksDBMemory:
         else:
             budget = None
         return cls(budget, setting(settings, "state.backend.rocksdb.memory.write-buffer-ratio"),
-                   setting(settings, "state.backend.rocksdb.block.cache-size"),
-                   setting(settings, "state.backend.rocksdb.writebuffer.size"),
-                   setting(settings, "state.backend.rocksdb.writebuffer.count"))
+                   _tuned(settings, "state.backend.rocksdb.block.cache-size"),
+                   _tuned(settings, "state.backend.rocksdb.writebuffer.size"),
+                   _tuned(settings, "state.backend.rocksdb.writebuffer.count"))
 
     def usage(self) -> int | None:
         """Bytes the slot's shared cache holds now (memtables charged to it included); None if unbounded."""
         return None if self.cache is None else self.cache.get_usage()
 
 
-def _options(memory: RocksDBMemory) -> Options:
-    """Raw mode (bytes in, bytes out) with bloom filters so most 'is this key new?' checks skip disk,
-    and the slot's memory options."""
+_COMPACTION_STYLES = {"level": DBCompactionStyle.level, "universal": DBCompactionStyle.universal,
+                      "fifo": DBCompactionStyle.fifo}
+_COMPRESSION_TYPES = {
+    "no_compression": DBCompressionType.none, "snappy_compression": DBCompressionType.snappy,
+    "zlib_compression": DBCompressionType.zlib, "bzlib2_compression": DBCompressionType.bz2,
+    "lz4_compression": DBCompressionType.lz4, "lz4hc_compression": DBCompressionType.lz4hc,
+    "zstd_compression": DBCompressionType.zstd,
+}
+
+
+@dataclass(frozen=True)
+class RocksDBTuning:
+    """RocksDB's tuning options by Flink's names (RocksDBConfigurableOptions, over a predefined
+    profile), applied to every db and column family as Flink's RocksDBResourceContainer applies them.
+    The memory options (write buffers, block cache) are RocksDBMemory's.  The defaults are Flink's
+    but for ``bloom_filter``: sqlstream always had SST bloom filters (10 bits per key, full filters),
+    and its operators' lookups of new keys lean on them."""
+
+    background_jobs: int = 2  # thread.num
+    max_open_files: int = -1  # files.open
+    log_dir: str | None = None  # log.dir (None: the db's own directory)
+    log_max_file_size: int = 25 << 20  # log.max-file-size
+    log_file_num: int = 4  # log.file-num
+    compaction_style: str = "level"  # compaction.style, lower case
+    dynamic_level_bytes: bool = False  # compaction.level.use-dynamic-size
+    target_file_size_base: int = 64 << 20  # compaction.level.target-file-size-base
+    max_bytes_for_level_base: int = 256 << 20  # compaction.level.max-size-level-base
+    compression_per_level: tuple[str, ...] = ("snappy_compression",)  # compression.per.level, lower case
+    write_buffers_to_merge: int = 1  # writebuffer.number-to-merge
+    block_size: int = 4 << 10  # block.blocksize
+    metadata_block_size: int = 4 << 10  # block.metadata-blocksize
+    bloom_filter: bool = True  # use-bloom-filter
+    bloom_bits_per_key: float = 10.0  # bloom-filter.bits-per-key
+    bloom_block_based: bool = False  # bloom-filter.block-based-mode
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, str]) -> RocksDBTuning:
+        return cls(
+            background_jobs=_tuned(settings, "state.backend.rocksdb.thread.num"),
+            max_open_files=_tuned(settings, "state.backend.rocksdb.files.open"),
+            log_dir=_tuned(settings, "state.backend.rocksdb.log.dir"),
+            log_max_file_size=_tuned(settings, "state.backend.rocksdb.log.max-file-size"),
+            log_file_num=_tuned(settings, "state.backend.rocksdb.log.file-num"),
+            compaction_style=_tuned(settings, "state.backend.rocksdb.compaction.style"),
+            dynamic_level_bytes=_tuned(settings, "state.backend.rocksdb.compaction.level.use-dynamic-size"),
+            target_file_size_base=_tuned(settings, "state.backend.rocksdb.compaction.level.target-file-size-base"),
+            max_bytes_for_level_base=_tuned(settings, "state.backend.rocksdb.compaction.level.max-size-level-base"),
+            compression_per_level=_tuned(settings, "state.backend.rocksdb.compression.per.level"),
+            write_buffers_to_merge=_tuned(settings, "state.backend.rocksdb.writebuffer.number-to-merge"),
+            block_size=_tuned(settings, "state.backend.rocksdb.block.blocksize"),
+            metadata_block_size=_tuned(settings, "state.backend.rocksdb.block.metadata-blocksize"),
+            bloom_filter=_tuned(settings, "state.backend.rocksdb.use-bloom-filter"),
+            bloom_bits_per_key=_tuned(settings, "state.backend.rocksdb.bloom-filter.bits-per-key"),
+            bloom_block_based=_tuned(settings, "state.backend.rocksdb.bloom-filter.block-based-mode"),
+        )
+
+    def apply(self, opts: Options, table: BlockBasedOptions) -> None:
+        """Set these options on a db's (or column family's) options and its block-based table's."""
+        opts.set_max_background_jobs(self.background_jobs)
+        opts.set_max_open_files(self.max_open_files)
+        if self.log_dir is not None:
+            opts.set_db_log_dir(self.log_dir)
+        opts.set_max_log_file_size(self.log_max_file_size)
+        opts.set_keep_log_file_num(self.log_file_num)
+        opts.set_compaction_style(_COMPACTION_STYLES[self.compaction_style]())
+        opts.set_compression_per_level([_COMPRESSION_TYPES[c]() for c in self.compression_per_level])
+        opts.set_level_compaction_dynamic_level_bytes(self.dynamic_level_bytes)
+        opts.set_target_file_size_base(self.target_file_size_base)
+        opts.set_max_bytes_for_level_base(self.max_bytes_for_level_base)
+        opts.set_min_write_buffer_number_to_merge(self.write_buffers_to_merge)
+        table.set_block_size(self.block_size)
+        table.set_metadata_block_size(self.metadata_block_size)
+        if self.bloom_filter:
+            table.set_bloom_filter(self.bloom_bits_per_key, self.bloom_block_based)
+
+
+def _options(memory: RocksDBMemory, tuning: RocksDBTuning) -> Options:
+    """Raw mode (bytes in, bytes out), the slot's memory options and the job's tuning options (by
+    default with bloom filters, so most 'is this key new?' checks skip disk)."""
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.create_missing_column_families(True)
     opts.set_write_buffer_size(memory.write_buffer_size)
     opts.set_max_write_buffer_number(memory.write_buffer_count)
     table = BlockBasedOptions()
-    table.set_bloom_filter(10, False)
+    tuning.apply(opts, table)
     if memory.cache is not None and memory.write_buffers is not None:
         opts.set_write_buffer_manager(memory.write_buffers)
         table.set_block_cache(memory.cache)
         # Flink also keeps index and filter blocks in the cache (with a high-priority pool rocksdict
         # cannot set); here, with memtables charged to the same cache, that cost ~40% more CPU per
         # get+put once the state outgrew the memtables (measured), so they stay with the table
-        # readers: about 1.3 bytes per key of bloom filter outside the bound
+        # readers: bloom-filter.bits-per-key / 8 bytes per key (1.25 by default) outside the bound
     else:
         table.set_block_cache(Cache(memory.block_cache_size))
     opts.set_block_based_table_factory(table)
     # a bloom filter over the memtable's keys too: a batch's new keys (multi-get misses) skip its skip list
+    # (sqlstream's own, not a Flink option: use-bloom-filter is about SST files)
     opts.set_memtable_prefix_bloom_ratio(0.1)
     opts.set_memtable_whole_key_filtering(True)
     return opts
@@ -177,12 +298,12 @@ def _write_options() -> WriteOptions:
     return wo
 
 
-def _open(path: Path, memory: RocksDBMemory, read_only: bool = False) -> Rdict:
+def _open(path: Path, memory: RocksDBMemory, tuning: RocksDBTuning, read_only: bool = False) -> Rdict:
     """Open a db with every column family it has; RocksDB refuses to open one with any left out."""
     existing = Rdict.list_cf(str(path)) if (path / "CURRENT").exists() else []
-    families = {name: _options(memory) for name in existing}
+    families = {name: _options(memory, tuning) for name in existing}
     access = AccessType.read_only() if read_only else AccessType.read_write()
-    return Rdict(str(path), _options(memory), column_families=families, access_type=access)
+    return Rdict(str(path), _options(memory, tuning), column_families=families, access_type=access)
 
 
 _SWEEP_MIN_WRITES = 256  # a small state is swept no more often than every this many writes
@@ -322,10 +443,11 @@ class RocksDBStateBackend(StateBackend):
     name = FORMAT
 
     def __init__(self, key_groups: range, local_dir: Path | None = None, clock: Clock = SYSTEM_CLOCK,
-                 memory: RocksDBMemory | None = None) -> None:
+                 memory: RocksDBMemory | None = None, tuning: RocksDBTuning | None = None) -> None:
         super().__init__(key_groups, local_dir, clock)
         # without a slot's memory (a backend on its own): Flink's defaults, one slot
         self.memory = memory if memory is not None else RocksDBMemory.from_settings({}, 1)
+        self.tuning = tuning if tuning is not None else RocksDBTuning()
         if local_dir is not None:
             local_dir.mkdir(parents=True, exist_ok=True)
         # a fresh directory per subtask: several backends may share one local_dir
@@ -333,7 +455,7 @@ class RocksDBStateBackend(StateBackend):
         # names this backend's shared SST folder: SST numbers are unique only within one db
         self.backend_id = uuid.uuid4().hex
         self.db_path = self.root / "db"
-        self.db: Rdict | None = _open(self.db_path, self.memory)
+        self.db: Rdict | None = _open(self.db_path, self.memory, self.tuning)
         self._snapshots = 0
 
     def _live_db(self) -> Rdict:
@@ -342,7 +464,7 @@ class RocksDBStateBackend(StateBackend):
         return self.db
 
     def _create(self, name: str, ttl_ms: int | None) -> KeyedState:
-        cf = self._live_db().create_column_family(_CF_PREFIX + name, _options(self.memory))
+        cf = self._live_db().create_column_family(_CF_PREFIX + name, _options(self.memory, self.tuning))
         return RocksDBState(name, ttl_ms, cf, 0, self.clock)
 
     def _states(self) -> dict[str, RocksDBState]:
@@ -400,7 +522,7 @@ class RocksDBStateBackend(StateBackend):
         """Every (key, value) of state ``name`` in a frozen view, in key order, as lists of up to
         ``chunk`` entries or BATCH_BYTES (long values: a chunk's bytes stay bounded too); the view
         is deleted once scanned."""
-        db = _open(view, self.memory, read_only=True)
+        db = _open(view, self.memory, self.tuning, read_only=True)
         try:
             cf = db.get_column_family(_CF_PREFIX + name)
             try:
@@ -427,7 +549,7 @@ class RocksDBStateBackend(StateBackend):
     def scan_view_range(self, view: Path, name: str, low: bytes, high: bytes) -> list[bytes]:
         """The keys ``low <= key < high`` of state ``name`` in a frozen view that scan_view is
         scanning (the keys of one state that go with a chunk of another's, in the same view)."""
-        db = _open(view, self.memory, read_only=True)
+        db = _open(view, self.memory, self.tuning, read_only=True)
         try:
             cf = db.get_column_family(_CF_PREFIX + name)
             try:
@@ -451,7 +573,7 @@ class RocksDBStateBackend(StateBackend):
                 directory.mkdir(parents=True, exist_ok=True)
                 if canonical:
                     return _write_canonical_from(staging, {n: c for n, c in counts.items() if n in in_codec}, directory,
-                                                 self.memory)
+                                                 self.memory, self.tuning)
                 return self._write_incremental(staging, directory, counts, key_groups, checkpoint_id)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -551,7 +673,7 @@ class RocksDBStateBackend(StateBackend):
         self._close_db()
         shutil.rmtree(self.db_path, ignore_errors=True)
         _rebuild(handle, self.db_path)
-        db = self.db = _open(self.db_path, self.memory)
+        db = self.db = _open(self.db_path, self.memory, self.tuning)
         for name, count in handle["states"].items():
             cf = db.get_column_family(_CF_PREFIX + name)
             st = self._states().get(name)
@@ -561,7 +683,7 @@ class RocksDBStateBackend(StateBackend):
                 st._bind(cf, count)
         for name, st in self._states().items():
             if name not in handle["states"]:
-                st._bind(db.create_column_family(_CF_PREFIX + name, _options(self.memory)), 0)
+                st._bind(db.create_column_family(_CF_PREFIX + name, _options(self.memory, self.tuning)), 0)
 
     def _restore_key_groups(self, handle: dict[str, Any], fresh: bool) -> None:
         """Rescaling: scan only the key-group range this backend shares with the old subtask; into a
@@ -572,7 +694,7 @@ class RocksDBStateBackend(StateBackend):
             return
         scratch = self.root / "restore" / uuid.uuid4().hex
         _rebuild(handle, scratch)
-        old = _open(scratch, self.memory, read_only=True)
+        old = _open(scratch, self.memory, self.tuning, read_only=True)
         try:
             end = _kg_prefix(stop)  # stop <= 32768 still fits in the prefix
             for name in handle["states"]:
@@ -623,14 +745,14 @@ def _rebuild(handle: dict[str, Any], target: Path) -> None:
 
 
 def _write_canonical_from(staging: Path, names: dict[str, int], directory: Path,
-                          memory: RocksDBMemory) -> dict[str, Any]:
+                          memory: RocksDBMemory, tuning: RocksDBTuning) -> dict[str, Any]:
     """Read the frozen checkpoint and write the backend-independent savepoint format.
 
     Each state is scanned in key order, so in key-group order, and written in
     bounded batches: the savepoint of a state larger than memory never holds
     more than one batch.  Keys and values already are codec bytes: they are
     copied as they are, nothing decoded."""
-    db = _open(staging, memory, read_only=True)
+    db = _open(staging, memory, tuning, read_only=True)
     writer = CanonicalWriter(directory / CANONICAL_FILE)
     try:
         for name in names:
