@@ -375,7 +375,7 @@ def check_text_type(t: pa.DataType, fmt: str, column: str, table: str) -> None:
         )
 
 
-def _parse_text(strings: pa.Array, t: pa.DataType) -> pa.Array:
+def parse_text(strings: pa.Array, t: pa.DataType) -> pa.Array:
     """Convert text to ``t`` with Arrow casts; raises one of CONVERSION_ERRORS on any bad value."""
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return strings.cast(t)
@@ -408,11 +408,11 @@ def _normalize_text(strings: pa.Array) -> pa.Array:
 def convert_text(strings: pa.Array, t: pa.DataType) -> pa.Array:
     """Text -> values of ``t`` (vectorized); raises one of CONVERSION_ERRORS if any value is bad."""
     try:
-        return _parse_text(strings, t)
+        return parse_text(strings, t)
     except CONVERSION_ERRORS:
         if pa.types.is_string(t) or pa.types.is_large_string(t):
             raise
-    return _parse_text(_normalize_text(strings), t)
+    return parse_text(_normalize_text(strings), t)
 
 
 def bad_positions(strings: pa.Array, t: pa.DataType, first_only: bool) -> list[int]:
