@@ -428,6 +428,42 @@ def test_csv_quick_columns_decode_as_the_careful_path(tmp_path: Path, null_liter
         assert _decoded(path, options, False, monkeypatch) == _decoded(path, options, True, monkeypatch), value
 
 
+def _timestamp_as_before(strings: pa.Array, t: pa.DataType) -> pa.Array:
+    """Text to a naive TIMESTAMP(p) the one way there was: a trailing Z or z dropped, parsed in
+    microseconds (nanoseconds for p > 6), then truncated to the column's unit."""
+    import pyarrow.compute as pc
+
+    parsed = pc.cast(pc.replace_substring_regex(strings, r"[Zz]$", ""), pa.timestamp("ns" if t.unit == "ns" else "us"))
+    return pc.cast(parsed, t, safe=False)
+
+
+def test_text_to_timestamp_at_the_column_unit_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    # text Arrow parses at the column's unit as it is has nothing to strip (no Z) or truncate (no
+    # finer fraction): the same values as the general way; other text still takes that
+    import pyarrow.compute as pc
+
+    from sqlstream.runtime.formats import CONVERSION_ERRORS, parse_text
+
+    values = ["2020-01-01 00:00:00", "2020-01-01 00:00:00.5", "2020-01-01T00:00:00.000", "2024-02-29 23:59:59.999",
+              "1900-01-01 00:00:00.5", "1969-12-31 23:59:59.9995", "1969-12-31 23:59:59.999999", "2020-01-01",
+              "2020-01-01 10:00", "2020-01-01 00:00:00.123456789", "2020-01-01 00:00:00Z", "2020-01-01T00:00:00.5z"]
+    for precision in (0, 3, 6, 9):
+        t = parse_type(f"TIMESTAMP({precision})")
+        for v in values:
+            column = pa.array([v, "2021-06-01 12:00:00"])
+            try:
+                expected = _timestamp_as_before(column, t)
+            except CONVERSION_ERRORS:
+                with pytest.raises(CONVERSION_ERRORS):
+                    parse_text(column, t)
+                continue
+            assert parse_text(column, t).equals(expected), (v, precision)
+    # well-formed text is not scanned for a zone designator
+    monkeypatch.setattr(pc, "ends_with", None)
+    got = parse_text(pa.array(["2020-01-01 00:00:00.123", "2020-01-01 00:00:01"]), parse_type("TIMESTAMP(3)"))
+    assert got.to_pylist() == [dt.datetime(2020, 1, 1, 0, 0, 0, 123000), dt.datetime(2020, 1, 1, 0, 0, 1)]
+
+
 def test_csv_well_formed_columns_skip_the_blank_field_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # only the BOOLEAN and ARRAY columns (rules of their own), and a column with a blank field, take
     # the careful path

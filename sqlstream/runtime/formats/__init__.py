@@ -382,6 +382,12 @@ def parse_text(strings: pa.Array, t: pa.DataType) -> pa.Array:
     if pa.types.is_timestamp(t):
         parse_unit = "ns" if t.unit == "ns" else "us"
         if t.tz is None:
+            try:
+                # the common text: Arrow takes no zone designator into a naive timestamp, nor a finer
+                # fraction than the unit's, so there is nothing to strip or truncate
+                return pc.cast(strings, t)
+            except CONVERSION_ERRORS:
+                pass
             # the regex pass costs 8x the two suffix tests, and text with a trailing Z is rare
             zulu = pc.or_(pc.ends_with(strings, "Z"), pc.ends_with(strings, "z"))
             naive = pc.replace_substring_regex(strings, r"[Zz]$", "") if pc.any(zulu).as_py() else strings
