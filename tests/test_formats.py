@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 import time
 from collections.abc import Iterator
 from decimal import Decimal
@@ -341,6 +342,148 @@ def test_csv_boolean_is_true_only_for_the_text_true(tmp_path: Path) -> None:
     path = csv_file(tmp_path, "1,true\n2, TRUE \n3,false\n4,\n5,yes\n6,1\n7,N\n")
     table, _ = read_all("csv", path, {"csv.null-literal": "N"}, schema=schema)
     assert table.column("b").to_pylist() == [True, True, False, False, False, False, None]
+
+
+QUICK_SCHEMA = pa.schema([*SCHEMA, ("big", parse_type("BIGINT")), ("tags", parse_type("ARRAY<INT>"))])
+QUICK_GOOD = "1,a,1.5,2024-01-01 00:00:01.000,2.50,true,2024-01-01 00:00:01,2024-01-02,7,2024-01-01 00:00:01.123456,9,1;2"
+# one field of a good record replaced: padded, blank, the null literal, malformed, out of range,
+# a zone suffix, a finer fraction, or a record of the wrong field count
+QUICK_EDITS = [(0, " 3 "), (0, ""), (0, "\t"), (0, "NULL"), (0, "x"), (2, " 2.5"), (2, ""), (2, "nan"),
+               (3, "2024-01-01 00:00:01Z"), (3, "2024-01-01T00:00:01.123456"), (3, " "), (3, "NULL"),
+               (4, "1.005"), (4, ""), (5, ""), (5, "TRUE"), (6, "2024-01-01 00:00:01+02:00"), (7, ""),
+               (7, "2024-13-01"), (8, "300"), (8, "-128"), (9, "2024-01-01 00:00:01.1234567"),
+               (10, "9223372036854775808"), (10, " "), (11, ""), (11, "1;x"), (11, "NULL"), (1, ""),
+               (1, "NULL"), (None, "1,2")]
+
+
+def _quick_text(rng: random.Random, records: int, edit_rate: float) -> str:
+    lines = []
+    for _ in range(records):
+        fields = QUICK_GOOD.split(",")
+        if rng.random() < edit_rate:
+            column, value = rng.choice(QUICK_EDITS)
+            if column is None:
+                lines.append(value)
+                continue
+            fields[column] = value
+        lines.append(",".join(fields))
+    return "\n".join(lines) + "\n"
+
+
+def _decoded(path: str, options: dict, careful: bool, monkeypatch: pytest.MonkeyPatch) -> tuple:
+    """(the rows, the parse-error count) or (the error text, None), by the quick path or, with
+    ``careful``, with every column taken through the careful one."""
+    from sqlstream.runtime.formats import csv as csv_format
+
+    with monkeypatch.context() as m:
+        if careful:
+            m.setattr(csv_format, "_quick_columns", lambda columns, fields: ([None] * len(fields), list(range(len(fields)))))
+        f = create_format("csv", QUICK_SCHEMA, options, None, "t")
+        try:
+            batches = list(f.read_file(path))
+        except DataError as e:
+            return str(e), None
+    table = pa.Table.from_batches(batches, schema=f.output_schema)
+    assert table.schema == f.output_schema
+    return repr(table.to_pylist()), f.parse_errors  # repr: NaN equals NaN
+
+
+def test_no_blank_text_casts_to_a_non_string_type() -> None:
+    # what the CSV quick path rests on: a column whose values all cast holds no blank field
+    from sqlstream.runtime.formats import CONVERSION_ERRORS, parse_text
+
+    blanks = ["", " ", "\t", "\n", "\r", "\x0b", "\x0c", " \t ", "\u00a0", "\u2003", "\u3000", "\u0085", "\u2028"]
+    types = ["TINYINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL(10, 2)", "DECIMAL(38, 3)", "DATE", "TIME",
+             "TIME(6)", "TIMESTAMP(0)", "TIMESTAMP(3)", "TIMESTAMP(6)", "TIMESTAMP(9)", "TIMESTAMP_LTZ(3)"]
+    for name in types:
+        for blank in blanks:
+            with pytest.raises(CONVERSION_ERRORS):
+                parse_text(pa.array([blank]), parse_type(name))
+
+
+@pytest.mark.parametrize("null_literal", [None, "", "NULL"])
+def test_csv_quick_columns_decode_as_the_careful_path(tmp_path: Path, null_literal: str | None,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # columns Arrow casts as they are skip Flink's blank-field rule, which finds nothing in them:
+    # the same values, errors and error counts as with every column taken the careful way, over
+    # blocks with no edge case (quick), a few, and many
+    rng = random.Random(5)
+    text = _quick_text(rng, 30_000, 0.0) + _quick_text(rng, 30_000, 0.0005) + _quick_text(rng, 2_000, 0.3)
+    path = csv_file(tmp_path, text)
+    options = {} if null_literal is None else {"csv.null-literal": null_literal}
+    for ignore in (True, False):
+        opts = {**options, "csv.ignore-parse-errors": ignore}
+        quick = _decoded(path, opts, False, monkeypatch)
+        assert quick == _decoded(path, opts, True, monkeypatch)
+        if ignore:
+            assert quick[0].count("'id'") > 60_000 and quick[1] > 100
+        else:
+            assert "malformed CSV record" in quick[0]
+    # each edit alone, strictly: the same error (or the same values)
+    for column, value in QUICK_EDITS:
+        fields = QUICK_GOOD.split(",")
+        if column is not None:
+            fields[column] = value
+        path = csv_file(tmp_path, QUICK_GOOD + "\n" + (value if column is None else ",".join(fields)) + "\n")
+        assert _decoded(path, options, False, monkeypatch) == _decoded(path, options, True, monkeypatch), value
+
+
+def _timestamp_as_before(strings: pa.Array, t: pa.DataType) -> pa.Array:
+    """Text to a naive TIMESTAMP(p) the one way there was: a trailing Z or z dropped, parsed in
+    microseconds (nanoseconds for p > 6), then truncated to the column's unit."""
+    import pyarrow.compute as pc
+
+    parsed = pc.cast(pc.replace_substring_regex(strings, r"[Zz]$", ""), pa.timestamp("ns" if t.unit == "ns" else "us"))
+    return pc.cast(parsed, t, safe=False)
+
+
+def test_text_to_timestamp_at_the_column_unit_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    # text Arrow parses at the column's unit as it is has nothing to strip (no Z) or truncate (no
+    # finer fraction): the same values as the general way; other text still takes that
+    import pyarrow.compute as pc
+
+    from sqlstream.runtime.formats import CONVERSION_ERRORS, parse_text
+
+    values = ["2020-01-01 00:00:00", "2020-01-01 00:00:00.5", "2020-01-01T00:00:00.000", "2024-02-29 23:59:59.999",
+              "1900-01-01 00:00:00.5", "1969-12-31 23:59:59.9995", "1969-12-31 23:59:59.999999", "2020-01-01",
+              "2020-01-01 10:00", "2020-01-01 00:00:00.123456789", "2020-01-01 00:00:00Z", "2020-01-01T00:00:00.5z"]
+    for precision in (0, 3, 6, 9):
+        t = parse_type(f"TIMESTAMP({precision})")
+        for v in values:
+            column = pa.array([v, "2021-06-01 12:00:00"])
+            try:
+                expected = _timestamp_as_before(column, t)
+            except CONVERSION_ERRORS:
+                with pytest.raises(CONVERSION_ERRORS):
+                    parse_text(column, t)
+                continue
+            assert parse_text(column, t).equals(expected), (v, precision)
+    # well-formed text is not scanned for a zone designator
+    monkeypatch.setattr(pc, "ends_with", None)
+    got = parse_text(pa.array(["2020-01-01 00:00:00.123", "2020-01-01 00:00:01"]), parse_type("TIMESTAMP(3)"))
+    assert got.to_pylist() == [dt.datetime(2020, 1, 1, 0, 0, 0, 123000), dt.datetime(2020, 1, 1, 0, 0, 1)]
+
+
+def test_csv_well_formed_columns_skip_the_blank_field_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # only the BOOLEAN and ARRAY columns (rules of their own), and a column with a blank field, take
+    # the careful path
+    from sqlstream.runtime.formats import csv as csv_format
+
+    seen: list[list[str]] = []
+    scan = csv_format._jackson_text
+
+    def recording(columns: list, fields: list) -> tuple:
+        seen.append([f.name for f in fields])
+        return scan(columns, fields)
+
+    monkeypatch.setattr(csv_format, "_jackson_text", recording)
+    path = csv_file(tmp_path, (QUICK_GOOD + "\n") * 3)
+    table, errors = read_all("csv", path, schema=QUICK_SCHEMA)
+    assert seen == [["ok", "tags"]] and table.num_rows == 3 and errors == 0
+    seen.clear()
+    path = csv_file(tmp_path, QUICK_GOOD + "\n" + QUICK_GOOD.replace(",7,", ",,") + "\n")
+    table, errors = read_all("csv", path, {"csv.ignore-parse-errors": True}, schema=QUICK_SCHEMA)
+    assert seen == [["ok", "small", "tags"]] and table.column("small").to_pylist() == [7, None] and errors == 1
 
 
 def test_csv_bad_delimiter_option() -> None:

@@ -296,6 +296,40 @@ def test_split_index_of_a_column_by_one_character_matches_java_split(index: int,
     ]
 
 
+def test_split_index_calls_on_one_column_share_its_separators() -> None:
+    # q22's SPLIT_INDEX(url, '/', 3), (url, '/', 4), (url, '/', 5): the separators are found once for
+    # the column; another column, another separator, a slice of the same buffers, or the same
+    # buffers as LARGE_STRING are found afresh
+    from sqlstream.core.functions import strings as string_functions
+
+    urls = strings("https://a.com/x/y/z", "https://b.org/p", None, "", "no-sep", "/x//y/")
+    other = strings("a/b/c/d/e/f", "q", "r/s/t/u/v/w", "", "/", "z")
+
+    def split(column: pa.Array, sep: str, index: int) -> list:
+        def java(v: str | None) -> str | None:
+            fields = v.split(sep) if v else []
+            return fields[index] if index < len(fields) else None
+
+        got = run(f"SPLIT_INDEX(s, '{sep}', {index})", s=column)
+        assert got == [java(v) for v in column.to_pylist()], (column, sep, index)
+        return got
+
+    split(urls, "/", 3)
+    found = string_functions._last_separators.memo[2]
+    split(urls, "/", 4)
+    split(urls, "/", 5)
+    assert string_functions._last_separators.memo[2] is found  # found once for the three
+    split(other, "/", 3)
+    assert string_functions._last_separators.memo[2] is not found
+    split(urls, "/", 2)
+    split(urls, ".", 1)
+    split(urls.slice(1), "/", 3)
+    split(urls.slice(1, 3), "/", 2)
+    wide = string_functions._split_field_ascii(urls.cast(pa.large_string()), ord("/"), 3)
+    assert wide.to_pylist() == split(urls, "/", 3)
+    split(urls, "/", 0)
+
+
 def test_regexp() -> None:
     assert one("REGEXP('abc', 'b.')") is True
     assert one("REGEXP('abc', '^b')") is False

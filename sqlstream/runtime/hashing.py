@@ -27,8 +27,30 @@ def _mix(x: np.ndarray) -> np.ndarray:
         return x ^ (x >> np.uint64(31))
 
 
+# position weights of _string_hash (odd splitmix64 values of a byte's position in its string),
+# computed once and grown as longer strings come, up to _WEIGHTS_CACHED positions (a longer string
+# computes its own)
+_WEIGHTS = np.zeros(0, np.uint64)
+_WEIGHTS_CACHED = 1 << 16
+
+
+def _weights(length: int) -> np.ndarray:
+    """The weights of byte positions 0 .. length-1 in a string."""
+    global _WEIGHTS
+    table = _WEIGHTS
+    if len(table) < length:
+        size = max(length, 2 * len(table), 64)
+        with np.errstate(over="ignore"):
+            table = _mix(np.arange(size, dtype=np.uint64) + _GOLDEN) | np.uint64(1)
+        if size <= _WEIGHTS_CACHED:
+            _WEIGHTS = table  # one assignment: a thread still reading the old table is fine
+    return table[:length]
+
+
 def _string_hash(arr: pa.Array) -> np.ndarray:
-    """Per-string polynomial hash over the UTF-8 bytes, with one reduceat over the data buffer."""
+    """Per-string polynomial hash over the UTF-8 bytes: ``length * GOLDEN + sum(byte_i * w_i)``
+    (mod 2^64), ``w_i`` the odd weight of position i.  Strings of one length (dates, codes) are
+    rows of a byte matrix summed at once; others are summed with one reduceat over the data."""
     arr = arr.cast(pa.large_string()) if not pa.types.is_large_string(arr.type) else arr
     n = len(arr)
     if n == 0:
@@ -37,20 +59,25 @@ def _string_hash(arr: pa.Array) -> np.ndarray:
     data_buf = arr.buffers()[2]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     start, end = offsets[0], offsets[-1]
-    data = data[start:end].astype(np.uint64)
+    data = data[start:end]
     lengths = np.diff(offsets)
     out = lengths.astype(np.uint64) * _GOLDEN
-    if len(data):
-        # weight each byte by a position-dependent odd multiplier, then sum per string
-        pos = np.arange(len(data), dtype=np.int64) - np.repeat(offsets[:-1] - start, lengths)
+    if not len(data):
+        return out
+    width = int(lengths[0])
+    if width * n == len(data) and (lengths == width).all():
+        # every string `width` bytes: a (rows, width) matrix, weighted and summed per row
         with np.errstate(over="ignore"):
-            weights = _mix(pos.astype(np.uint64) + _GOLDEN) | np.uint64(1)
-            weighted = data * weights
-        nonempty = lengths > 0
-        starts = (offsets[:-1] - start)[nonempty]
-        sums = np.add.reduceat(weighted, starts) if len(starts) else np.zeros(0, np.uint64)
-        with np.errstate(over="ignore"):
-            out[nonempty] += sums
+            out += data.reshape(n, width).astype(np.uint64) @ _weights(width)
+        return out
+    pos = np.arange(len(data), dtype=np.int64) - np.repeat(offsets[:-1] - start, lengths)
+    with np.errstate(over="ignore"):
+        weighted = data * _weights(int(lengths.max()))[pos]
+    nonempty = lengths > 0
+    starts = (offsets[:-1] - start)[nonempty]
+    sums = np.add.reduceat(weighted, starts)
+    with np.errstate(over="ignore"):
+        out[nonempty] += sums
     return out
 
 

@@ -375,13 +375,19 @@ def check_text_type(t: pa.DataType, fmt: str, column: str, table: str) -> None:
         )
 
 
-def _parse_text(strings: pa.Array, t: pa.DataType) -> pa.Array:
+def parse_text(strings: pa.Array, t: pa.DataType) -> pa.Array:
     """Convert text to ``t`` with Arrow casts; raises one of CONVERSION_ERRORS on any bad value."""
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return strings.cast(t)
     if pa.types.is_timestamp(t):
         parse_unit = "ns" if t.unit == "ns" else "us"
         if t.tz is None:
+            try:
+                # the common text: Arrow takes no zone designator into a naive timestamp, nor a finer
+                # fraction than the unit's, so there is nothing to strip or truncate
+                return pc.cast(strings, t)
+            except CONVERSION_ERRORS:
+                pass
             # the regex pass costs 8x the two suffix tests, and text with a trailing Z is rare
             zulu = pc.or_(pc.ends_with(strings, "Z"), pc.ends_with(strings, "z"))
             naive = pc.replace_substring_regex(strings, r"[Zz]$", "") if pc.any(zulu).as_py() else strings
@@ -408,11 +414,11 @@ def _normalize_text(strings: pa.Array) -> pa.Array:
 def convert_text(strings: pa.Array, t: pa.DataType) -> pa.Array:
     """Text -> values of ``t`` (vectorized); raises one of CONVERSION_ERRORS if any value is bad."""
     try:
-        return _parse_text(strings, t)
+        return parse_text(strings, t)
     except CONVERSION_ERRORS:
         if pa.types.is_string(t) or pa.types.is_large_string(t):
             raise
-    return _parse_text(_normalize_text(strings), t)
+    return parse_text(_normalize_text(strings), t)
 
 
 def bad_positions(strings: pa.Array, t: pa.DataType, first_only: bool) -> list[int]:

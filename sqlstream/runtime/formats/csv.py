@@ -36,6 +36,7 @@ from sqlstream.runtime.formats import (
     convert_text,
     ignore_parse_errors,
     make_batch,
+    parse_text,
     value_text,
 )
 
@@ -152,16 +153,16 @@ class CsvFormat(TextFormat):
                 raise DataError(f"malformed CSV data in {what}: {e}") from None
             n = strings.num_rows
             mine = _invalid_in_block(invalid, counted, skip + records + counted, n)
-            texts, blank = _jackson_text(strings.columns[: len(fields)], fields)
-            scalar = [k for k, f in enumerate(fields) if not _is_nested(f.type)]
-            converted, bad = convert_columns([texts[k] for k in scalar], [fields[k] for k in scalar],
+            arrays, careful = _quick_columns(strings.columns[: len(fields)], fields)
+            texts, blank = _jackson_text([strings.column(k) for k in careful], [fields[k] for k in careful])
+            scalar = [j for j, k in enumerate(careful) if not _is_nested(fields[k].type)]
+            converted, bad = convert_columns([texts[j] for j in scalar], [fields[careful[j]] for j in scalar],
                                              not self.ignore_errors, "column")
-            arrays = [None] * len(fields)
-            for k, arr in zip(scalar, converted, strict=True):
-                arrays[k] = arr
-            for k, f in enumerate(fields):
+            for j, arr in zip(scalar, converted, strict=True):
+                arrays[careful[j]] = arr
+            for j, k in enumerate(careful):
                 if arrays[k] is None:
-                    arrays[k], nested_bad = self._nested(texts[k], f)
+                    arrays[k], nested_bad = self._nested(texts[j], fields[k])
                     for row, reason in nested_bad.items():
                         bad.setdefault(row, reason)
             bad = {**blank, **dict(sorted(bad.items()))}
@@ -412,6 +413,28 @@ def _element_values(texts: pa.Array, t: pa.DataType) -> pa.Array:
 
 def _is_nested(t: pa.DataType) -> bool:
     return pa.types.is_list(t) or pa.types.is_struct(t)
+
+
+def _quick_columns(columns: Sequence[pa.Array], fields: Sequence[pa.Field]) -> tuple[list[Any], list[int]]:
+    """The columns that convert as they are: STRING ones, and those whose every value Arrow's cast
+    takes (the common, well-formed text), which is what the careful path (_jackson_text, then
+    convert_columns) makes of them too: a value that trims to nothing never casts to a
+    non-string type, so such a column has no blank field, and convert_text tries this cast first.
+    Returns the converted arrays (None for the others) and the indices of the others, for the
+    careful path: BOOLEAN (Flink's own rule), ARRAY and ROW, and any column some value of which
+    does not cast (blank, padded, malformed: the careful path finds which and why)."""
+    arrays: list[Any] = [None] * len(fields)
+    careful: list[int] = []
+    for k, (arr, f) in enumerate(zip(columns, fields, strict=True)):
+        t = f.type
+        if pa.types.is_boolean(t) or _is_nested(t):
+            careful.append(k)
+            continue
+        try:
+            arrays[k] = parse_text(arr, t)
+        except CONVERSION_ERRORS:
+            careful.append(k)
+    return arrays, careful
 
 
 def _jackson_text(columns: Sequence[pa.Array], fields: Sequence[pa.Field]) -> tuple[list[pa.Array], dict[int, str]]:
