@@ -11,11 +11,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from sqlstream.core.config import split_list
 from sqlstream.core.errors import PlanError
 from sqlstream.frontend.session import Session
+from sqlstream.runtime.operators.join_rocksdb import HEADS_STATE, ROWS_STATES, RocksDBInnerJoin
 from sqlstream.runtime.state import BackendFactory, StateBackend
 from sqlstream.runtime.state.rocksdb import RocksDBStateBackend
 from tests.conftest import apply_changelog, rows
@@ -308,3 +310,17 @@ SET '{R}thread.num' = '1';
     tuned_backends = [b for b in created if b.tuning.compaction_style == "universal"]
     assert len(tuned_backends) == 2 and all(not b.tuning.bloom_filter and b.tuning.block_size == KB
                                             for b in tuned_backends)
+
+
+@pytest.mark.parametrize(("style", "trigger"), [("LEVEL", "12"), ("UNIVERSAL", "4")])
+def test_the_joins_level0_triggers_apply_under_the_level_style_only(backend, style: str, trigger: str) -> None:
+    # the rocksdb join compacts its column families later under LEVEL (its own tuning); a style the
+    # user chose runs with RocksDB's triggers
+    b = backend({R + "compaction.style": style})
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+    RocksDBInnerJoin(("l", "r"), ((0,), (0,)), None, (schema, schema),
+                     pa.schema([("k", pa.int64()), ("v", pa.int64()), ("k0", pa.int64()), ("v0", pa.int64())]),
+                     (None, None), 128, b)
+    text = options_file(b)
+    for family in (HEADS_STATE, *ROWS_STATES):
+        assert section(text, f'CFOptions "state\\:{family}"')["level0_file_num_compaction_trigger"] == trigger
