@@ -202,26 +202,26 @@ _COMPRESSION_TYPES = {
 class RocksDBTuning:
     """RocksDB's tuning options by Flink's names (RocksDBConfigurableOptions, over a predefined
     profile), applied to every db and column family as Flink's RocksDBResourceContainer applies them.
-    The memory options (write buffers, block cache) are RocksDBMemory's.  The defaults are Flink's
-    but for ``bloom_filter``: sqlstream always had SST bloom filters (10 bits per key, full filters),
-    and its operators' lookups of new keys lean on them."""
+    The memory options (write buffers, block cache) are RocksDBMemory's.  The defaults are the config
+    keys' (from_settings): Flink's but for ``bloom_filter``: sqlstream always had SST bloom filters
+    (10 bits per key, full filters), and its operators' lookups of new keys lean on them."""
 
-    background_jobs: int = 2  # thread.num
-    max_open_files: int = -1  # files.open
-    log_dir: str | None = None  # log.dir (None: the db's own directory)
-    log_max_file_size: int = 25 << 20  # log.max-file-size
-    log_file_num: int = 4  # log.file-num
-    compaction_style: str = "level"  # compaction.style, lower case
-    dynamic_level_bytes: bool = False  # compaction.level.use-dynamic-size
-    target_file_size_base: int = 64 << 20  # compaction.level.target-file-size-base
-    max_bytes_for_level_base: int = 256 << 20  # compaction.level.max-size-level-base
-    compression_per_level: tuple[str, ...] = ("snappy_compression",)  # compression.per.level, lower case
-    write_buffers_to_merge: int = 1  # writebuffer.number-to-merge
-    block_size: int = 4 << 10  # block.blocksize
-    metadata_block_size: int = 4 << 10  # block.metadata-blocksize
-    bloom_filter: bool = True  # use-bloom-filter
-    bloom_bits_per_key: float = 10.0  # bloom-filter.bits-per-key
-    bloom_block_based: bool = False  # bloom-filter.block-based-mode
+    background_jobs: int  # thread.num
+    max_open_files: int  # files.open
+    log_dir: str | None  # log.dir (None: the db's own directory)
+    log_max_file_size: int  # log.max-file-size
+    log_file_num: int  # log.file-num
+    compaction_style: str  # compaction.style, lower case
+    dynamic_level_bytes: bool  # compaction.level.use-dynamic-size
+    target_file_size_base: int  # compaction.level.target-file-size-base
+    max_bytes_for_level_base: int  # compaction.level.max-size-level-base
+    compression_per_level: tuple[str, ...]  # compression.per.level, lower case
+    write_buffers_to_merge: int  # writebuffer.number-to-merge
+    block_size: int  # block.blocksize
+    metadata_block_size: int  # block.metadata-blocksize
+    bloom_filter: bool  # use-bloom-filter
+    bloom_bits_per_key: float  # bloom-filter.bits-per-key
+    bloom_block_based: bool  # bloom-filter.block-based-mode
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, str]) -> RocksDBTuning:
@@ -447,7 +447,7 @@ class RocksDBStateBackend(StateBackend):
         super().__init__(key_groups, local_dir, clock)
         # without a slot's memory (a backend on its own): Flink's defaults, one slot
         self.memory = memory if memory is not None else RocksDBMemory.from_settings({}, 1)
-        self.tuning = tuning if tuning is not None else RocksDBTuning()
+        self.tuning = tuning if tuning is not None else RocksDBTuning.from_settings({})
         if local_dir is not None:
             local_dir.mkdir(parents=True, exist_ok=True)
         # a fresh directory per subtask: several backends may share one local_dir
